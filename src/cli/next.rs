@@ -1,0 +1,1 @@
+//! `agentcron next`: upcoming fires of a schedule or an ad-hoc cron expression.

@@ -1,0 +1,411 @@
+//! The typed configuration: what an operator wrote in `agentcron.toml`, validated
+//! and with defaults filled in. Field names follow DESIGN.md "Config shape".
+
+use crate::time::calendar::Calendar;
+use crate::time::cron::CronSpec;
+use chrono_tz::Tz;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A whole, valid config file.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it was read from (absolute when possible).
+    pub path: PathBuf,
+    /// The folder relative paths resolve against.
+    pub dir: PathBuf,
+    pub scheduler: SchedulerConfig,
+    pub calendars: BTreeMap<String, Arc<Calendar>>,
+    pub tenants: BTreeMap<String, TenantConfig>,
+    pub agents: BTreeMap<String, AgentConfig>,
+    pub schedules: Vec<ScheduleConfig>,
+    /// Configured recurring maintenance windows (`[[maintenance]]`).
+    pub maintenance: Vec<MaintenanceConfig>,
+}
+
+impl Config {
+    pub fn schedule(&self, id: &str) -> Option<&ScheduleConfig> {
+        self.schedules.iter().find(|s| s.id == id)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// Default time zone for schedules.
+    pub timezone: Tz,
+    /// SQLite file, resolved against the config folder.
+    pub database: PathBuf,
+    /// On-time pool size.
+    pub workers: usize,
+    /// Catch-up pool size (default `workers / 2`, at least 1).
+    pub backfill_workers: usize,
+    /// Lease length of a running attempt; renewed every `lease / 3`.
+    pub lease: Duration,
+    pub alert: Option<AlertSink>,
+    /// How many past runs go into an envelope's execution memory.
+    pub memory_runs: usize,
+    /// How long a stopping scheduler waits for running attempts.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            timezone: Tz::UTC,
+            database: PathBuf::from("agentcron.db"),
+            workers: 8,
+            backfill_workers: 4,
+            lease: Duration::from_secs(60),
+            alert: None,
+            memory_runs: 5,
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where alerts go besides the event log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlertSink {
+    /// One JSON object per line appended to `path`.
+    File { path: PathBuf },
+    /// POST of the alert JSON.
+    Webhook { url: String },
+    /// argv; the alert JSON arrives on stdin.
+    Command { command: Vec<String> },
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantConfig {
+    pub max_concurrent: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    pub id: String,
+    pub kind: AgentKind,
+    pub timeout: Duration,
+    pub env: BTreeMap<String, String>,
+    /// Can the agent check whether an uncertain side effect landed?
+    pub verify: bool,
+    pub steps: Vec<StepConfig>,
+}
+
+impl AgentConfig {
+    pub fn is_side_effect(&self, step: &str) -> bool {
+        self.steps.iter().any(|s| s.name == step && s.side_effect)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentKind {
+    /// argv, never a shell string; program paths resolve against the config folder
+    /// when they contain a `/`.
+    Command { command: Vec<String> },
+    Http { url: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConfig {
+    pub name: String,
+    pub side_effect: bool,
+}
+
+/// One configured task.
+#[derive(Debug, Clone)]
+pub struct ScheduleConfig {
+    pub id: String,
+    pub tenant: String,
+    pub owner: Option<String>,
+    pub agent: String,
+    pub payload: serde_json::Value,
+    pub trigger: TriggerConfig,
+    pub timezone: Tz,
+    pub calendar: Option<String>,
+    pub non_business_day: NonBusinessDay,
+    pub dst_gap: DstGap,
+    pub dst_fold: DstFold,
+    pub check_every: Duration,
+    pub close_after: Duration,
+    pub overlap: Overlap,
+    pub max_concurrency: u32,
+    pub catchup: Catchup,
+    pub catchup_window: Duration,
+    pub default_error_class: ErrorClass,
+    pub retry: RetryPolicy,
+    pub circuit: CircuitPolicy,
+    pub budget: BudgetPolicy,
+    /// After this long in `needs_human` the run fails with reason `approval_ttl`.
+    pub approval_ttl: Option<Duration>,
+    pub gates: Vec<GateConfig>,
+    pub deliveries: Vec<DeliveryConfig>,
+}
+
+/// Layer 1: when to look. Exactly one per schedule.
+#[derive(Debug, Clone)]
+pub enum TriggerConfig {
+    Cron(CronSpec),
+    Every { interval: Duration, anchor: Anchor },
+    AfterEvent { event: String, delay: Duration },
+    OnEvent { event: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Anchor {
+    /// Aligned to the clock: 10:00, 10:05, …
+    #[default]
+    Fixed,
+    /// N after the previous start.
+    LastStart,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NonBusinessDay {
+    #[default]
+    Skip,
+    NextBusinessDay,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DstGap {
+    #[default]
+    Shift,
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DstFold {
+    #[default]
+    First,
+    Last,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overlap {
+    #[default]
+    Skip,
+    BufferOne,
+    BufferAll,
+    CancelPrevious,
+    Allow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Catchup {
+    #[default]
+    All,
+    Latest,
+    None,
+}
+
+/// How a failed attempt is treated (DESIGN.md "Error classes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ErrorClass {
+    #[default]
+    Retryable,
+    NonRetryable,
+    NeedsHuman,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Retryable => "retryable",
+            ErrorClass::NonRetryable => "non_retryable",
+            ErrorClass::NeedsHuman => "needs_human",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "retryable" => Some(ErrorClass::Retryable),
+            "non_retryable" => Some(ErrorClass::NonRetryable),
+            "needs_human" => Some(ErrorClass::NeedsHuman),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backoff {
+    Fixed,
+    #[default]
+    Exponential,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Total attempts including the first.
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    pub initial: Duration,
+    pub max: Duration,
+    /// Fraction (0.0–1.0) of the delay added or removed at random.
+    pub jitter: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            backoff: Backoff::Exponential,
+            initial: Duration::from_secs(60),
+            max: Duration::from_secs(3600),
+            jitter: 0.1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CircuitPolicy {
+    pub open_after: u32,
+    pub cool_down: Duration,
+}
+
+impl Default for CircuitPolicy {
+    fn default() -> Self {
+        Self {
+            open_after: 3,
+            cool_down: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BudgetPolicy {
+    pub max_runtime: Option<Duration>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_per_day: Option<f64>,
+    /// Class of an attempt killed for exceeding `max_runtime` (default retryable).
+    pub runtime_error_class: ErrorClass,
+}
+
+/// Layer 2: one readiness check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateConfig {
+    /// Unique within the schedule; defaults to the kind.
+    pub name: String,
+    pub on_fail: OnFail,
+    /// A gate that takes longer is a `wait` with reason "timed out".
+    pub timeout: Duration,
+    pub kind: GateKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFail {
+    Skip,
+    #[default]
+    Fail,
+    Human,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateKind {
+    PreviousRunFinished,
+    FileExists {
+        path: PathBuf,
+        min_size: Option<u64>,
+        newer_than_window: bool,
+    },
+    SqliteQuery {
+        database: PathBuf,
+        query: String,
+        expect: Expect,
+    },
+    Command {
+        command: Vec<String>,
+    },
+    Http {
+        url: String,
+        status: u16,
+        json_pointer: Option<String>,
+        expect: Option<Expect>,
+    },
+    CredentialValid {
+        source: CredentialSource,
+        min_remaining: Duration,
+    },
+    Calendar {
+        /// Defaults to the schedule's calendar.
+        calendar: Option<String>,
+    },
+}
+
+impl GateKind {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            GateKind::PreviousRunFinished => "previous_run_finished",
+            GateKind::FileExists { .. } => "file_exists",
+            GateKind::SqliteQuery { .. } => "sqlite_query",
+            GateKind::Command { .. } => "command",
+            GateKind::Http { .. } => "http",
+            GateKind::CredentialValid { .. } => "credential_valid",
+            GateKind::Calendar { .. } => "calendar",
+        }
+    }
+}
+
+/// Where a credential's expiry (RFC 3339 or unix seconds, first line) is read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CredentialSource {
+    File(PathBuf),
+    Command(Vec<String>),
+}
+
+/// A comparison such as `"> 0"`, `">= 10"`, `"== 'ready'"`, `"!= 0"`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expect {
+    pub op: CompareOp,
+    pub value: ExpectValue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpectValue {
+    Number(f64),
+    Text(String),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryConfig {
+    /// Step name in the journal (default `deliver`, then `deliver-2`, …).
+    pub name: String,
+    pub kind: DeliveryKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeliveryKind {
+    /// Appends one JSON line per delivery.
+    File { path: PathBuf },
+    /// POST JSON with an `Idempotency-Key` header.
+    Webhook {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    /// argv; the result JSON arrives on stdin.
+    Command { command: Vec<String> },
+}
+
+/// A recurring maintenance window: switches hold runs while it is open.
+#[derive(Debug, Clone)]
+pub struct MaintenanceConfig {
+    pub name: String,
+    pub cron: CronSpec,
+    pub duration: Duration,
+    pub timezone: Tz,
+    /// Schedules it applies to; empty = all.
+    pub schedules: Vec<String>,
+    pub reason: String,
+}

@@ -1,0 +1,6 @@
+//! agentcron: a scheduler for AI-agent tasks. See DESIGN.md for the behaviour
+//! contract; the module tree follows it.
+
+pub mod config;
+pub mod time;
+pub mod cli;

@@ -1,0 +1,241 @@
+//! Cron expressions, evaluated on local wall-clock time.
+//!
+//! croner matches the expression against a `NaiveDateTime`, so the expression never
+//! sees a time zone; [`crate::time::resolve`] then maps each wall-clock time to
+//! instants under the schedule's DST policy. That keeps DST rules ours, not the
+//! library's.
+
+use chrono::NaiveDateTime;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+use std::fmt;
+use std::sync::Arc;
+
+/// How long a schedule's windows are, which decides the shape of its window keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    /// Fires more than once a day: keys are local date-times with offset.
+    SubDaily,
+    /// Fires at most once a day: keys are local dates.
+    Daily,
+    /// Fires on one weekday each week: keys are ISO weeks (`2026-W23`).
+    Weekly,
+}
+
+/// A parsed, validated cron expression.
+#[derive(Clone)]
+pub struct CronSpec {
+    expr: String,
+    cron: Arc<Cron>,
+    repeats_within_day: bool,
+    cadence: Cadence,
+}
+
+impl fmt::Debug for CronSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CronSpec")
+            .field("expr", &self.expr)
+            .field("repeats_within_day", &self.repeats_within_day)
+            .field("cadence", &self.cadence)
+            .finish()
+    }
+}
+
+impl PartialEq for CronSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.expr == other.expr
+    }
+}
+
+impl CronSpec {
+    /// Parses 5-field (Unix), 6-field (leading seconds) and 7-field (seconds and
+    /// year) expressions. Weekdays are Unix-numbered: 0 and 7 are Sunday, so `1-5`
+    /// is Monday to Friday. Day-of-month and day-of-week are ORed as in Vixie cron
+    /// when both are restricted (prefix the weekday field with `+` to AND them).
+    pub fn parse(expr: &str) -> Result<Self, String> {
+        let trimmed = expr.trim();
+        let fields: Vec<&str> = trimmed.split_whitespace().collect();
+        let nickname = trimmed.starts_with('@');
+        if !nickname && !(5..=7).contains(&fields.len()) {
+            return Err(format!(
+                "cron expression `{trimmed}` has {} fields; expected 5 (min hour dom mon dow), 6 (with seconds) or 7 (with seconds and year)",
+                fields.len()
+            ));
+        }
+        let parser = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .year(Year::Optional)
+            .dom_and_dow(false)
+            .alternative_weekdays(false)
+            .sloppy_ranges(true)
+            .build();
+        let cron = parser
+            .parse(trimmed)
+            .map_err(|e| format!("invalid cron expression `{trimmed}`: {}", describe_error(&e)))?;
+        let (second, minute, hour, dom, dow) = if nickname {
+            nickname_fields(trimmed)?
+        } else if fields.len() == 5 {
+            ("0", fields[0], fields[1], fields[2], fields[4])
+        } else {
+            (fields[0], fields[1], fields[2], fields[3], fields[5])
+        };
+        let repeats_within_day = hour == "*" || hour.contains('/');
+        let single = |f: &str| !f.is_empty() && f.chars().all(|c| c.is_ascii_digit());
+        let cadence = if !(single(second) && single(minute) && single(hour)) {
+            Cadence::SubDaily
+        } else if matches!(dom, "*" | "?") && is_single_weekday(dow) {
+            Cadence::Weekly
+        } else {
+            Cadence::Daily
+        };
+        // Reject expressions that can never fire (e.g. `0 0 30 2 *`) now, not at 3am.
+        let probe = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .ok_or("internal: probe date")?;
+        if cron.find_next_occurrence(&probe, true).is_err() {
+            // A year field may legitimately lie in the past; only refuse if it also
+            // never fires from today's calendar perspective (year 2000 covers both).
+            return Err(format!(
+                "cron expression `{trimmed}` never fires (no date matches it)"
+            ));
+        }
+        Ok(Self {
+            expr: trimmed.to_string(),
+            cron: Arc::new(cron),
+            repeats_within_day,
+            cadence,
+        })
+    }
+
+    pub fn expr(&self) -> &str {
+        &self.expr
+    }
+
+    /// True when the hour field is `*` or stepped: such schedules follow real-time
+    /// cadence across DST changes; others are pinned to fixed hours.
+    pub fn repeats_within_day(&self) -> bool {
+        self.repeats_within_day
+    }
+
+    pub fn cadence(&self) -> Cadence {
+        self.cadence
+    }
+
+    /// The first wall-clock time matching the expression at or after `from`
+    /// (`inclusive`) or strictly after it.
+    pub fn next_local(&self, from: NaiveDateTime, inclusive: bool) -> Option<NaiveDateTime> {
+        self.cron.find_next_occurrence(&from, inclusive).ok()
+    }
+}
+
+fn is_single_weekday(dow: &str) -> bool {
+    let d = dow.trim_start_matches('+').to_ascii_uppercase();
+    let names = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+    (d.len() == 1 && d.chars().all(|c| c.is_ascii_digit())) || names.contains(&d.as_str())
+}
+
+fn nickname_fields(n: &str) -> Result<(&'static str, &'static str, &'static str, &'static str, &'static str), String> {
+    Ok(match n.to_ascii_lowercase().as_str() {
+        "@yearly" | "@annually" => ("0", "0", "0", "1", "*"),
+        "@monthly" => ("0", "0", "0", "1", "*"),
+        "@weekly" => ("0", "0", "0", "*", "0"),
+        "@daily" | "@midnight" => ("0", "0", "0", "*", "*"),
+        "@hourly" => ("0", "0", "*", "*", "*"),
+        other => {
+            return Err(format!(
+                "unknown cron nickname `{other}` (use @yearly, @monthly, @weekly, @daily or @hourly)"
+            ));
+        }
+    })
+}
+
+fn describe_error(e: &croner::errors::CronError) -> String {
+    use croner::errors::CronError as E;
+    match e {
+        E::InvalidPattern(m) | E::IllegalCharacters(m) | E::ComponentError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Datelike, NaiveDate, Weekday};
+
+    fn at(y: i32, m: u32, d: u32, h: u32, mi: u32) -> NaiveDateTime {
+        NaiveDate::from_ymd_opt(y, m, d).unwrap().and_hms_opt(h, mi, 0).unwrap()
+    }
+
+    #[test]
+    fn five_field_one_to_five_is_monday_to_friday() {
+        let c = CronSpec::parse("0 17 * * 1-5").unwrap();
+        let mut t = at(2026, 6, 5, 0, 0); // a Friday
+        let mut days = vec![];
+        for _ in 0..5 {
+            t = c.next_local(t, false).unwrap();
+            days.push(t.weekday());
+        }
+        use Weekday::*;
+        assert_eq!(days, vec![Fri, Mon, Tue, Wed, Thu]);
+    }
+
+    #[test]
+    fn zero_and_seven_are_sunday_and_names_work() {
+        for e in ["0 9 * * 0", "0 9 * * 7", "0 9 * * SUN", "0 9 ? * sun"] {
+            let c = CronSpec::parse(e).unwrap();
+            let t = c.next_local(at(2026, 6, 1, 0, 0), false).unwrap();
+            assert_eq!(t.weekday(), Weekday::Sun, "{e}");
+        }
+        let c = CronSpec::parse("0 9 * JAN MON-FRI").unwrap();
+        let t = c.next_local(at(2026, 6, 1, 0, 0), false).unwrap();
+        assert_eq!((t.year(), t.month()), (2027, 1));
+    }
+
+    #[test]
+    fn dom_and_dow_are_ored_like_vixie() {
+        // 1st of the month OR any Monday.
+        let c = CronSpec::parse("0 0 1 * MON").unwrap();
+        let t = c.next_local(at(2026, 6, 2, 0, 0), false).unwrap(); // Tue 2nd
+        assert_eq!(t.date(), NaiveDate::from_ymd_opt(2026, 6, 8).unwrap()); // Monday
+        let t = c.next_local(at(2026, 6, 29, 1, 0), false).unwrap(); // after Mon 29th
+        assert_eq!(t.date(), NaiveDate::from_ymd_opt(2026, 7, 1).unwrap());
+    }
+
+    #[test]
+    fn six_and_seven_fields_and_specials() {
+        let c = CronSpec::parse("30 0 9 * * *").unwrap();
+        assert_eq!(c.next_local(at(2026, 6, 1, 0, 0), false).unwrap(), at(2026, 6, 1, 9, 0) + chrono::TimeDelta::seconds(30));
+        let c = CronSpec::parse("0 0 9 1 1 * 2030").unwrap();
+        assert_eq!(c.next_local(at(2026, 6, 1, 0, 0), false).unwrap().year(), 2030);
+        let last = CronSpec::parse("0 9 L * *").unwrap();
+        assert_eq!(last.next_local(at(2026, 2, 1, 0, 0), false).unwrap().day(), 28);
+        let nth = CronSpec::parse("0 9 * * 5#2").unwrap(); // second Friday
+        assert_eq!(nth.next_local(at(2026, 6, 1, 0, 0), false).unwrap().day(), 12);
+        let w = CronSpec::parse("0 9 15W * *").unwrap(); // 2026-08-15 is a Saturday
+        assert_eq!(w.next_local(at(2026, 8, 1, 0, 0), false).unwrap().day(), 14);
+    }
+
+    #[test]
+    fn pinned_versus_repeating_and_cadence() {
+        let p = |e: &str| CronSpec::parse(e).unwrap();
+        assert!(!p("30 2 * * *").repeats_within_day());
+        assert!(p("0 * * * *").repeats_within_day());
+        assert!(p("0 8-18/2 * * *").repeats_within_day());
+        assert!(!p("0 8,12 * * *").repeats_within_day());
+        assert_eq!(p("0 9 * * MON-FRI").cadence(), Cadence::Daily);
+        assert_eq!(p("0 9 * * MON").cadence(), Cadence::Weekly);
+        assert_eq!(p("*/5 * * * *").cadence(), Cadence::SubDaily);
+        assert_eq!(p("0 9,17 * * *").cadence(), Cadence::SubDaily);
+        assert_eq!(p("0 0 1 * *").cadence(), Cadence::Daily);
+        assert_eq!(p("@hourly").cadence(), Cadence::SubDaily);
+        assert!(p("@hourly").repeats_within_day());
+    }
+
+    #[test]
+    fn invalid_expressions_are_refused_with_a_reason() {
+        for bad in ["", "* * *", "61 * * * *", "0 25 * * *", "0 9 * * 8", "0 9 * FOO *", "0 0 30 2 *", "a b c d e", "@never"] {
+            let e = CronSpec::parse(bad).unwrap_err();
+            assert!(!e.is_empty(), "{bad}");
+        }
+    }
+}
