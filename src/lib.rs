@@ -2,5 +2,6 @@
 //! contract; the module tree follows it.
 
 pub mod config;
+pub mod store;
 pub mod time;
 pub mod cli;

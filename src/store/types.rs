@@ -1,0 +1,493 @@
+//! The durable records: runs, attempts, steps, events, switches, approvals.
+//! Names follow DESIGN.md "Words" and "Run state machine".
+
+use crate::config::model::ErrorClass;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where a run is in its life. See [`RunState::can_become`] for the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Pending,
+    Running,
+    RetryWait,
+    NeedsHuman,
+    Succeeded,
+    Failed,
+    Dead,
+    Skipped,
+    Missed,
+    Expired,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 10] = [
+        RunState::Pending,
+        RunState::Running,
+        RunState::RetryWait,
+        RunState::NeedsHuman,
+        RunState::Succeeded,
+        RunState::Failed,
+        RunState::Dead,
+        RunState::Skipped,
+        RunState::Missed,
+        RunState::Expired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Pending => "pending",
+            RunState::Running => "running",
+            RunState::RetryWait => "retry_wait",
+            RunState::NeedsHuman => "needs_human",
+            RunState::Succeeded => "succeeded",
+            RunState::Failed => "failed",
+            RunState::Dead => "dead",
+            RunState::Skipped => "skipped",
+            RunState::Missed => "missed",
+            RunState::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Succeeded, failed, dead, skipped and expired never change by themselves.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunState::Succeeded | RunState::Failed | RunState::Dead | RunState::Skipped | RunState::Expired
+        )
+    }
+
+    /// The state machine of DESIGN.md. `by_operator` is true only for an
+    /// operator's recorded requeue, the one way out of `failed` / `dead`.
+    pub fn can_become(self, to: RunState, by_operator: bool) -> bool {
+        use RunState::*;
+        match (self, to) {
+            // Claim, or the decision says skip / fail / ask a human; window closed;
+            // too old for catch-up.
+            (Pending, Running | Skipped | Missed | Expired | Failed | NeedsHuman) => true,
+            // Attempt outcome; cancel_previous and kill --cancel-running also end here.
+            (Running, Succeeded | RetryWait | NeedsHuman | Failed | Dead) => true,
+            // Re-gated retry: claimed again, or a gate now says skip / fail / human.
+            (RetryWait, Running | Skipped | Failed | NeedsHuman | Dead) => true,
+            // Approve (new attempt, or back to the gates) / reject / approval_ttl.
+            (NeedsHuman, RetryWait | Pending | Failed) => true,
+            // Catch-up rules.
+            (Missed, Pending | Skipped | Expired) => true,
+            // Operator requeue from the dead-letter queue or the failed list.
+            (Failed | Dead, RetryWait) => by_operator,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for RunState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a run (or attempt) runs; goes into the envelope's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunReason {
+    Scheduled,
+    Retry,
+    Catchup,
+    Manual,
+    Rehearsal,
+    Verify,
+}
+
+impl RunReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunReason::Scheduled => "scheduled",
+            RunReason::Retry => "retry",
+            RunReason::Catchup => "catchup",
+            RunReason::Manual => "manual",
+            RunReason::Rehearsal => "rehearsal",
+            RunReason::Verify => "verify",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Scheduled, Self::Retry, Self::Catchup, Self::Manual, Self::Rehearsal, Self::Verify]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// Which worker pool a run is dispatched to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    OnTime,
+    Backfill,
+}
+
+impl Pool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pool::OnTime => "on_time",
+            Pool::Backfill => "backfill",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "on_time" => Some(Pool::OnTime),
+            "backfill" => Some(Pool::Backfill),
+            _ => None,
+        }
+    }
+}
+
+/// The one durable record of one window of one schedule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    pub id: i64,
+    pub tenant: String,
+    pub schedule: String,
+    pub window_key: String,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    /// The instant the window was due to open (for lateness).
+    pub due_at: DateTime<Utc>,
+    pub state: RunState,
+    pub reason: RunReason,
+    pub pool: Pool,
+    /// Why it is in its state: skip reason, failure reason, hold reason.
+    pub state_reason: Option<String>,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// Pending / retry_wait: not evaluated before this instant.
+    pub not_before: Option<DateTime<Utc>>,
+    /// Pending / retry_wait: next time the engine should evaluate this run.
+    pub next_check_at: Option<DateTime<Utc>>,
+    pub lease_owner: Option<String>,
+    pub lease_expires: Option<DateTime<Utc>>,
+    /// Fencing token of the current (or last) attempt; strictly increasing store-wide.
+    pub fencing_token: i64,
+    pub error_class: Option<ErrorClass>,
+    pub last_error: Option<String>,
+    /// Approved with "resume after step X".
+    pub resume_after: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A run to create when a window opens (or is planned by catch-up / backfill / trigger).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    pub tenant: String,
+    pub schedule: String,
+    pub window_key: String,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    pub due_at: DateTime<Utc>,
+    /// Pending for a live window; Skipped / Expired when created already decided.
+    pub state: RunState,
+    pub reason: RunReason,
+    pub pool: Pool,
+    pub state_reason: Option<String>,
+    pub next_check_at: Option<DateTime<Utc>>,
+}
+
+/// How an attempt ended, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptStatus {
+    Running,
+    Succeeded,
+    Failed,
+    /// Lease expired without a result (crash, hang): a zombie.
+    Lost,
+    TimedOut,
+    Cancelled,
+}
+
+impl AttemptStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptStatus::Running => "running",
+            AttemptStatus::Succeeded => "succeeded",
+            AttemptStatus::Failed => "failed",
+            AttemptStatus::Lost => "lost",
+            AttemptStatus::TimedOut => "timed_out",
+            AttemptStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Running, Self::Succeeded, Self::Failed, Self::Lost, Self::TimedOut, Self::Cancelled]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+    }
+}
+
+/// One execution try inside a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub run_id: i64,
+    /// 1-based.
+    pub n: u32,
+    pub fencing_token: i64,
+    pub owner: String,
+    pub reason: RunReason,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub status: AttemptStatus,
+    pub error_class: Option<ErrorClass>,
+    pub exit_code: Option<i32>,
+    pub summary: Option<String>,
+    pub processed: Option<i64>,
+    pub message: Option<String>,
+    pub tokens: i64,
+    pub cost_usd: f64,
+    /// Bounded stdout/stderr that was not protocol.
+    pub log: String,
+    /// The JSON envelope the agent received.
+    pub envelope: Option<String>,
+}
+
+/// What the store records when an attempt finishes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AttemptEnd {
+    pub status: Option<AttemptStatus>,
+    pub error_class: Option<ErrorClass>,
+    pub exit_code: Option<i32>,
+    pub summary: Option<String>,
+    pub processed: Option<i64>,
+    pub message: Option<String>,
+    pub log: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Started,
+    Done,
+    Failed,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Started => "started",
+            StepStatus::Done => "done",
+            StepStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "started" => Some(StepStatus::Started),
+            "done" => Some(StepStatus::Done),
+            "failed" => Some(StepStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// A journaled step of an attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub run_id: i64,
+    pub attempt: u32,
+    pub name: String,
+    pub status: StepStatus,
+    pub side_effect: bool,
+    pub at: DateTime<Utc>,
+}
+
+/// An append-only trace row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub tenant: Option<String>,
+    pub schedule: Option<String>,
+    pub run_id: Option<i64>,
+    pub detail: serde_json::Value,
+}
+
+/// An event to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub tenant: Option<String>,
+    pub schedule: Option<String>,
+    pub run_id: Option<i64>,
+    pub detail: serde_json::Value,
+}
+
+impl NewEvent {
+    pub fn new(at: DateTime<Utc>, kind: &str, detail: serde_json::Value) -> Self {
+        Self {
+            at,
+            kind: kind.to_string(),
+            tenant: None,
+            schedule: None,
+            run_id: None,
+            detail,
+        }
+    }
+
+    /// Attaches the run (and its tenant and schedule).
+    pub fn for_run(mut self, run: &Run) -> Self {
+        self.tenant = Some(run.tenant.clone());
+        self.schedule = Some(run.schedule.clone());
+        self.run_id = Some(run.id);
+        self
+    }
+
+    pub fn for_schedule(mut self, tenant: &str, schedule: &str) -> Self {
+        self.tenant = Some(tenant.to_string());
+        self.schedule = Some(schedule.to_string());
+        self
+    }
+}
+
+/// Fields a transition may set besides the state. `None` leaves a field as it is
+/// unless the field list says it is cleared by the target state.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    pub state_reason: Option<String>,
+    pub not_before: Option<DateTime<Utc>>,
+    pub next_check_at: Option<DateTime<Utc>>,
+    pub error_class: Option<ErrorClass>,
+    pub last_error: Option<String>,
+    pub resume_after: Option<String>,
+    pub reason: Option<RunReason>,
+    pub pool: Option<Pool>,
+    /// Set only for an operator's action (requeue, approve, reject): who.
+    pub operator: Option<String>,
+}
+
+/// The result of a successful claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub run: Run,
+    /// The new attempt's number (1-based).
+    pub attempt: u32,
+    pub fencing_token: i64,
+}
+
+/// Per-schedule durable state.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ScheduleState {
+    pub schedule: String,
+    /// The last instant the engine evaluated this schedule's time layer up to.
+    pub last_evaluated: Option<DateTime<Utc>>,
+    pub circuit: CircuitState,
+    pub circuit_changed_at: Option<DateTime<Utc>>,
+    pub consecutive_failures: u32,
+    pub paused: bool,
+    pub paused_reason: Option<String>,
+    /// Effective concurrency is max_concurrency / divisor (halved per rate limit).
+    pub concurrency_divisor: u32,
+    pub last_start: Option<DateTime<Utc>>,
+    pub last_success: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CircuitState {
+    #[default]
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl CircuitState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CircuitState::Closed => "closed",
+            CircuitState::Open => "open",
+            CircuitState::HalfOpen => "half_open",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "closed" => Some(CircuitState::Closed),
+            "open" => Some(CircuitState::Open),
+            "half_open" => Some(CircuitState::HalfOpen),
+            _ => None,
+        }
+    }
+}
+
+/// An operator-set switch (the global kill switch is `kill`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Switch {
+    pub name: String,
+    pub on: bool,
+    pub actor: String,
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+/// An approve / reject decision on a `needs_human` run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Approval {
+    pub run_id: i64,
+    pub approved: bool,
+    pub actor: String,
+    pub reason: String,
+    pub resume_after: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// An ad-hoc maintenance window (configured ones live in the config).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Maintenance {
+    pub id: i64,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub reason: String,
+    pub actor: String,
+    /// Empty = all schedules.
+    pub schedules: Vec<String>,
+}
+
+/// A posted named event (`on_event` / `after_event` triggers), deduped by id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PostedEvent {
+    pub seq: i64,
+    pub name: String,
+    pub event_id: String,
+    pub payload: serde_json::Value,
+    pub arrived_at: DateTime<Utc>,
+}
+
+/// Filter for run listings; `None` = any.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub schedule: Option<String>,
+    pub tenant: Option<String>,
+    pub states: Vec<RunState>,
+    /// Newest first when true.
+    pub newest_first: bool,
+    pub limit: Option<usize>,
+}
+
+/// Filter for event listings.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub run_id: Option<i64>,
+    pub schedule: Option<String>,
+    pub kinds: Vec<String>,
+    /// Events with id greater than this (for tailing).
+    pub after_id: Option<i64>,
+    pub limit: Option<usize>,
+    pub newest_first: bool,
+}
