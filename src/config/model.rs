@@ -201,7 +201,8 @@ pub enum Catchup {
 }
 
 /// How a failed attempt is treated (DESIGN.md "Error classes").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     #[default]
     Retryable,

@@ -11,9 +11,6 @@ pub mod types;
 
 pub use types::*;
 
-use chrono::{DateTime, Utc};
-use std::path::Path;
-
 /// Errors from the store, named plainly for operators.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
