@@ -1,12 +1,14 @@
 //! The `agentcron` binary: CLI parsing and dispatch only.
 
-use clap::{Parser, Subcommand};
+use agentcron::cli;
+use agentcron::config::model::{DstFold, DstGap};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(name = "agentcron", version, about = "A scheduler for AI-agent tasks with a terminal operations console")]
 struct Cli {
-    /// Config file (default ./agentcron.toml).
+    /// Config file.
     #[arg(long, global = true, default_value = "agentcron.toml")]
     config: PathBuf,
     /// SQLite database (overrides [scheduler] database).
@@ -20,15 +22,77 @@ struct Cli {
 enum Command {
     /// Validate the config.
     Check,
+    /// Upcoming fires of a schedule, or of an ad-hoc --cron expression.
+    #[command(group = clap::ArgGroup::new("what").required(true).args(["schedule", "cron"]))]
+    Next {
+        /// Schedule id from the config.
+        schedule: Option<String>,
+        /// An ad-hoc cron expression instead of a schedule.
+        #[arg(long)]
+        cron: Option<String>,
+        /// IANA time zone for --cron (default UTC).
+        #[arg(long, requires = "cron")]
+        tz: Option<String>,
+        /// DST gap policy for --cron.
+        #[arg(long, value_enum, requires = "cron")]
+        dst_gap: Option<GapArg>,
+        /// DST fold policy for --cron.
+        #[arg(long, value_enum, requires = "cron")]
+        dst_fold: Option<FoldArg>,
+        /// How many fires to list.
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+        /// List fires strictly after this RFC 3339 instant (default now).
+        #[arg(long)]
+        after: Option<String>,
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum GapArg {
+    Shift,
+    Skip,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FoldArg {
+    First,
+    Last,
+    Both,
 }
 
 fn main() {
     let cli = Cli::parse();
-    let code = match cli.command {
-        Some(Command::Check) => agentcron::cli::check::run(&cli.config),
+    let code = match &cli.command {
+        Some(Command::Check) => cli::check::run(&cli.config),
+        Some(Command::Next { schedule, cron, tz, dst_gap, dst_fold, count, after, json }) => {
+            let target = match (schedule, cron) {
+                (_, Some(expr)) => cli::next::Target::Cron {
+                    expr,
+                    tz: tz.as_deref(),
+                    dst_gap: dst_gap.map(|g| match g {
+                        GapArg::Shift => DstGap::Shift,
+                        GapArg::Skip => DstGap::Skip,
+                    }),
+                    dst_fold: dst_fold.map(|f| match f {
+                        FoldArg::First => DstFold::First,
+                        FoldArg::Last => DstFold::Last,
+                        FoldArg::Both => DstFold::Both,
+                    }),
+                },
+                (Some(id), None) => cli::next::Target::Schedule(id),
+                // clap's required group guarantees one of the two.
+                (None, None) => unreachable!("clap enforces SCHEDULE or --cron"),
+            };
+            let opts = cli::next::Options { target, count: *count, after: after.as_deref(), json: *json };
+            cli::next::run(&cli.config, &opts)
+        }
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
-            agentcron::cli::exit::USAGE
+            cli::exit::USAGE
         }
     };
     std::process::exit(code);

@@ -10,3 +10,11 @@ pub mod exit {
     pub const DOES_NOT_HOLD: i32 = 1;
     pub const USAGE: i32 = 2;
 }
+
+/// Loads the config for a verb, printing problems; `Err` carries the exit code
+/// (1 invalid, 2 unreadable).
+// TEMP(config loader in progress): replaced when config::load_file lands.
+pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
+    eprintln!("agentcron: cannot load {} yet", path.display());
+    Err(exit::USAGE)
+}
