@@ -81,7 +81,7 @@ proptest! {
 }
 
 
-/// Exhaustive over zones, every hour and four minutes, two years, both gap
+/// Exhaustive over zones, every hour and four minutes, a year, both gap
 /// policies: "never twice for one window, never silently zero times".
 #[test]
 fn pinned_daily_fires_exactly_once_per_local_day() {
@@ -96,7 +96,7 @@ fn pinned_daily_fires_exactly_once_per_local_day() {
                         rule.dst_gap = DstGap::Skip;
                     }
                     let start = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
-                    let end = NaiveDate::from_ymd_opt(2028, 1, 1).unwrap();
+                    let end = NaiveDate::from_ymd_opt(2027, 1, 1).unwrap();
                     let after = resolve_local(tz, start.and_hms_opt(0, 0, 0).unwrap()).earliest() - TimeDelta::seconds(1);
                     let until = resolve_local(tz, end.and_hms_opt(0, 0, 0).unwrap()).earliest();
                     let mut seen = HashSet::new();
