@@ -2,6 +2,7 @@
 //! contract; the module tree follows it.
 
 pub mod config;
+pub mod gates;
 pub mod store;
 pub mod time;
 pub mod cli;
