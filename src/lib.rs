@@ -1,7 +1,10 @@
 //! agentcron: a scheduler for AI-agent tasks. See DESIGN.md for the behaviour
 //! contract; the module tree follows it.
 
+pub mod agent;
 pub mod config;
+pub mod gates;
+pub mod recovery;
 pub mod store;
 pub mod time;
 pub mod cli;

@@ -1,5 +1,11 @@
 //! Configuration: the TOML schema, strict parsing with located errors, validation.
 
+pub mod diagnostic;
+pub mod expect;
+pub mod load;
 pub mod model;
 
+pub use diagnostic::{Diagnostic, LoadError};
+pub use expect::parse_expect;
+pub use load::{load_file, load_str};
 pub use model::*;

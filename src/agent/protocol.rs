@@ -1,0 +1,245 @@
+//! The agent's side of the conversation: JSON lines on stdout (DESIGN.md "The
+//! agent protocol"). Parsing is total: any input maps to an [`AgentLine`], so a
+//! misbehaving agent can never crash or stall the scheduler.
+
+use crate::config::model::ErrorClass;
+use crate::store::types::StepStatus;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Longest line parsed as protocol; longer lines are kept (truncated) as log.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// What one line of agent output means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentLine {
+    /// `{"event":"heartbeat"}`: the agent is alive.
+    Heartbeat,
+    /// `{"event":"step","name":…,"status":"started"|"done"|"failed"}`.
+    Step { name: String, status: StepStatus },
+    /// `{"event":"usage","tokens":…,"cost_usd":…}`, both optional.
+    Usage {
+        tokens: Option<i64>,
+        cost_usd: Option<f64>,
+    },
+    /// The final `{"event":"result",…}`.
+    Result(AgentResult),
+    /// Not protocol: plain text, or JSON without an `event` field.
+    Log(String),
+    /// JSON with an `event` field that is not a valid event.
+    Malformed { line: String, error: String },
+}
+
+/// The agent's own verdict on its attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentResult {
+    pub status: ResultStatus,
+    /// Only meaningful with `status: failure`; absent = classify by exit code.
+    #[serde(default)]
+    pub error_class: Option<ErrorClass>,
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// How many items the attempt handled (rows, tickets, …).
+    #[serde(default)]
+    pub processed: Option<i64>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Verify mode: did the uncertain step land in the outside world?
+    #[serde(default)]
+    pub verified: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    Success,
+    Failure,
+}
+
+#[derive(Deserialize)]
+struct StepEvent {
+    name: String,
+    status: StepStatus,
+}
+
+#[derive(Deserialize)]
+struct UsageEvent {
+    #[serde(default)]
+    tokens: Option<i64>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+}
+
+/// Parses one line (without its newline). Never panics.
+pub fn parse_line(line: &str) -> AgentLine {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.len() > MAX_LINE {
+        let mut cut = MAX_LINE;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return AgentLine::Log(format!(
+            "{} … [line truncated, {} bytes]",
+            &line[..cut],
+            line.len()
+        ));
+    }
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(line) else {
+        return AgentLine::Log(line.to_string());
+    };
+    let Some(event) = object.get("event") else {
+        return AgentLine::Log(line.to_string());
+    };
+    let malformed = |error: String| AgentLine::Malformed {
+        line: line.to_string(),
+        error,
+    };
+    let Some(kind) = event.as_str().map(str::to_owned) else {
+        return malformed(format!("`event` must be a string, got {event}"));
+    };
+    match parse_event(&kind, object) {
+        Ok(parsed) => parsed,
+        Err(error) => malformed(error),
+    }
+}
+
+/// Reads a JSON object as a result, with or without `"event":"result"` (an HTTP
+/// agent may answer with a bare result object).
+pub fn parse_result_object(object: Map<String, Value>) -> Result<AgentResult, String> {
+    serde_json::from_value(Value::Object(object)).map_err(|e| format!("invalid result: {e}"))
+}
+
+fn parse_event(kind: &str, object: Map<String, Value>) -> Result<AgentLine, String> {
+    let value = Value::Object(object);
+    match kind {
+        "heartbeat" => Ok(AgentLine::Heartbeat),
+        "step" => {
+            let step: StepEvent =
+                serde_json::from_value(value).map_err(|e| format!("invalid step event: {e}"))?;
+            if step.name.trim().is_empty() {
+                return Err("invalid step event: `name` is empty".to_string());
+            }
+            Ok(AgentLine::Step {
+                name: step.name,
+                status: step.status,
+            })
+        }
+        "usage" => {
+            let usage: UsageEvent =
+                serde_json::from_value(value).map_err(|e| format!("invalid usage event: {e}"))?;
+            Ok(AgentLine::Usage {
+                tokens: usage.tokens,
+                cost_usd: usage.cost_usd,
+            })
+        }
+        "result" => match value {
+            Value::Object(object) => parse_result_object(object).map(AgentLine::Result),
+            // parse_line only hands objects here.
+            _ => Err("invalid result: not an object".to_string()),
+        },
+        other => Err(format!("unknown event `{other}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_kind_parses() {
+        assert_eq!(parse_line(r#"{"event":"heartbeat"}"#), AgentLine::Heartbeat);
+        assert_eq!(
+            parse_line(r#"{"event":"step","name":"deliver","status":"started","extra":1}"#),
+            AgentLine::Step {
+                name: "deliver".into(),
+                status: StepStatus::Started
+            }
+        );
+        assert_eq!(
+            parse_line(r#"{"event":"usage","tokens":1200,"cost_usd":0.03}"#),
+            AgentLine::Usage {
+                tokens: Some(1200),
+                cost_usd: Some(0.03)
+            }
+        );
+        assert_eq!(
+            parse_line(r#"{"event":"usage","cost_usd":null}"#),
+            AgentLine::Usage {
+                tokens: None,
+                cost_usd: None
+            }
+        );
+        let AgentLine::Result(r) = parse_line(
+            r#"{"event":"result","status":"failure","error_class":"needs_human","summary":"s","processed":3,"message":"m","verified":true}"#,
+        ) else {
+            panic!("not a result")
+        };
+        assert_eq!(r.status, ResultStatus::Failure);
+        assert_eq!(r.error_class, Some(ErrorClass::NeedsHuman));
+        assert_eq!(r.summary.as_deref(), Some("s"));
+        assert_eq!(r.processed, Some(3));
+        assert_eq!(r.message.as_deref(), Some("m"));
+        assert_eq!(r.verified, Some(true));
+    }
+
+    #[test]
+    fn minimal_result_and_null_class() {
+        let AgentLine::Result(r) =
+            parse_line(r#"{"event":"result","status":"success","error_class":null}"#)
+        else {
+            panic!("not a result")
+        };
+        assert_eq!(r.status, ResultStatus::Success);
+        assert_eq!(r.error_class, None);
+        assert_eq!(r.summary, None);
+    }
+
+    #[test]
+    fn non_protocol_lines_are_log() {
+        assert_eq!(parse_line("hello"), AgentLine::Log("hello".into()));
+        assert_eq!(parse_line("hello\r"), AgentLine::Log("hello".into()));
+        assert_eq!(parse_line(""), AgentLine::Log("".into()));
+        assert_eq!(parse_line("[1,2]"), AgentLine::Log("[1,2]".into()));
+        assert_eq!(
+            parse_line(r#"{"level":"info"}"#),
+            AgentLine::Log(r#"{"level":"info"}"#.into())
+        );
+        assert_eq!(
+            parse_line("{\"event\":"),
+            AgentLine::Log("{\"event\":".into())
+        );
+    }
+
+    #[test]
+    fn invalid_events_are_malformed() {
+        for line in [
+            r#"{"event":"step","name":"x","status":"maybe"}"#,
+            r#"{"event":"step","status":"done"}"#,
+            r#"{"event":"step","name":" ","status":"done"}"#,
+            r#"{"event":"usage","tokens":"many"}"#,
+            r#"{"event":"result","status":"great"}"#,
+            r#"{"event":"result","status":"failure","error_class":"sometimes"}"#,
+            r#"{"event":"result"}"#,
+            r#"{"event":"party"}"#,
+            r#"{"event":42}"#,
+        ] {
+            assert!(
+                matches!(parse_line(line), AgentLine::Malformed { .. }),
+                "{line} should be malformed"
+            );
+        }
+    }
+
+    #[test]
+    fn huge_lines_are_truncated_log() {
+        let line = format!(
+            "{{\"event\":\"heartbeat\",\"pad\":\"{}\"}}",
+            "é".repeat(MAX_LINE)
+        );
+        let AgentLine::Log(text) = parse_line(&line) else {
+            panic!("not log")
+        };
+        assert!(text.len() < MAX_LINE + 100);
+        assert!(text.ends_with("bytes]"));
+    }
+}

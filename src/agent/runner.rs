@@ -1,0 +1,658 @@
+//! Starting one attempt of an agent and reporting what it says and how it ended.
+//!
+//! A runner only observes: it streams protocol lines and the final [`Ending`] to
+//! the engine over a channel and decides nothing (classification lives in
+//! `recovery::classify`). Every report carries the run id and fencing token so the
+//! engine can drop reports of an attempt it no longer owns.
+//!
+//! Process agents: non-protocol output ([`AgentLine::Log`]) is *not* reported as a
+//! line; it goes, with stderr, into the bounded log delivered in
+//! [`AttemptSignal::Ended`]. Malformed protocol lines are reported *and* kept in
+//! the log, so the operator sees them next to the output around them.
+
+use crate::agent::envelope::Envelope;
+use crate::agent::log::BoundedLog;
+use crate::agent::protocol::{self, AgentLine, MAX_LINE};
+use crate::config::model::{AgentConfig, AgentKind};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+
+/// How long a signalled agent gets to exit before its process group is killed, and
+/// how long output pipes are drained after the agent is gone.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Largest HTTP response body read from an HTTP agent.
+const MAX_HTTP_BODY: u64 = 16 * 1024 * 1024;
+
+/// Everything needed to start one attempt.
+#[derive(Debug, Clone)]
+pub struct AttemptSpec {
+    pub run_id: i64,
+    /// Fencing token of the attempt, echoed in every report.
+    pub token: i64,
+    /// 1-based.
+    pub attempt: u32,
+    pub agent: AgentConfig,
+    pub envelope: Envelope,
+    /// Max runtime of the attempt; the agent is killed after it.
+    pub timeout: Duration,
+    /// The config file's folder: working directory, and base of relative program paths.
+    pub config_dir: PathBuf,
+    /// Max bytes of non-protocol output kept.
+    pub log_limit: usize,
+}
+
+/// How an attempt ended, as observed from outside (no judgement yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The process exited by itself: an exit code, or the signal that killed it.
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    /// Ran past `timeout` and was killed.
+    TimedOut,
+    /// [`AttemptHandle::cancel`] was called; the agent was killed.
+    Cancelled,
+    /// The agent could not be started at all (missing binary, permission, bad config).
+    SpawnFailed(String),
+    /// An HTTP agent answered with `status`, or the request failed with `error`.
+    Http {
+        status: Option<u16>,
+        error: Option<String>,
+    },
+}
+
+/// One thing that happened to an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptSignal {
+    /// A protocol line, in the order the agent wrote it.
+    Line(AgentLine),
+    /// Always the last report of an attempt, exactly once. `log` is the bounded
+    /// non-protocol output (stdout and stderr, or an HTTP body).
+    Ended { ending: Ending, log: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptReport {
+    pub run_id: i64,
+    pub token: i64,
+    pub signal: AttemptSignal,
+}
+
+/// Starts attempts. Implementations must be called inside a tokio runtime, spawn
+/// their work and return at once; they send lines, then exactly one `Ended`.
+pub trait AgentRunner: Send + Sync {
+    fn start(
+        &self,
+        spec: AttemptSpec,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+    ) -> AttemptHandle;
+}
+
+/// Lets the engine cancel a running attempt (overlap `cancel_previous`, kill switch).
+/// Dropping the handle does not cancel.
+#[derive(Debug, Clone)]
+pub struct AttemptHandle {
+    cancel: Option<Arc<watch::Sender<bool>>>,
+}
+
+impl AttemptHandle {
+    fn new() -> (Self, watch::Receiver<bool>) {
+        let (tx, rx) = watch::channel(false);
+        (
+            Self {
+                cancel: Some(Arc::new(tx)),
+            },
+            rx,
+        )
+    }
+
+    /// A handle whose cancel does nothing, for simulated runners that end attempts
+    /// on their own terms.
+    pub fn detached() -> Self {
+        Self { cancel: None }
+    }
+
+    /// Asks the attempt to stop; it ends with [`Ending::Cancelled`] unless it already
+    /// ended. Idempotent.
+    pub fn cancel(&self) {
+        if let Some(tx) = &self.cancel {
+            tx.send_replace(true);
+        }
+    }
+}
+
+/// Resolves when cancel is requested; never, if the handle is dropped uncancelled.
+async fn cancelled(mut rx: watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow_and_update() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Sends reports of one attempt; a closed channel (engine gone) is not our problem.
+#[derive(Clone)]
+struct Reporter {
+    run_id: i64,
+    token: i64,
+    tx: mpsc::UnboundedSender<AttemptReport>,
+}
+
+impl Reporter {
+    fn new(spec: &AttemptSpec, tx: mpsc::UnboundedSender<AttemptReport>) -> Self {
+        Self {
+            run_id: spec.run_id,
+            token: spec.token,
+            tx,
+        }
+    }
+
+    fn send(&self, signal: AttemptSignal) {
+        let _ = self.tx.send(AttemptReport {
+            run_id: self.run_id,
+            token: self.token,
+            signal,
+        });
+    }
+
+    fn ended(&self, ending: Ending, log: String) {
+        self.send(AttemptSignal::Ended { ending, log });
+    }
+}
+
+/// Dispatches on the agent's kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultRunner;
+
+impl AgentRunner for DefaultRunner {
+    fn start(
+        &self,
+        spec: AttemptSpec,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+    ) -> AttemptHandle {
+        match spec.agent.kind {
+            AgentKind::Command { .. } => ProcessRunner.start(spec, reports),
+            AgentKind::Http { .. } => HttpRunner.start(spec, reports),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Process agents
+
+/// Runs a command agent: argv (never a shell), in its own process group so that a
+/// timeout or cancel kills everything it started.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessRunner;
+
+impl AgentRunner for ProcessRunner {
+    fn start(
+        &self,
+        spec: AttemptSpec,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+    ) -> AttemptHandle {
+        let (handle, cancel) = AttemptHandle::new();
+        let reporter = Reporter::new(&spec, reports);
+        tokio::spawn(async move {
+            let (ending, log) = run_process(spec, &reporter, cancel).await;
+            reporter.ended(ending, log);
+        });
+        handle
+    }
+}
+
+/// Why the runner stopped waiting for the agent.
+enum Stop {
+    Exited(std::process::ExitStatus),
+    WaitFailed(io::Error),
+    TimedOut,
+    Cancelled,
+}
+
+async fn run_process(
+    spec: AttemptSpec,
+    reporter: &Reporter,
+    cancel: watch::Receiver<bool>,
+) -> (Ending, String) {
+    let log = Arc::new(Mutex::new(BoundedLog::new(spec.log_limit)));
+    let mut child = match spawn(&spec) {
+        Ok(child) => child,
+        Err(message) => return (Ending::SpawnFailed(message), String::new()),
+    };
+    // process_group(0) makes the child the leader of a group with its own pid.
+    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
+
+    let stdin_task = child.stdin.take().map(|mut stdin| {
+        // Serializing plain structs and a serde_json::Value cannot fail.
+        let mut body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
+        body.push(b'\n');
+        // An agent that never reads stdin (or exits early) must not break the
+        // attempt: write errors such as EPIPE are ignored, and the writer runs on
+        // its own task so a full pipe cannot block us.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&body).await;
+            let _ = stdin.shutdown().await;
+        })
+    });
+    // Both pipes are read on one task, so one abort stops all reading; `output_done`
+    // turns true at EOF of both, i.e. once every process holding them is gone.
+    let (output_done_tx, output_done) = watch::channel(false);
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let output = {
+        let log = Arc::clone(&log);
+        let reporter = reporter.clone();
+        tokio::spawn(async move {
+            let stdout = async {
+                if let Some(stdout) = stdout {
+                    read_lines(BufReader::new(stdout), |line| {
+                        match protocol::parse_line(line) {
+                            AgentLine::Log(text) => push_log(&log, &text),
+                            parsed => {
+                                if matches!(parsed, AgentLine::Malformed { .. }) {
+                                    push_log(&log, line);
+                                }
+                                reporter.send(AttemptSignal::Line(parsed));
+                            }
+                        }
+                    })
+                    .await;
+                }
+            };
+            let stderr = async {
+                if let Some(stderr) = stderr {
+                    read_lines(BufReader::new(stderr), |line| push_log(&log, line)).await;
+                }
+            };
+            tokio::join!(stdout, stderr);
+            output_done_tx.send_replace(true);
+        })
+    };
+
+    let stop = tokio::select! {
+        biased;
+        status = child.wait() => match status {
+            Ok(status) => Stop::Exited(status),
+            Err(e) => Stop::WaitFailed(e),
+        },
+        () = tokio::time::sleep(spec.timeout) => Stop::TimedOut,
+        () = cancelled(cancel) => Stop::Cancelled,
+    };
+    // An attempt owns its process group, also after a normal exit: leftovers of
+    // an ended attempt could repeat side effects alongside the next attempt, and
+    // would hold our pipes open.
+    end_group(pgid, &mut child, &output_done).await;
+
+    let ending = match stop {
+        Stop::Exited(status) => {
+            use std::os::unix::process::ExitStatusExt as _;
+            Ending::Exited {
+                code: status.code(),
+                signal: status.signal(),
+            }
+        }
+        Stop::WaitFailed(e) => {
+            push_log(
+                &log,
+                &format!("agentcron: lost track of the agent process: {e}"),
+            );
+            Ending::Exited {
+                code: None,
+                signal: None,
+            }
+        }
+        Stop::TimedOut => Ending::TimedOut,
+        Stop::Cancelled => Ending::Cancelled,
+    };
+
+    // A process that escaped the group (setsid) could hold the pipes forever, so
+    // draining is bounded. Awaiting the aborted task guarantees no line is
+    // reported after we report `Ended`.
+    let _ = tokio::time::timeout(KILL_GRACE, pipes_closed(output_done)).await;
+    output.abort();
+    let _ = output.await;
+    if let Some(task) = stdin_task {
+        task.abort();
+        let _ = task.await;
+    }
+    let text = log.lock().map(|l| l.render()).unwrap_or_default();
+    (ending, text)
+}
+
+/// Stops everything left in the agent's process group: SIGTERM, then up to
+/// [`KILL_GRACE`] for the leader to exit and every pipe holder to go, then SIGKILL.
+/// With nothing left (the usual normal exit) this returns at once.
+async fn end_group(
+    pgid: Option<i32>,
+    child: &mut tokio::process::Child,
+    output_done: &watch::Receiver<bool>,
+) {
+    kill_group(pgid, libc::SIGTERM);
+    let settled = async {
+        let _ = child.wait().await;
+        pipes_closed(output_done.clone()).await;
+    };
+    let _ = tokio::time::timeout(KILL_GRACE, settled).await;
+    kill_group(pgid, libc::SIGKILL);
+    let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
+}
+
+async fn pipes_closed(mut output_done: watch::Receiver<bool>) {
+    // Err: the reading task is gone, so nothing holds the pipes for us either.
+    let _ = output_done.wait_for(|done| *done).await;
+}
+
+fn push_log(log: &Mutex<BoundedLog>, line: &str) {
+    // A poisoned lock means a panic elsewhere already; losing log text is fine.
+    if let Ok(mut log) = log.lock() {
+        log.push_line(line);
+    }
+}
+
+/// Signals the agent's process group. Its leader may already be reaped: the pgid
+/// stays taken while any member lives, and with none left killpg finds nothing.
+fn kill_group(pgid: Option<i32>, signal: i32) {
+    // A pgid ≤ 1 would address our own group or every process: never.
+    if let Some(pgid) = pgid.filter(|&p| p > 1) {
+        // SAFETY: killpg only sends a signal; ESRCH (group already gone) is fine.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
+    let AgentKind::Command { command } = &spec.agent.kind else {
+        return Err(format!("agent `{}` is not a command agent", spec.agent.id));
+    };
+    let Some((program, args)) = command.split_first() else {
+        return Err(format!("agent `{}` has an empty command", spec.agent.id));
+    };
+    let program_path = resolve_program(program, &spec.config_dir);
+    if !spec.config_dir.is_dir() {
+        return Err(format!(
+            "agent `{}`: config folder `{}` does not exist",
+            spec.agent.id,
+            spec.config_dir.display()
+        ));
+    }
+    let mut cmd = tokio::process::Command::new(&program_path);
+    cmd.args(args)
+        .current_dir(&spec.config_dir)
+        .envs(&spec.agent.env)
+        .env("AGENTCRON_RUN_ID", spec.run_id.to_string())
+        .env("AGENTCRON_IDEMPOTENCY_KEY", &spec.envelope.idempotency_key)
+        .env("AGENTCRON_ATTEMPT", spec.attempt.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd.spawn().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!("agent command `{program}` not found: {e}"),
+        io::ErrorKind::PermissionDenied => {
+            format!("agent command `{program}` is not executable: {e}")
+        }
+        _ => format!("agent command `{program}` could not be started: {e}"),
+    })
+}
+
+/// Relative paths with a `/` are relative to the config folder; bare names go
+/// through `PATH`.
+fn resolve_program(program: &str, config_dir: &Path) -> PathBuf {
+    let path = Path::new(program);
+    if program.contains('/') && path.is_relative() {
+        config_dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Calls `each` for every line (newline and a trailing `\r` stripped), lossily
+/// decoded. A line is cut after `MAX_LINE + 1` bytes, so an agent that never
+/// writes a newline cannot grow our memory; the cut line is still longer than
+/// `MAX_LINE`, which `parse_line` turns into truncated log.
+async fn read_lines<R: AsyncBufRead + Unpin>(mut reader: R, mut each: impl FnMut(&str)) {
+    let mut buf = Vec::new();
+    loop {
+        match read_capped_line(&mut reader, &mut buf, MAX_LINE + 1).await {
+            Ok(true) => each(&String::from_utf8_lossy(&buf)),
+            Ok(false) | Err(_) => return,
+        }
+    }
+}
+
+/// Reads one line into `out` (at most `cap` bytes kept, the rest discarded).
+/// Returns false at EOF with nothing read.
+async fn read_capped_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    out: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<bool> {
+    out.clear();
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = cap.saturating_sub(out.len());
+        out.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        if done {
+            if out.last() == Some(&b'\n') {
+                out.pop();
+            }
+            if out.last() == Some(&b'\r') {
+                out.pop();
+            }
+            return Ok(true);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// HTTP agents
+
+/// Calls an HTTP agent: POST of the envelope; the response body is JSON lines of
+/// the protocol or one JSON object taken as the result.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpRunner;
+
+impl AgentRunner for HttpRunner {
+    fn start(
+        &self,
+        spec: AttemptSpec,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+    ) -> AttemptHandle {
+        let (handle, cancel) = AttemptHandle::new();
+        let reporter = Reporter::new(&spec, reports);
+        tokio::spawn(async move {
+            let AgentKind::Http { url } = &spec.agent.kind else {
+                let message = format!("agent `{}` is not an http agent", spec.agent.id);
+                reporter.ended(Ending::SpawnFailed(message), String::new());
+                return;
+            };
+            let url = url.clone();
+            let timeout = spec.timeout;
+            let log_limit = spec.log_limit;
+            let key = spec.envelope.idempotency_key.clone();
+            let attempt = spec.attempt;
+            let body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
+            let call =
+                tokio::task::spawn_blocking(move || post(&url, &key, attempt, body, timeout));
+            // ureq enforces `timeout`; the outer bound only guards against it not doing so.
+            let outcome = tokio::select! {
+                biased;
+                joined = tokio::time::timeout(timeout.saturating_add(KILL_GRACE), call) => match joined {
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(e)) => HttpAnswer::Failed(format!("http agent call panicked: {e}")),
+                    Err(_) => HttpAnswer::TimedOut,
+                },
+                // The blocking call finishes on its own (bounded by `timeout`); its
+                // answer is dropped.
+                () = cancelled(cancel) => HttpAnswer::Cancelled,
+            };
+            let mut log = BoundedLog::new(log_limit);
+            let ending = match outcome {
+                HttpAnswer::Response { status, body } => {
+                    for line in parse_body(&body) {
+                        match line {
+                            AgentLine::Log(text) => log.push_line(&text),
+                            parsed => {
+                                if let AgentLine::Malformed { line, .. } = &parsed {
+                                    log.push_line(line);
+                                }
+                                reporter.send(AttemptSignal::Line(parsed));
+                            }
+                        }
+                    }
+                    let error = (!(200..300).contains(&status)).then(|| format!("HTTP {status}"));
+                    Ending::Http {
+                        status: Some(status),
+                        error,
+                    }
+                }
+                HttpAnswer::Failed(error) => Ending::Http {
+                    status: None,
+                    error: Some(error),
+                },
+                HttpAnswer::TimedOut => Ending::TimedOut,
+                HttpAnswer::Cancelled => Ending::Cancelled,
+            };
+            reporter.ended(ending, log.render());
+        });
+        handle
+    }
+}
+
+enum HttpAnswer {
+    Response { status: u16, body: String },
+    Failed(String),
+    TimedOut,
+    Cancelled,
+}
+
+fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) -> HttpAnswer {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", key)
+        .header("X-Agentcron-Attempt", attempt.to_string())
+        .send(&body[..]);
+    match response {
+        Ok(mut response) => {
+            let status = response.status().as_u16();
+            match response
+                .body_mut()
+                .with_config()
+                .limit(MAX_HTTP_BODY)
+                .read_to_vec()
+            {
+                Ok(bytes) => HttpAnswer::Response {
+                    status,
+                    body: String::from_utf8_lossy(&bytes).into_owned(),
+                },
+                Err(ureq::Error::Timeout(_)) => HttpAnswer::TimedOut,
+                Err(e) => HttpAnswer::Failed(format!("reading the response of {url} failed: {e}")),
+            }
+        }
+        Err(ureq::Error::Timeout(_)) => HttpAnswer::TimedOut,
+        Err(e) => HttpAnswer::Failed(format!("{url}: {e}")),
+    }
+}
+
+/// A body that is one JSON object is one message: an event if it names one, else
+/// the result itself. Anything else is read as protocol lines.
+fn parse_body(body: &str) -> Vec<AgentLine> {
+    if let Ok(serde_json::Value::Object(object)) =
+        serde_json::from_str::<serde_json::Value>(body.trim())
+    {
+        if object.contains_key("event") {
+            return vec![protocol::parse_line(body.trim())];
+        }
+        return vec![match protocol::parse_result_object(object) {
+            Ok(result) => AgentLine::Result(result),
+            Err(error) => AgentLine::Malformed {
+                line: body.trim().to_string(),
+                error,
+            },
+        }];
+    }
+    body.lines().map(protocol::parse_line).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::protocol::ResultStatus;
+
+    #[test]
+    fn relative_programs_with_a_slash_resolve_against_the_config_folder() {
+        let dir = Path::new("/etc/agentcron");
+        assert_eq!(resolve_program("agents/a.sh", dir), dir.join("agents/a.sh"));
+        assert_eq!(resolve_program("./a.sh", dir), dir.join("./a.sh"));
+        assert_eq!(resolve_program("python3", dir), PathBuf::from("python3"));
+        assert_eq!(
+            resolve_program("/usr/bin/env", dir),
+            PathBuf::from("/usr/bin/env")
+        );
+    }
+
+    #[test]
+    fn http_bodies_are_lines_or_one_result_object() {
+        let lines = parse_body(
+            "{\"event\":\"heartbeat\"}\nhello\n{\"event\":\"result\",\"status\":\"success\"}\n",
+        );
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], AgentLine::Heartbeat);
+        assert_eq!(lines[1], AgentLine::Log("hello".into()));
+        assert!(matches!(&lines[2], AgentLine::Result(r) if r.status == ResultStatus::Success));
+
+        let bare =
+            parse_body("{\n  \"status\": \"failure\",\n  \"error_class\": \"non_retryable\"\n}");
+        assert!(matches!(&bare[..], [AgentLine::Result(r)] if r.status == ResultStatus::Failure));
+
+        let tagged =
+            parse_body(" {\"event\":\"result\",\"status\":\"success\",\"summary\":\"ok\"} ");
+        assert!(
+            matches!(&tagged[..], [AgentLine::Result(r)] if r.summary.as_deref() == Some("ok"))
+        );
+
+        let bad = parse_body("{\"hello\":1}");
+        assert!(matches!(&bad[..], [AgentLine::Malformed { .. }]));
+        assert!(parse_body("").is_empty());
+    }
+
+    #[tokio::test]
+    async fn capped_lines_do_not_grow_without_bound() {
+        let data = format!("{}\nshort\r\ntail", "x".repeat(100));
+        let mut reader = BufReader::with_capacity(7, data.as_bytes());
+        let mut buf = Vec::new();
+        assert!(read_capped_line(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"xxxxxxxxxx");
+        assert!(read_capped_line(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"short");
+        assert!(read_capped_line(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"tail");
+        assert!(!read_capped_line(&mut reader, &mut buf, 10).await.unwrap());
+    }
+}
