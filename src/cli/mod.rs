@@ -13,8 +13,6 @@ pub mod exit {
 
 /// Loads the config for a verb, printing problems; `Err` carries the exit code
 /// (1 invalid, 2 unreadable).
-// TEMP(config loader in progress): replaced when config::load_file lands.
 pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
-    eprintln!("agentcron: cannot load {} yet", path.display());
-    Err(exit::USAGE)
+    crate::config::load_file(path).map_err(|e| check::report_load_error(path, &e))
 }
