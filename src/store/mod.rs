@@ -1,14 +1,31 @@
 //! The durable ledger: one SQLite file (WAL) holding runs, attempts, steps,
 //! events, per-schedule state, switches, approvals, maintenance windows and posted
-//! events. [`Tx::transition`] is the one function that changes a run's state.
+//! events. [`Tx::transition`] is the one function that changes a run's state;
+//! [`Tx::claim`] is the only other writer of `runs.state`, and only for
+//! `pending`/`retry_wait` → `running`.
 //!
 //! Every write goes through [`Store::write`] (a `BEGIN IMMEDIATE` transaction) so
 //! that two processes on one file serialize their writes instead of failing a
 //! read-then-write with SQLITE_BUSY; claims are single conditional statements
 //! whose changed-row count decides the winner.
+//!
+//! Layout: `db` (opening, transactions, lock retries), `schema` (versioned
+//! migrations), `sql` (value conversions and row mapping), `runs` (runs and the
+//! state transition), `attempts` (claims, leases, attempts, steps), `events`
+//! (the trace and posted events), `operator` (schedule state, switches,
+//! approvals, maintenance).
 
+mod attempts;
+mod db;
+mod events;
+mod operator;
+mod runs;
+mod schema;
+mod sql;
 pub mod types;
 
+pub use db::{Store, Tx};
+pub use schema::SCHEMA_VERSION;
 pub use types::*;
 
 /// Errors from the store, named plainly for operators.
@@ -16,8 +33,14 @@ pub use types::*;
 pub enum StoreError {
     #[error("cannot open database {path}: {message}")]
     Open { path: String, message: String },
-    #[error("database {path} was written by a newer agentcron (schema {found}, this build knows up to {known}); upgrade agentcron")]
-    TooNew { path: String, found: i64, known: i64 },
+    #[error(
+        "database {path} was written by a newer agentcron (schema {found}, this build knows up to {known}); upgrade agentcron"
+    )]
+    TooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
     #[error("database {path} is not an agentcron database or is corrupt: {message}")]
     Corrupt { path: String, message: String },
     #[error("database is locked by another process (gave up after {waited_ms} ms)")]
@@ -25,9 +48,17 @@ pub enum StoreError {
     #[error("run {0} not found")]
     RunNotFound(i64),
     #[error("run {run}: {from} → {to} is not allowed by the run state machine")]
-    IllegalTransition { run: i64, from: RunState, to: RunState },
+    IllegalTransition {
+        run: i64,
+        from: RunState,
+        to: RunState,
+    },
     #[error("run {run} is {actual}, not {expected}: someone else changed it")]
-    StateConflict { run: i64, expected: RunState, actual: RunState },
+    StateConflict {
+        run: i64,
+        expected: RunState,
+        actual: RunState,
+    },
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }

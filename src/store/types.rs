@@ -59,7 +59,11 @@ impl RunState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            RunState::Succeeded | RunState::Failed | RunState::Dead | RunState::Skipped | RunState::Expired
+            RunState::Succeeded
+                | RunState::Failed
+                | RunState::Dead
+                | RunState::Skipped
+                | RunState::Expired
         )
     }
 
@@ -117,9 +121,16 @@ impl RunReason {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Scheduled, Self::Retry, Self::Catchup, Self::Manual, Self::Rehearsal, Self::Verify]
-            .into_iter()
-            .find(|r| r.as_str() == s)
+        [
+            Self::Scheduled,
+            Self::Retry,
+            Self::Catchup,
+            Self::Manual,
+            Self::Rehearsal,
+            Self::Verify,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
     }
 }
 
@@ -225,9 +236,16 @@ impl AttemptStatus {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Running, Self::Succeeded, Self::Failed, Self::Lost, Self::TimedOut, Self::Cancelled]
-            .into_iter()
-            .find(|a| a.as_str() == s)
+        [
+            Self::Running,
+            Self::Succeeded,
+            Self::Failed,
+            Self::Lost,
+            Self::TimedOut,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == s)
     }
 }
 
@@ -382,7 +400,7 @@ pub struct Claim {
 }
 
 /// Per-schedule durable state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScheduleState {
     pub schedule: String,
     /// The last instant the engine evaluated this schedule's time layer up to.
@@ -396,6 +414,35 @@ pub struct ScheduleState {
     pub concurrency_divisor: u32,
     pub last_start: Option<DateTime<Utc>>,
     pub last_success: Option<DateTime<Utc>>,
+}
+
+impl Default for ScheduleState {
+    /// A schedule never seen before: closed circuit, not paused, full concurrency
+    /// (divisor 1; the divisor is never 0).
+    fn default() -> Self {
+        Self {
+            schedule: String::new(),
+            last_evaluated: None,
+            circuit: CircuitState::Closed,
+            circuit_changed_at: None,
+            consecutive_failures: 0,
+            paused: false,
+            paused_reason: None,
+            concurrency_divisor: 1,
+            last_start: None,
+            last_success: None,
+        }
+    }
+}
+
+impl ScheduleState {
+    /// The default state of `schedule`.
+    pub fn new(schedule: &str) -> Self {
+        Self {
+            schedule: schedule.to_string(),
+            ..Self::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

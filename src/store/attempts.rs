@@ -1,0 +1,445 @@
+//! Claims, leases and attempts, and the step journal.
+//!
+//! A claim is one conditional `UPDATE` of the run: whoever changes the row owns
+//! the attempt, and the attempt is identified from then on by its fencing token
+//! (store-wide, strictly increasing). Everything an attempt reports later is
+//! checked against that token, so a zombie's late words cannot overwrite the
+//! attempt that replaced it.
+
+use super::sql::{Ms, attempt_cols, attempt_from_row, rfc3339_ms, run_cols, run_from_row, ts};
+use super::types::*;
+use super::{Result, StoreError, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
+use serde_json::json;
+
+/// The one statement that decides a claim; the fencing token is the counter
+/// plus one, and the counter is moved to it in the same transaction.
+const CLAIM: &str = concat!(
+    "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
+     attempts = attempts + 1, fencing_token = (SELECT token + 1 FROM fencing WHERE id = 1), \
+     reason = ?5, state_reason = NULL, not_before = NULL, next_check_at = NULL, updated_at = ?6 \
+     WHERE id = ?1 AND state = ?2 RETURNING ",
+    run_cols!()
+);
+const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
+const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
+     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running')";
+const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
+     WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
+const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
+const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
+     exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
+     WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
+const ATTEMPTS_OF_RUN: &str = concat!(
+    "SELECT ",
+    attempt_cols!(),
+    " FROM attempts WHERE run_id = ?1 ORDER BY n"
+);
+const ADD_USAGE: &str = "UPDATE attempts SET tokens = tokens + ?3, cost_usd = cost_usd + ?4 \
+     WHERE run_id = ?1 AND fencing_token = ?2";
+const RUN_USAGE: &str =
+    "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM attempts WHERE run_id = ?1";
+const SCHEDULE_COST: &str = "SELECT COALESCE(SUM(cost_usd), 0.0) FROM attempts \
+     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4";
+const LOG_OF_ATTEMPT: &str = "SELECT log_head, log_tail, log_dropped FROM attempts \
+     WHERE run_id = ?1 AND fencing_token = ?2";
+const SET_LOG: &str = "UPDATE attempts SET log_head = ?2, log_tail = ?3, log_dropped = ?4 \
+     WHERE fencing_token = ?1";
+/// Journals only for the live attempt of a running run: token current, attempt
+/// number matching, attempt not ended.
+const RECORD_STEP: &str = "INSERT INTO steps (run_id, attempt, name, status, side_effect, at) \
+     SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
+       SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
+       WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 \
+         AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
+const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
+     WHERE run_id = ?1 ORDER BY id";
+
+/// What `end_attempt` appends of `AttemptEnd::log` at most (the caller's
+/// streamed log goes through `append_attempt_log` with its own bound).
+const END_LOG_MAX: usize = 256 * 1024;
+
+pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
+    ("claim", CLAIM),
+    ("renew_lease", RENEW_LEASE),
+    ("end_attempt", END_ATTEMPT),
+    ("attempts", ATTEMPTS_OF_RUN),
+    ("add_usage", ADD_USAGE),
+    ("run usage", RUN_USAGE),
+    ("schedule_cost_between", SCHEDULE_COST),
+    ("attempt log", LOG_OF_ATTEMPT),
+    ("record_step", RECORD_STEP),
+    ("steps", STEPS_OF_RUN),
+];
+
+/// The status an attempt ends with when the caller does not say: success
+/// only without an error class and with exit code 0 (or none).
+fn inferred_status(end: &AttemptEnd) -> AttemptStatus {
+    match (end.error_class, end.exit_code) {
+        (None, None | Some(0)) => AttemptStatus::Succeeded,
+        _ => AttemptStatus::Failed,
+    }
+}
+
+/// Appends `text` to a bounded log kept as a fixed head (the first half of
+/// `max` bytes), a sliding tail (the most recent bytes) and the count of bytes
+/// dropped between them. Head plus tail never exceed `max` bytes; cuts fall on
+/// character boundaries.
+pub(crate) fn bounded_append(
+    head: &mut String,
+    tail: &mut String,
+    dropped: &mut u64,
+    text: &str,
+    max: usize,
+) {
+    let mut rest = text;
+    // The head fills only until the first byte goes to the tail.
+    if tail.is_empty() && *dropped == 0 {
+        let room = (max / 2).saturating_sub(head.len());
+        let take = rest.floor_char_boundary(room.min(rest.len()));
+        head.push_str(&rest[..take]);
+        rest = &rest[take..];
+    }
+    tail.push_str(rest);
+    let room = max.saturating_sub(head.len());
+    if tail.len() > room {
+        let cut = tail.ceil_char_boundary(tail.len() - room);
+        tail.drain(..cut);
+        *dropped += cut as u64;
+    }
+}
+
+/// The log as shown: head, a marker naming the dropped bytes, tail.
+pub(crate) fn render_log(head: &str, tail: &str, dropped: i64) -> String {
+    if dropped > 0 {
+        format!("{head}\n…[truncated {dropped} bytes]…\n{tail}")
+    } else {
+        format!("{head}{tail}")
+    }
+}
+
+impl Tx<'_> {
+    /// Claims a pending / retry_wait run for one attempt: one conditional
+    /// `UPDATE … WHERE id = ? AND state = from`. `Ok(None)` when the run is no
+    /// longer in `from` (another scheduler won, or it moved on); any `from`
+    /// other than pending / retry_wait → `IllegalTransition`.
+    ///
+    /// On success: a new fencing token (store-wide, strictly increasing), the
+    /// attempt row (running, no envelope yet), and a `claimed` event with
+    /// `{due, claimed, owner, attempt, token, lateness_ms}` (instants RFC 3339
+    /// with milliseconds). The run's `state_reason`, `not_before` and
+    /// `next_check_at` are cleared, `reason` is set.
+    #[allow(clippy::too_many_arguments)]
+    pub fn claim(
+        &self,
+        run_id: i64,
+        from: RunState,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        reason: RunReason,
+        due: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claim>> {
+        let claimable = matches!(from, RunState::Pending | RunState::RetryWait);
+        if !claimable || !from.can_become(RunState::Running, false) {
+            return Err(StoreError::IllegalTransition {
+                run: run_id,
+                from,
+                to: RunState::Running,
+            });
+        }
+        let mut stmt = self.conn.prepare_cached(CLAIM)?;
+        let run = stmt
+            .query_row(
+                rusqlite::params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
+                run_from_row,
+            )
+            .optional()?;
+        drop(stmt);
+        let Some(run) = run else {
+            return Ok(None);
+        };
+        self.conn
+            .prepare_cached(BUMP_FENCING)?
+            .execute([run.fencing_token])?;
+        self.conn
+            .prepare_cached(INSERT_ATTEMPT)?
+            .execute(rusqlite::params![
+                run.id,
+                run.attempts,
+                run.fencing_token,
+                run.tenant,
+                run.schedule,
+                owner,
+                reason,
+                Ms(now),
+            ])?;
+        let lateness_ms = (now - due).num_milliseconds();
+        let detail = json!({
+            "due": rfc3339_ms(due),
+            "claimed": rfc3339_ms(now),
+            "owner": owner,
+            "attempt": run.attempts,
+            "token": run.fencing_token,
+            "lateness_ms": lateness_ms,
+        });
+        self.append_event_for(&NewEvent::new(now, "claimed", detail), &run)?;
+        Ok(Some(Claim {
+            attempt: run.attempts,
+            fencing_token: run.fencing_token,
+            run,
+        }))
+    }
+
+    /// Extends the lease to `until` if `token` is still the run's token and
+    /// the run is running; `false` = stale (the attempt lost its claim).
+    pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(RENEW_LEASE)?;
+        Ok(stmt.execute(rusqlite::params![run_id, token, Ms(until)])? == 1)
+    }
+
+    /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
+    pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(SET_ENVELOPE)?;
+        stmt.execute(rusqlite::params![run_id, attempt, envelope])?;
+        Ok(())
+    }
+
+    /// Records the end of the attempt with this fencing token; `false` if there
+    /// is no such attempt or it already ended (a late result from a lost
+    /// attempt). `end.status` `None` is inferred: succeeded without an error
+    /// class and with exit code 0 or none, failed otherwise. A non-empty
+    /// `end.log` is appended to the attempt's log. The run's state is not
+    /// touched: that is [`Tx::transition`]'s job.
+    pub fn end_attempt(
+        &self,
+        run_id: i64,
+        token: i64,
+        end: &AttemptEnd,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let status = end.status.unwrap_or_else(|| inferred_status(end));
+        let mut stmt = self.conn.prepare_cached(END_ATTEMPT)?;
+        let changed = stmt.execute(rusqlite::params![
+            run_id,
+            token,
+            Ms(now),
+            status,
+            end.error_class,
+            end.exit_code,
+            end.summary,
+            end.processed,
+            end.message,
+        ])?;
+        drop(stmt);
+        if changed == 0 {
+            return Ok(false);
+        }
+        if !end.log.is_empty() {
+            self.append_attempt_log(run_id, token, &end.log, END_LOG_MAX)?;
+        }
+        Ok(true)
+    }
+
+    /// The run's attempts, first first.
+    pub fn attempts(&self, run_id: i64) -> Result<Vec<Attempt>> {
+        let mut stmt = self.conn.prepare_cached(ATTEMPTS_OF_RUN)?;
+        let rows = stmt.query_map([run_id], attempt_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Adds reported usage to the attempt with this fencing token and returns
+    /// the run's totals over all attempts; `None` if no attempt has that token.
+    /// Usage is accepted even after the attempt ended or lost its lease: the
+    /// money was spent, and the daily cost cap must see it.
+    pub fn add_usage(
+        &self,
+        run_id: i64,
+        token: i64,
+        tokens: i64,
+        cost_usd: f64,
+    ) -> Result<Option<(i64, f64)>> {
+        let changed = self
+            .conn
+            .prepare_cached(ADD_USAGE)?
+            .execute(rusqlite::params![run_id, token, tokens, cost_usd])?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        let mut stmt = self.conn.prepare_cached(RUN_USAGE)?;
+        Ok(Some(
+            stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?,
+        ))
+    }
+
+    /// Sum of `cost_usd` of the schedule's attempts started in `[from, to)`.
+    pub fn schedule_cost_between(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<f64> {
+        let mut stmt = self.conn.prepare_cached(SCHEDULE_COST)?;
+        Ok(
+            stmt.query_row(rusqlite::params![tenant, schedule, Ms(from), Ms(to)], |r| {
+                r.get(0)
+            })?,
+        )
+    }
+
+    /// Appends non-protocol output to the log of the attempt with this fencing
+    /// token (even after it ended: a zombie's output still explains it). The
+    /// log keeps at most `max_bytes`: the first half as written, then the most
+    /// recent bytes, with `…[truncated N bytes]…` between them when anything
+    /// was dropped. No such attempt: no-op.
+    pub fn append_attempt_log(
+        &self,
+        run_id: i64,
+        token: i64,
+        text: &str,
+        max_bytes: usize,
+    ) -> Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare_cached(LOG_OF_ATTEMPT)?;
+        let current = stmt
+            .query_row(rusqlite::params![run_id, token], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .optional()?;
+        drop(stmt);
+        let Some((mut head, mut tail, dropped)) = current else {
+            return Ok(());
+        };
+        let mut dropped = u64::try_from(dropped).unwrap_or(0);
+        bounded_append(&mut head, &mut tail, &mut dropped, text, max_bytes);
+        let dropped = i64::try_from(dropped).unwrap_or(i64::MAX);
+        self.conn
+            .prepare_cached(SET_LOG)?
+            .execute(rusqlite::params![token, head, tail, dropped])?;
+        Ok(())
+    }
+
+    /// Journals a step of the live attempt `attempt` holding `token`; `false`
+    /// if that attempt is stale (token replaced, attempt ended, run no longer
+    /// running) or the attempt number does not match.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_step(
+        &self,
+        run_id: i64,
+        token: i64,
+        attempt: u32,
+        name: &str,
+        status: StepStatus,
+        side_effect: bool,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(RECORD_STEP)?;
+        let changed = stmt.execute(rusqlite::params![
+            run_id,
+            token,
+            attempt,
+            name,
+            status,
+            side_effect,
+            Ms(now)
+        ])?;
+        Ok(changed == 1)
+    }
+
+    /// The run's step journal across attempts, in the order written.
+    pub fn steps(&self, run_id: i64) -> Result<Vec<Step>> {
+        let mut stmt = self.conn.prepare_cached(STEPS_OF_RUN)?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(Step {
+                run_id: r.get(0)?,
+                attempt: r.get(1)?,
+                name: r.get(2)?,
+                status: r.get(3)?,
+                side_effect: r.get(4)?,
+                at: ts(r, 5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Names of steps with a `done` entry in any attempt, in first-done order.
+    pub fn completed_steps(&self, run_id: i64) -> Result<Vec<String>> {
+        let mut names: Vec<String> = Vec::new();
+        for step in self.steps(run_id)? {
+            if step.status == StepStatus::Done && !names.contains(&step.name) {
+                names.push(step.name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// Names of steps whose latest journal entry, across all attempts, is
+    /// `started`: begun and never confirmed, so the outside world must be
+    /// checked before acting again. Ordered by each step's first entry. A step
+    /// may be both completed (done in an earlier attempt) and uncertain
+    /// (started again later without a result).
+    pub fn uncertain_steps(&self, run_id: i64) -> Result<Vec<String>> {
+        // Latest status per name, names kept in first-seen order.
+        let mut latest: Vec<(String, StepStatus)> = Vec::new();
+        for step in self.steps(run_id)? {
+            match latest.iter_mut().find(|(name, _)| *name == step.name) {
+                Some(slot) => slot.1 = step.status,
+                None => latest.push((step.name, step.status)),
+            }
+        }
+        Ok(latest
+            .into_iter()
+            .filter(|(_, status)| *status == StepStatus::Started)
+            .map(|(name, _)| name)
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn append_all(parts: &[&str], max: usize) -> String {
+        let (mut head, mut tail, mut dropped) = (String::new(), String::new(), 0);
+        for part in parts {
+            bounded_append(&mut head, &mut tail, &mut dropped, part, max);
+            assert!(head.len() + tail.len() <= max);
+        }
+        render_log(&head, &tail, i64::try_from(dropped).unwrap())
+    }
+
+    #[test]
+    fn short_logs_are_kept_whole() {
+        assert_eq!(append_all(&["ab", "cd", "ef"], 10), "abcdef");
+    }
+
+    #[test]
+    fn long_logs_keep_head_and_tail_and_count_the_rest() {
+        assert_eq!(
+            append_all(&["0123456789", "abcdefghij"], 10),
+            "01234\n…[truncated 10 bytes]…\nfghij"
+        );
+        assert_eq!(
+            append_all(&["01", "23", "45", "67", "89", "ab"], 6),
+            "012\n…[truncated 6 bytes]…\n9ab"
+        );
+    }
+
+    #[test]
+    fn cuts_fall_on_character_boundaries() {
+        // Head room is 3 bytes, which holds one 2-byte 'é'.
+        assert_eq!(
+            append_all(&["ééééé", "ééééé"], 7),
+            "é\n…[truncated 14 bytes]…\néé"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! Opening the file, connection settings, and the two ways in: [`Store::write`]
+//! (`BEGIN IMMEDIATE`, with bounded retries when another process holds the
+//! write lock) and [`Store::read`] (a deferred read snapshot).
+
+use super::{Result, StoreError, schema};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long SQLite itself waits for a lock before reporting SQLITE_BUSY.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// After SQLite gave up, `write` tries this many more times before `Locked`.
+const LOCK_RETRIES: u32 = 5;
+/// First backoff between lock retries; doubles each time.
+const LOCK_BACKOFF: Duration = Duration::from_millis(20);
+/// Enough for every statement the store prepares plus the filter variants.
+const STATEMENT_CACHE: usize = 128;
+/// Durable at every commit against a process crash, fsync only at checkpoints
+/// (WAL + NORMAL). Checkpointing every 10 000 pages instead of SQLite's 1 000
+/// writes hot pages (the due index, the fencing row) far less often; the WAL is
+/// cut back to 64 MiB after a checkpoint. A 16 MiB page cache keeps the hot
+/// indexes in memory.
+const TUNING: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+     PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; \
+     PRAGMA cache_size = -16384;";
+
+/// The SQLite store. `Send + Sync`: share one across threads (calls serialize on
+/// its connection) or open one per thread/process on the same file.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+}
+
+/// A handle inside one transaction; every query lives here so callers can batch
+/// several in one atomic unit.
+pub struct Tx<'a> {
+    pub(crate) conn: &'a Connection,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Names an error met while opening: not a database, cannot open, locked.
+fn open_error(path: &str, e: StoreError) -> StoreError {
+    let StoreError::Sqlite(inner) = e else {
+        return e;
+    };
+    match inner.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.to_string(),
+            message: inner.to_string(),
+        },
+        Some(
+            ErrorCode::CannotOpen
+            | ErrorCode::PermissionDenied
+            | ErrorCode::ReadOnly
+            | ErrorCode::SystemIoFailure,
+        ) => StoreError::Open {
+            path: path.to_string(),
+            message: inner.to_string(),
+        },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
+            waited_ms: BUSY_TIMEOUT.as_millis() as u64,
+        },
+        _ => StoreError::Sqlite(inner),
+    }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+impl Store {
+    /// Opens (creating if missing) the file: WAL, synchronous=NORMAL,
+    /// foreign_keys, busy_timeout 5 s, then brings the schema up to date.
+    /// A newer schema → [`StoreError::TooNew`]; not an SQLite file or another
+    /// program's database → [`StoreError::Corrupt`]; cannot create or open →
+    /// [`StoreError::Open`].
+    pub fn open(path: &Path) -> Result<Store> {
+        let name = display(path);
+        let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
+        let setup = (|| -> Result<()> {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            // The first statement that reads the file: a non-database fails here.
+            let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            conn.execute_batch(TUNING)?;
+            schema::migrate(&mut conn, &name)
+        })();
+        setup.map_err(|e| open_error(&name, e))?;
+        Ok(Self::from_conn(conn, Some(path.to_path_buf())))
+    }
+
+    /// Opens an existing file for reading only (`--read-only` consoles, CLI
+    /// reads): nothing is migrated or written. A missing file, a file without
+    /// the schema, or an older schema → [`StoreError::Open`] saying so.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let name = display(path);
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
+        let setup = (|| -> Result<()> {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.execute_batch("PRAGMA query_only = ON;")?;
+            schema::check_read_only(&conn, &name)
+        })();
+        setup.map_err(|e| open_error(&name, e))?;
+        Ok(Self::from_conn(conn, Some(path.to_path_buf())))
+    }
+
+    /// A private database in memory, for tests and rehearsals.
+    pub fn open_in_memory() -> Result<Store> {
+        let mut conn = Connection::open_in_memory()?;
+        conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+        schema::migrate(&mut conn, ":memory:")?;
+        Ok(Self::from_conn(conn, None))
+    }
+
+    fn from_conn(conn: Connection, path: Option<PathBuf>) -> Store {
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Store {
+            conn: Mutex::new(conn),
+            path,
+        }
+    }
+
+    /// The file, or `None` for an in-memory store.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Changes how long SQLite waits on a lock before `write` starts its own
+    /// retries (default 5 s). Tests shorten it to reach `Locked` quickly.
+    pub fn set_busy_timeout(&self, timeout: Duration) -> Result<()> {
+        self.lock().busy_timeout(timeout)?;
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic inside `write`/`read` unwound through the transaction guard,
+        // which rolled back; the connection itself is still sound.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction; commits on `Ok`, rolls back
+    /// on `Err`. When another process holds the write lock beyond busy_timeout,
+    /// the BEGIN is retried a few times with growing backoff, then
+    /// [`StoreError::Locked`].
+    pub fn write<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let started = Instant::now();
+        let locked = |started: Instant| StoreError::Locked {
+            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        let mut retries = 0;
+        let mut backoff = LOCK_BACKOFF;
+        let tx = loop {
+            match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                Ok(tx) => break tx,
+                Err(e) if is_busy(&e) => {
+                    if retries == LOCK_RETRIES {
+                        return Err(locked(started));
+                    }
+                    retries += 1;
+                    // Lock backoff is the one place the store sleeps.
+                    std::thread::sleep(backoff);
+                    backoff *= 2;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let out = f(&Tx { conn: &tx });
+        match out {
+            Ok(v) => match tx.commit() {
+                Ok(()) => Ok(v),
+                Err(e) if is_busy(&e) => Err(locked(started)),
+                Err(e) => Err(e.into()),
+            },
+            // Dropping `tx` rolls back.
+            Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(locked(started)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs `f` on one consistent read snapshot (a deferred transaction).
+    /// Writes belong in [`Store::write`]; a read-only store refuses them.
+    pub fn read<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let started = Instant::now();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        match f(&Tx { conn: &tx }) {
+            Ok(v) => {
+                tx.commit()?;
+                Ok(v)
+            }
+            Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(StoreError::Locked {
+                waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// `EXPLAIN QUERY PLAN` of each hot query (due_runs, expired_leases, …), by
+    /// name: a diagnostic that shows which index each one uses.
+    pub fn hot_query_plans(&self) -> Result<Vec<(&'static str, Vec<String>)>> {
+        let mut queries: Vec<(&'static str, String)> = super::runs::HOT_QUERIES
+            .iter()
+            .chain(super::attempts::HOT_QUERIES)
+            .map(|(name, sql)| (*name, (*sql).to_string()))
+            .collect();
+        queries.extend(super::events::hot_queries());
+        queries
+            .into_iter()
+            .map(|(name, sql)| Ok((name, schema::query_plan(self.conn, &sql)?)))
+            .collect()
+    }
+}

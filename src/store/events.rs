@@ -1,0 +1,164 @@
+//! The append-only trace (`events`) and the posted named events that feed
+//! `on_event` / `after_event` triggers.
+
+use super::sql::{Ms, event_from_row, json_text, json_value, limit, ts};
+use super::types::*;
+use super::{Result, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
+use rusqlite::types::Value;
+
+const INSERT_EVENT: &str = "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const MAX_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
+const POST_EVENT: &str = "INSERT INTO posted_events (name, event_id, payload, arrived_at) \
+     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name, event_id) DO NOTHING RETURNING seq";
+const POSTED_AFTER: &str = "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
+     WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+
+/// The queries the console and engine tail, named for [`Tx::hot_query_plans`].
+pub(crate) fn hot_queries() -> Vec<(&'static str, String)> {
+    let of_run = EventFilter {
+        run_id: Some(0),
+        ..EventFilter::default()
+    };
+    let of_schedule = EventFilter {
+        schedule: Some(String::new()),
+        newest_first: true,
+        limit: Some(1),
+        ..EventFilter::default()
+    };
+    let tail = EventFilter {
+        after_id: Some(0),
+        limit: Some(1),
+        ..EventFilter::default()
+    };
+    vec![
+        ("events of a run", events_sql(&of_run).0),
+        ("events of a schedule", events_sql(&of_schedule).0),
+        ("events after an id", events_sql(&tail).0),
+        ("max_event_id", MAX_EVENT_ID.to_string()),
+        ("posted_events_after", POSTED_AFTER.to_string()),
+    ]
+}
+
+/// The SQL and parameters of an event listing.
+fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
+    let mut sql = String::from(
+        "SELECT id, at, kind, tenant, schedule, run_id, detail FROM events WHERE 1 = 1",
+    );
+    let mut params: Vec<Value> = Vec::new();
+    if let Some(run_id) = filter.run_id {
+        params.push(Value::Integer(run_id));
+        sql.push_str(&format!(" AND run_id = ?{}", params.len()));
+    }
+    if let Some(schedule) = &filter.schedule {
+        params.push(Value::Text(schedule.clone()));
+        sql.push_str(&format!(" AND schedule = ?{}", params.len()));
+    }
+    if !filter.kinds.is_empty() {
+        let mut marks = Vec::with_capacity(filter.kinds.len());
+        for kind in &filter.kinds {
+            params.push(Value::Text(kind.clone()));
+            marks.push(format!("?{}", params.len()));
+        }
+        sql.push_str(&format!(" AND kind IN ({})", marks.join(", ")));
+    }
+    if let Some(after) = filter.after_id {
+        params.push(Value::Integer(after));
+        sql.push_str(&format!(" AND id > ?{}", params.len()));
+    }
+    sql.push_str(if filter.newest_first {
+        " ORDER BY id DESC"
+    } else {
+        " ORDER BY id"
+    });
+    if let Some(n) = filter.limit {
+        params.push(Value::Integer(limit(n)));
+        sql.push_str(&format!(" LIMIT ?{}", params.len()));
+    }
+    (sql, params)
+}
+
+impl Tx<'_> {
+    pub(crate) fn insert_event(
+        &self,
+        at: DateTime<Utc>,
+        kind: &str,
+        tenant: Option<&str>,
+        schedule: Option<&str>,
+        run_id: Option<i64>,
+        detail: &serde_json::Value,
+    ) -> Result<i64> {
+        let mut stmt = self.conn.prepare_cached(INSERT_EVENT)?;
+        stmt.execute(rusqlite::params![
+            Ms(at),
+            kind,
+            tenant,
+            schedule,
+            run_id,
+            json_text(detail)
+        ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Appends one trace row as given; returns its id (ids increase).
+    pub fn append_event(&self, ev: &NewEvent) -> Result<i64> {
+        self.insert_event(
+            ev.at,
+            &ev.kind,
+            ev.tenant.as_deref(),
+            ev.schedule.as_deref(),
+            ev.run_id,
+            &ev.detail,
+        )
+    }
+
+    /// Events matching every given condition (run, schedule, any of `kinds`,
+    /// id > `after_id`), by id (ascending unless `newest_first`), at most `limit`.
+    pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        let (sql, params) = events_sql(filter);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), event_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The id of the newest event, 0 when there is none.
+    pub fn max_event_id(&self) -> Result<i64> {
+        let mut stmt = self.conn.prepare_cached(MAX_EVENT_ID)?;
+        Ok(stmt.query_row([], |r| r.get(0))?)
+    }
+
+    /// Records a posted named event once per (name, event id): `Some(seq)` if
+    /// new, `None` if it was posted before.
+    pub fn post_event(
+        &self,
+        name: &str,
+        event_id: &str,
+        payload: &serde_json::Value,
+        at: DateTime<Utc>,
+    ) -> Result<Option<i64>> {
+        let mut stmt = self.conn.prepare_cached(POST_EVENT)?;
+        Ok(stmt
+            .query_row(
+                rusqlite::params![name, event_id, json_text(payload), Ms(at)],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Posted events with `seq > after_seq`, oldest first, at most `limit_to`.
+    pub fn posted_events_after(&self, after_seq: i64, limit_to: usize) -> Result<Vec<PostedEvent>> {
+        let mut stmt = self.conn.prepare_cached(POSTED_AFTER)?;
+        let rows = stmt.query_map(rusqlite::params![after_seq, limit(limit_to)], |r| {
+            Ok(PostedEvent {
+                seq: r.get(0)?,
+                name: r.get(1)?,
+                event_id: r.get(2)?,
+                payload: json_value(r.get(3)?),
+                arrived_at: ts(r, 4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}

@@ -1,0 +1,263 @@
+//! What operators and the recovery rules set around runs: per-schedule state
+//! (last evaluated instant, circuit, pause, concurrency divisor), switches,
+//! approvals and ad-hoc maintenance windows.
+
+use super::sql::{Ms, json_value, ms_opt, rfc3339_ms, ts, ts_opt};
+use super::types::*;
+use super::{Result, StoreError, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row};
+use serde_json::json;
+
+macro_rules! schedule_state_cols {
+    () => {
+        "schedule, last_evaluated, circuit, circuit_changed_at, consecutive_failures, paused, \
+         paused_reason, concurrency_divisor, last_start, last_success"
+    };
+}
+const SCHEDULE_STATE: &str = concat!(
+    "SELECT ",
+    schedule_state_cols!(),
+    " FROM schedule_state WHERE schedule = ?1"
+);
+const ALL_SCHEDULE_STATES: &str = concat!(
+    "SELECT ",
+    schedule_state_cols!(),
+    " FROM schedule_state ORDER BY schedule"
+);
+const PUT_SCHEDULE_STATE: &str = "INSERT INTO schedule_state (schedule, last_evaluated, circuit, \
+     circuit_changed_at, consecutive_failures, paused, paused_reason, concurrency_divisor, \
+     last_start, last_success) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
+     circuit = excluded.circuit, circuit_changed_at = excluded.circuit_changed_at, \
+     consecutive_failures = excluded.consecutive_failures, paused = excluded.paused, \
+     paused_reason = excluded.paused_reason, concurrency_divisor = excluded.concurrency_divisor, \
+     last_start = excluded.last_start, last_success = excluded.last_success";
+const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
+     VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
+const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
+const SWITCHES: &str = r#"SELECT name, "on", actor, reason, at FROM switches ORDER BY name"#;
+const SET_SWITCH: &str = r#"INSERT INTO switches (name, "on", actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (name) DO UPDATE SET "on" = excluded."on", actor = excluded.actor,
+     reason = excluded.reason, at = excluded.at"#;
+const RUN_EXISTS: &str = "SELECT 1 FROM runs WHERE id = ?1";
+const INSERT_APPROVAL: &str = "INSERT INTO approvals \
+     (run_id, approved, actor, reason, resume_after, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const APPROVALS_OF_RUN: &str = "SELECT run_id, approved, actor, reason, resume_after, at \
+     FROM approvals WHERE run_id = ?1 ORDER BY id";
+const MAINTENANCE_AT: &str = "SELECT id, from_at, to_at, reason, actor, schedules \
+     FROM maintenance WHERE to_at > ?1 AND from_at <= ?1 ORDER BY from_at, id";
+const MAINTENANCE_LIST: &str = "SELECT id, from_at, to_at, reason, actor, schedules \
+     FROM maintenance ORDER BY from_at, id";
+const INSERT_MAINTENANCE: &str = "INSERT INTO maintenance \
+     (from_at, to_at, reason, actor, schedules, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+fn schedule_state_from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleState> {
+    Ok(ScheduleState {
+        schedule: r.get(0)?,
+        last_evaluated: ts_opt(r, 1)?,
+        circuit: r.get(2)?,
+        circuit_changed_at: ts_opt(r, 3)?,
+        consecutive_failures: r.get(4)?,
+        paused: r.get(5)?,
+        paused_reason: r.get(6)?,
+        concurrency_divisor: r.get(7)?,
+        last_start: ts_opt(r, 8)?,
+        last_success: ts_opt(r, 9)?,
+    })
+}
+
+fn switch_from_row(r: &Row<'_>) -> rusqlite::Result<Switch> {
+    Ok(Switch {
+        name: r.get(0)?,
+        on: r.get(1)?,
+        actor: r.get(2)?,
+        reason: r.get(3)?,
+        at: ts(r, 4)?,
+    })
+}
+
+fn maintenance_from_row(r: &Row<'_>) -> rusqlite::Result<Maintenance> {
+    let schedules = match json_value(r.get(5)?) {
+        serde_json::Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Maintenance {
+        id: r.get(0)?,
+        from: ts(r, 1)?,
+        to: ts(r, 2)?,
+        reason: r.get(3)?,
+        actor: r.get(4)?,
+        schedules,
+    })
+}
+
+impl Tx<'_> {
+    /// The schedule's durable state; the default (closed, not paused, divisor
+    /// 1, never evaluated) if none was stored yet.
+    pub fn schedule_state(&self, schedule: &str) -> Result<ScheduleState> {
+        let mut stmt = self.conn.prepare_cached(SCHEDULE_STATE)?;
+        let st = stmt
+            .query_row([schedule], schedule_state_from_row)
+            .optional()?;
+        Ok(st.unwrap_or_else(|| ScheduleState::new(schedule)))
+    }
+
+    /// Every stored schedule state, by schedule name.
+    pub fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
+        let mut stmt = self.conn.prepare_cached(ALL_SCHEDULE_STATES)?;
+        let rows = stmt.query_map([], schedule_state_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Stores the whole state of `st.schedule` (insert or replace).
+    pub fn put_schedule_state(&self, st: &ScheduleState) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(PUT_SCHEDULE_STATE)?;
+        stmt.execute(rusqlite::params![
+            st.schedule,
+            ms_opt(st.last_evaluated),
+            st.circuit,
+            ms_opt(st.circuit_changed_at),
+            st.consecutive_failures,
+            st.paused,
+            st.paused_reason,
+            st.concurrency_divisor,
+            ms_opt(st.last_start),
+            ms_opt(st.last_success),
+        ])?;
+        Ok(())
+    }
+
+    /// Records the last instant the time layer of `schedule` was evaluated up
+    /// to, leaving the rest of its state alone.
+    pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(SET_LAST_EVALUATED)?;
+        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        Ok(())
+    }
+
+    /// The switch, if it was ever set.
+    pub fn switch(&self, name: &str) -> Result<Option<Switch>> {
+        let mut stmt = self.conn.prepare_cached(SWITCH)?;
+        Ok(stmt.query_row([name], switch_from_row).optional()?)
+    }
+
+    /// Every switch ever set, by name.
+    pub fn switches(&self) -> Result<Vec<Switch>> {
+        let mut stmt = self.conn.prepare_cached(SWITCHES)?;
+        let rows = stmt.query_map([], switch_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Turns a switch on or off (the global kill switch is `kill`) and appends
+    /// a `switch_changed` event `{name, on, actor, reason}`.
+    pub fn set_switch(
+        &self,
+        name: &str,
+        on: bool,
+        actor: &str,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(SET_SWITCH)?;
+        stmt.execute(rusqlite::params![name, on, actor, reason, Ms(now)])?;
+        let detail = json!({ "name": name, "on": on, "actor": actor, "reason": reason });
+        self.insert_event(now, "switch_changed", None, None, None, &detail)?;
+        Ok(())
+    }
+
+    /// Records an approve / reject decision (who, why, when). Appends no event:
+    /// the caller's transition carries `approved` / `rejected`. Unknown run →
+    /// `RunNotFound`.
+    pub fn record_approval(&self, a: &Approval) -> Result<()> {
+        let exists = self
+            .conn
+            .prepare_cached(RUN_EXISTS)?
+            .query_row([a.run_id], |_| Ok(()))
+            .optional()?;
+        if exists.is_none() {
+            return Err(StoreError::RunNotFound(a.run_id));
+        }
+        self.conn
+            .prepare_cached(INSERT_APPROVAL)?
+            .execute(rusqlite::params![
+                a.run_id,
+                a.approved,
+                a.actor,
+                a.reason,
+                a.resume_after,
+                Ms(a.at),
+            ])?;
+        Ok(())
+    }
+
+    /// The run's approval decisions, oldest first.
+    pub fn approvals(&self, run_id: i64) -> Result<Vec<Approval>> {
+        let mut stmt = self.conn.prepare_cached(APPROVALS_OF_RUN)?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(Approval {
+                run_id: r.get(0)?,
+                approved: r.get(1)?,
+                actor: r.get(2)?,
+                reason: r.get(3)?,
+                resume_after: r.get(4)?,
+                at: ts(r, 5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Adds an ad-hoc maintenance window `[from, to)` for `schedules` (empty =
+    /// all) and appends a `switch_changed` event naming it (`name` =
+    /// `"maintenance"`), so the trace explains the runs it holds. Returns its id.
+    pub fn add_maintenance(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        reason: &str,
+        actor: &str,
+        schedules: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<i64> {
+        let list = serde_json::Value::from(schedules.to_vec()).to_string();
+        let mut stmt = self.conn.prepare_cached(INSERT_MAINTENANCE)?;
+        stmt.execute(rusqlite::params![
+            Ms(from),
+            Ms(to),
+            reason,
+            actor,
+            list,
+            Ms(now)
+        ])?;
+        let id = self.conn.last_insert_rowid();
+        let detail = json!({
+            "name": "maintenance",
+            "on": true,
+            "actor": actor,
+            "reason": reason,
+            "maintenance_id": id,
+            "from": rfc3339_ms(from),
+            "to": rfc3339_ms(to),
+            "schedules": schedules,
+        });
+        self.insert_event(now, "switch_changed", None, None, None, &detail)?;
+        Ok(id)
+    }
+
+    /// Maintenance windows in force at `at` (`from <= at < to`).
+    pub fn maintenance_at(&self, at: DateTime<Utc>) -> Result<Vec<Maintenance>> {
+        let mut stmt = self.conn.prepare_cached(MAINTENANCE_AT)?;
+        let rows = stmt.query_map([Ms(at)], maintenance_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Every ad-hoc maintenance window, by start.
+    pub fn maintenance_list(&self) -> Result<Vec<Maintenance>> {
+        let mut stmt = self.conn.prepare_cached(MAINTENANCE_LIST)?;
+        let rows = stmt.query_map([], maintenance_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}

@@ -1,0 +1,373 @@
+//! Runs: creation (deduped per window), lookups for the engine's hot paths, and
+//! [`Tx::transition`], the one function that changes a run's state.
+
+use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row};
+use super::types::*;
+use super::{Result, StoreError, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
+use rusqlite::types::Value;
+
+/// States a run may be created in: a live window, or one already decided by
+/// the calendar, catch-up or expiry. Anything else needs an attempt first.
+const CREATABLE: [RunState; 4] = [
+    RunState::Pending,
+    RunState::Skipped,
+    RunState::Missed,
+    RunState::Expired,
+];
+
+const INSERT_RUN: &str = concat!(
+    "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, \
+     reason, pool, state_reason, next_check_at, created_at, updated_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+     ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING ",
+    run_cols!()
+);
+const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
+const RUN_BY_WINDOW: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_key = ?3"
+);
+const DUE_RUNS: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE state IN ('pending', 'retry_wait') AND next_check_at <= ?1 \
+     ORDER BY next_check_at, id LIMIT ?2"
+);
+const NEXT_DUE_CHECK: &str = "SELECT next_check_at FROM runs \
+     WHERE state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL \
+     ORDER BY next_check_at LIMIT 1";
+const PREVIOUS_RUN: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 \
+     ORDER BY window_start DESC, id DESC LIMIT 1"
+);
+const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
+     AND (?1 IS NULL OR schedule = ?1) AND (?2 IS NULL OR tenant = ?2) \
+     AND (?3 IS NULL OR pool = ?3)";
+const RUNNING_RUNS: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE state = 'running' AND (?1 IS NULL OR schedule = ?1) \
+     ORDER BY lease_expires, id"
+);
+const EXPIRED_LEASES: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE state = 'running' AND lease_expires < ?1 ORDER BY lease_expires, id"
+);
+const RECENT_RUNS: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 \
+     AND state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
+     ORDER BY window_start DESC, id DESC LIMIT ?3"
+);
+const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM runs GROUP BY state";
+/// ?12 clears not_before/next_check_at (entering running or a terminal state);
+/// ?13 clears the lease (leaving running).
+const TRANSITION: &str = concat!(
+    "UPDATE runs SET state = ?3, \
+     state_reason = COALESCE(?4, state_reason), \
+     not_before = CASE WHEN ?12 THEN NULL ELSE COALESCE(?5, not_before) END, \
+     next_check_at = CASE WHEN ?12 THEN NULL ELSE COALESCE(?6, next_check_at) END, \
+     error_class = COALESCE(?7, error_class), \
+     last_error = COALESCE(?8, last_error), \
+     resume_after = COALESCE(?9, resume_after), \
+     reason = COALESCE(?10, reason), \
+     pool = COALESCE(?11, pool), \
+     lease_owner = CASE WHEN ?13 THEN NULL ELSE lease_owner END, \
+     lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
+     updated_at = ?14 \
+     WHERE id = ?1 AND state = ?2 RETURNING ",
+    run_cols!()
+);
+const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
+const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
+     state_reason = COALESCE(?3, state_reason) \
+     WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
+
+/// The queries the engine runs every tick, named for [`Tx::hot_query_plans`].
+pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
+    ("due_runs", DUE_RUNS),
+    ("next_due_check", NEXT_DUE_CHECK),
+    ("previous_run", PREVIOUS_RUN),
+    ("count_running", COUNT_RUNNING),
+    ("running_runs", RUNNING_RUNS),
+    ("expired_leases", EXPIRED_LEASES),
+    ("recent_runs", RECENT_RUNS),
+    ("run", RUN_BY_ID),
+    ("find_run", RUN_BY_WINDOW),
+];
+
+impl Tx<'_> {
+    fn query_runs(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params, run_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Creates the run for a window unless one exists (unique on tenant,
+    /// schedule, window key): `Some(run)` if created, `None` if it existed.
+    /// A pending run without `next_check_at` is first checked at `due_at`.
+    /// Only pending, skipped, missed and expired are valid starting states;
+    /// others → `IllegalTransition` (from pending). Appends no events.
+    pub fn insert_run(&self, new: &NewRun, now: DateTime<Utc>) -> Result<Option<Run>> {
+        if !CREATABLE.contains(&new.state) {
+            return Err(StoreError::IllegalTransition {
+                run: 0,
+                from: RunState::Pending,
+                to: new.state,
+            });
+        }
+        let next_check = match new.state {
+            RunState::Pending => Some(new.next_check_at.unwrap_or(new.due_at)),
+            RunState::Missed => new.next_check_at,
+            _ => None,
+        };
+        let mut stmt = self.conn.prepare_cached(INSERT_RUN)?;
+        let run = stmt
+            .query_row(
+                rusqlite::params![
+                    new.tenant,
+                    new.schedule,
+                    new.window_key,
+                    Ms(new.window_start),
+                    Ms(new.window_end),
+                    Ms(new.due_at),
+                    new.state,
+                    new.reason,
+                    new.pool,
+                    new.state_reason,
+                    ms_opt(next_check),
+                    Ms(now),
+                ],
+                run_from_row,
+            )
+            .optional()?;
+        Ok(run)
+    }
+
+    /// The run, or `RunNotFound`.
+    pub fn run(&self, id: i64) -> Result<Run> {
+        self.try_run(id)?.ok_or(StoreError::RunNotFound(id))
+    }
+
+    /// The run, or `None` if there is no such id.
+    pub fn try_run(&self, id: i64) -> Result<Option<Run>> {
+        let mut stmt = self.conn.prepare_cached(RUN_BY_ID)?;
+        Ok(stmt.query_row([id], run_from_row).optional()?)
+    }
+
+    pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
+        let mut stmt = self.conn.prepare_cached(RUN_BY_WINDOW)?;
+        Ok(stmt
+            .query_row([tenant, schedule, window_key], run_from_row)
+            .optional()?)
+    }
+
+    /// Runs matching the filter, by window start (oldest first unless
+    /// `newest_first`), ties by id.
+    pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
+        let mut sql = String::from(concat!("SELECT ", run_cols!(), " FROM runs WHERE 1 = 1"));
+        let mut params: Vec<Value> = Vec::new();
+        if let Some(schedule) = &filter.schedule {
+            params.push(Value::Text(schedule.clone()));
+            sql.push_str(&format!(" AND schedule = ?{}", params.len()));
+        }
+        if let Some(tenant) = &filter.tenant {
+            params.push(Value::Text(tenant.clone()));
+            sql.push_str(&format!(" AND tenant = ?{}", params.len()));
+        }
+        if !filter.states.is_empty() {
+            let mut marks = Vec::with_capacity(filter.states.len());
+            for st in &filter.states {
+                params.push(Value::Text(st.as_str().to_string()));
+                marks.push(format!("?{}", params.len()));
+            }
+            sql.push_str(&format!(" AND state IN ({})", marks.join(", ")));
+        }
+        if filter.newest_first {
+            sql.push_str(" ORDER BY window_start DESC, id DESC");
+        } else {
+            sql.push_str(" ORDER BY window_start, id");
+        }
+        if let Some(n) = filter.limit {
+            params.push(Value::Integer(limit(n)));
+            sql.push_str(&format!(" LIMIT ?{}", params.len()));
+        }
+        self.query_runs(&sql, rusqlite::params_from_iter(params))
+    }
+
+    /// Pending / retry_wait runs with `next_check_at <= now`, oldest check first.
+    pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
+        self.query_runs(DUE_RUNS, rusqlite::params![Ms(now), limit(limit_to)])
+    }
+
+    /// The earliest `next_check_at` among pending / retry_wait runs.
+    pub fn next_due_check(&self) -> Result<Option<DateTime<Utc>>> {
+        let mut stmt = self.conn.prepare_cached(NEXT_DUE_CHECK)?;
+        let at = stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?;
+        Ok(at.map(|m| m.0))
+    }
+
+    /// The run of the same tenant and schedule with the greatest
+    /// `window_start < before`, in any state.
+    pub fn previous_run(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        before: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
+        let mut stmt = self.conn.prepare_cached(PREVIOUS_RUN)?;
+        Ok(stmt
+            .query_row(
+                rusqlite::params![tenant, schedule, Ms(before)],
+                run_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Running runs, optionally only of one schedule, tenant and/or pool.
+    pub fn count_running(
+        &self,
+        schedule: Option<&str>,
+        tenant: Option<&str>,
+        pool: Option<Pool>,
+    ) -> Result<u32> {
+        let mut stmt = self.conn.prepare_cached(COUNT_RUNNING)?;
+        let n: i64 = stmt.query_row(rusqlite::params![schedule, tenant, pool], |r| r.get(0))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Running runs (optionally of one schedule), the soonest lease expiry first.
+    pub fn running_runs(&self, schedule: Option<&str>) -> Result<Vec<Run>> {
+        self.query_runs(RUNNING_RUNS, [schedule])
+    }
+
+    /// Running runs whose lease expired before `now` (zombies), oldest lease first.
+    pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {
+        self.query_runs(EXPIRED_LEASES, [Ms(now)])
+    }
+
+    /// How many runs are in each state, for every state (zeros included), in
+    /// [`RunState::ALL`] order.
+    pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
+        let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
+        for row in rows {
+            let (state, n) = row?;
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The last `n` finished (terminal) runs of a schedule, newest window first:
+    /// the execution memory.
+    pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
+        self.query_runs(RECENT_RUNS, rusqlite::params![tenant, schedule, limit(n)])
+    }
+
+    /// THE state-changing function. Refuses what [`RunState::can_become`]
+    /// refuses (`by_operator` = `change.operator.is_some()`) with
+    /// `IllegalTransition`; then changes the run only if it is still in `from`
+    /// (`StateConflict` with the actual state otherwise, or `RunNotFound`).
+    ///
+    /// `Some` fields of `change` are set. Leaving `running` clears the lease;
+    /// entering `running` or a terminal state clears `not_before` and
+    /// `next_check_at`. `updated_at = now`. The `events` are appended in the
+    /// same transaction, with run id, tenant and schedule filled in where
+    /// missing. The operator's name is not stored on the run: the caller's
+    /// events (approved, rejected, requeued) carry who and why.
+    pub fn transition(
+        &self,
+        run_id: i64,
+        from: RunState,
+        to: RunState,
+        change: &Change,
+        now: DateTime<Utc>,
+        events: &[NewEvent],
+    ) -> Result<Run> {
+        if !from.can_become(to, change.operator.is_some()) {
+            return Err(StoreError::IllegalTransition {
+                run: run_id,
+                from,
+                to,
+            });
+        }
+        let clears_schedule = to == RunState::Running || to.is_terminal();
+        let leaves_running = from == RunState::Running && to != RunState::Running;
+        let mut stmt = self.conn.prepare_cached(TRANSITION)?;
+        let run = stmt
+            .query_row(
+                rusqlite::params![
+                    run_id,
+                    from,
+                    to,
+                    change.state_reason,
+                    ms_opt(change.not_before),
+                    ms_opt(change.next_check_at),
+                    change.error_class,
+                    change.last_error,
+                    change.resume_after,
+                    change.reason,
+                    change.pool,
+                    clears_schedule,
+                    leaves_running,
+                    Ms(now),
+                ],
+                run_from_row,
+            )
+            .optional()?;
+        drop(stmt);
+        let Some(run) = run else {
+            let mut stmt = self.conn.prepare_cached(RUN_STATE)?;
+            let actual = stmt
+                .query_row([run_id], |r| r.get::<_, RunState>(0))
+                .optional()?;
+            return Err(match actual {
+                Some(actual) => StoreError::StateConflict {
+                    run: run_id,
+                    expected: from,
+                    actual,
+                },
+                None => StoreError::RunNotFound(run_id),
+            });
+        };
+        for ev in events {
+            self.append_event_for(ev, &run)?;
+        }
+        Ok(run)
+    }
+
+    /// Moves the next evaluation of a pending / retry_wait run (and, if given,
+    /// its hold reason) without changing its state. `false` if the run is no
+    /// longer pending / retry_wait (it moved on) or does not exist.
+    pub fn set_next_check(
+        &self,
+        run_id: i64,
+        at: DateTime<Utc>,
+        state_reason: Option<&str>,
+    ) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(SET_NEXT_CHECK)?;
+        Ok(stmt.execute(rusqlite::params![run_id, Ms(at), state_reason])? == 1)
+    }
+
+    /// Appends `ev` with the run's id, tenant and schedule where it has none.
+    pub(crate) fn append_event_for(&self, ev: &NewEvent, run: &Run) -> Result<i64> {
+        self.insert_event(
+            ev.at,
+            &ev.kind,
+            Some(ev.tenant.as_deref().unwrap_or(&run.tenant)),
+            Some(ev.schedule.as_deref().unwrap_or(&run.schedule)),
+            Some(ev.run_id.unwrap_or(run.id)),
+            &ev.detail,
+        )
+    }
+}

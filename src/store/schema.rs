@@ -1,0 +1,264 @@
+//! The schema and its versioned migrations. `PRAGMA user_version` holds the
+//! number of migrations applied; `PRAGMA application_id` marks the file as
+//! agentcron's so another program's SQLite file is refused instead of altered.
+//!
+//! To change the schema, append a script to [`MIGRATIONS`]; never edit one that
+//! has shipped.
+
+use super::{Result, StoreError};
+use rusqlite::{Connection, TransactionBehavior};
+
+/// `'agcr'` as a big-endian integer.
+pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
+
+/// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const V1: &str = r#"
+PRAGMA application_id = 1634165618;
+
+-- One row per window of a schedule. `state` changes only in Tx::transition and Tx::claim.
+CREATE TABLE runs (
+    id              INTEGER PRIMARY KEY,
+    tenant          TEXT    NOT NULL,
+    schedule        TEXT    NOT NULL,
+    window_key      TEXT    NOT NULL,
+    window_start    INTEGER NOT NULL,
+    window_end      INTEGER NOT NULL,
+    due_at          INTEGER NOT NULL,
+    state           TEXT    NOT NULL,
+    reason          TEXT    NOT NULL,
+    pool            TEXT    NOT NULL,
+    state_reason    TEXT,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    not_before      INTEGER,
+    next_check_at   INTEGER,
+    lease_owner     TEXT,
+    lease_expires   INTEGER,
+    fencing_token   INTEGER NOT NULL DEFAULT 0,
+    error_class     TEXT,
+    last_error      TEXT,
+    resume_after    TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    UNIQUE (tenant, schedule, window_key)
+);
+-- due_runs / next_due_check: only the runs waiting for evaluation, in check order.
+CREATE INDEX runs_due ON runs (next_check_at) WHERE state IN ('pending', 'retry_wait');
+-- previous_run / recent_runs.
+CREATE INDEX runs_window ON runs (tenant, schedule, window_start);
+-- expired_leases / count_running / running_runs: only the running runs, by lease.
+CREATE INDEX runs_lease ON runs (lease_expires) WHERE state = 'running';
+
+-- The store-wide fencing counter: one row, bumped by every successful claim.
+CREATE TABLE fencing (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    token INTEGER NOT NULL
+);
+INSERT INTO fencing (id, token) VALUES (1, 0);
+
+-- Keyed by fencing token: unique store-wide and increasing, so new attempts
+-- append at the end of the table.
+CREATE TABLE attempts (
+    fencing_token   INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs (id),
+    n               INTEGER NOT NULL,
+    -- Copied from the run so the daily cost cap is one index range.
+    tenant          TEXT    NOT NULL,
+    schedule        TEXT    NOT NULL,
+    owner           TEXT    NOT NULL,
+    reason          TEXT    NOT NULL,
+    started_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    status          TEXT    NOT NULL,
+    error_class     TEXT,
+    exit_code       INTEGER,
+    summary         TEXT,
+    processed       INTEGER,
+    message         TEXT,
+    tokens          INTEGER NOT NULL DEFAULT 0,
+    cost_usd        REAL    NOT NULL DEFAULT 0,
+    -- Bounded log: a fixed head, a sliding tail and the bytes dropped between them.
+    log_head        TEXT    NOT NULL DEFAULT '',
+    log_tail        TEXT    NOT NULL DEFAULT '',
+    log_dropped     INTEGER NOT NULL DEFAULT 0,
+    envelope        TEXT,
+    UNIQUE (run_id, n)
+);
+CREATE INDEX attempts_cost ON attempts (tenant, schedule, started_at);
+
+CREATE TABLE steps (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs (id),
+    attempt     INTEGER NOT NULL,
+    name        TEXT    NOT NULL,
+    status      TEXT    NOT NULL,
+    side_effect INTEGER NOT NULL,
+    at          INTEGER NOT NULL
+);
+CREATE INDEX steps_run ON steps (run_id);
+
+-- Append-only trace. No foreign key: the trace also holds schedule- and
+-- store-wide events and must never be refused for bookkeeping reasons.
+CREATE TABLE events (
+    id       INTEGER PRIMARY KEY,
+    at       INTEGER NOT NULL,
+    kind     TEXT    NOT NULL,
+    tenant   TEXT,
+    schedule TEXT,
+    run_id   INTEGER,
+    detail   TEXT    NOT NULL
+);
+CREATE INDEX events_run ON events (run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX events_schedule ON events (schedule) WHERE schedule IS NOT NULL;
+
+CREATE TABLE schedule_state (
+    schedule             TEXT PRIMARY KEY,
+    last_evaluated       INTEGER,
+    circuit              TEXT    NOT NULL DEFAULT 'closed',
+    circuit_changed_at   INTEGER,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    paused               INTEGER NOT NULL DEFAULT 0,
+    paused_reason        TEXT,
+    concurrency_divisor  INTEGER NOT NULL DEFAULT 1,
+    last_start           INTEGER,
+    last_success         INTEGER
+);
+
+CREATE TABLE switches (
+    name   TEXT PRIMARY KEY,
+    "on"   INTEGER NOT NULL,
+    actor  TEXT    NOT NULL,
+    reason TEXT    NOT NULL,
+    at     INTEGER NOT NULL
+);
+
+CREATE TABLE approvals (
+    id           INTEGER PRIMARY KEY,
+    run_id       INTEGER NOT NULL REFERENCES runs (id),
+    approved     INTEGER NOT NULL,
+    actor        TEXT    NOT NULL,
+    reason       TEXT    NOT NULL,
+    resume_after TEXT,
+    at           INTEGER NOT NULL
+);
+CREATE INDEX approvals_run ON approvals (run_id);
+
+CREATE TABLE maintenance (
+    id         INTEGER PRIMARY KEY,
+    from_at    INTEGER NOT NULL,
+    to_at      INTEGER NOT NULL,
+    reason     TEXT    NOT NULL,
+    actor      TEXT    NOT NULL,
+    -- JSON array of schedule names; empty = all schedules.
+    schedules  TEXT    NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX maintenance_to ON maintenance (to_at);
+
+CREATE TABLE posted_events (
+    seq        INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    event_id   TEXT    NOT NULL,
+    payload    TEXT    NOT NULL,
+    arrived_at INTEGER NOT NULL,
+    UNIQUE (name, event_id)
+);
+"#;
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+fn application_id(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA application_id", [], |r| r.get(0))
+}
+
+fn table_count(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+}
+
+/// Refuses a file that is some other program's SQLite database, or a newer agentcron's.
+fn check_owner(conn: &Connection, path: &str, version: i64) -> Result<()> {
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_string(),
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version == 0 {
+        if table_count(conn)? > 0 {
+            return Err(StoreError::Corrupt {
+                path: path.to_string(),
+                message: "it holds tables but no agentcron schema version".into(),
+            });
+        }
+    } else if application_id(conn)? != APPLICATION_ID {
+        return Err(StoreError::Corrupt {
+            path: path.to_string(),
+            message: "it belongs to another application (application_id differs)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`] in one `BEGIN IMMEDIATE`
+/// transaction, so two processes opening a new file never both migrate it.
+pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
+    // Fast path without the write lock: a current file needs nothing.
+    let version = user_version(conn)?;
+    check_owner(conn, path, version)?;
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Re-read under the lock: another process may have migrated meanwhile.
+    let version = user_version(&tx)?;
+    check_owner(&tx, path, version)?;
+    // `version` is within 0..=SCHEMA_VERSION here, so the conversion holds.
+    let from = usize::try_from(version).unwrap_or(0);
+    for script in &MIGRATIONS[from..] {
+        tx.execute_batch(script)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// For read-only opens: the schema must be exactly this build's; nothing is changed.
+pub(crate) fn check_read_only(conn: &Connection, path: &str) -> Result<()> {
+    let version = user_version(conn)?;
+    check_owner(conn, path, version)?;
+    if version == 0 {
+        return Err(StoreError::Open {
+            path: path.to_string(),
+            message: "no agentcron schema yet; open it once without --read-only".into(),
+        });
+    }
+    if version < SCHEMA_VERSION {
+        return Err(StoreError::Open {
+            path: path.to_string(),
+            message: format!(
+                "schema {version} is older than this build's {SCHEMA_VERSION}; \
+                 open it once without --read-only to upgrade"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `EXPLAIN QUERY PLAN` lines of `sql` (parameters unbound), for diagnostics and tests.
+pub(crate) fn query_plan(conn: &Connection, sql: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    // Unbound parameters are NULL, which is all a plan needs.
+    let mut rows = stmt.raw_query();
+    let mut plan = Vec::new();
+    while let Some(row) = rows.next()? {
+        plan.push(row.get::<_, String>(3)?);
+    }
+    Ok(plan)
+}

@@ -1,0 +1,175 @@
+//! Conversions between agentcron's records and SQLite values: enums are stored
+//! as their snake_case words, instants as INTEGER milliseconds since the Unix
+//! epoch (UTC), JSON as TEXT. Row mappers for the wide records live here so the
+//! column lists and the mappers cannot drift apart.
+
+use super::types::*;
+use crate::config::model::ErrorClass;
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::Row;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+macro_rules! text_enum {
+    ($($t:ty),* $(,)?) => {$(
+        impl ToSql for $t {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $t {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                let s = value.as_str()?;
+                <$t>::parse(s).ok_or_else(|| {
+                    FromSqlError::Other(format!("unknown {} {s:?}", stringify!($t)).into())
+                })
+            }
+        }
+    )*};
+}
+
+text_enum!(
+    RunState,
+    RunReason,
+    Pool,
+    AttemptStatus,
+    StepStatus,
+    CircuitState,
+    ErrorClass
+);
+
+/// An instant as stored: milliseconds since the Unix epoch, UTC. Sub-millisecond
+/// precision is dropped on the way in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ms(pub DateTime<Utc>);
+
+impl ToSql for Ms {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.0.timestamp_millis()))
+    }
+}
+
+impl FromSql for Ms {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let v = value.as_i64()?;
+        DateTime::from_timestamp_millis(v)
+            .map(Ms)
+            .ok_or(FromSqlError::OutOfRange(v))
+    }
+}
+
+pub(crate) fn ms_opt(t: Option<DateTime<Utc>>) -> Option<Ms> {
+    t.map(Ms)
+}
+
+/// RFC 3339 with milliseconds and `Z`, the form used in event details.
+pub(crate) fn rfc3339_ms(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub(crate) fn json_text(v: &serde_json::Value) -> String {
+    v.to_string()
+}
+
+/// Parses stored JSON; text that is not JSON (written by hand or by an older
+/// build) comes back as a JSON string rather than failing the whole listing.
+pub(crate) fn json_value(text: String) -> serde_json::Value {
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+}
+
+pub(crate) fn ts(row: &Row<'_>, idx: usize) -> rusqlite::Result<DateTime<Utc>> {
+    Ok(row.get::<_, Ms>(idx)?.0)
+}
+
+pub(crate) fn ts_opt(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    Ok(row.get::<_, Option<Ms>>(idx)?.map(|m| m.0))
+}
+
+/// Counts and limits are i64 in SQLite; anything beyond is "no limit" anyway.
+pub(crate) fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Column list of `runs`, in the order [`run_from_row`] reads it.
+macro_rules! run_cols {
+    () => {
+        "id, tenant, schedule, window_key, window_start, window_end, due_at, state, reason, pool, \
+         state_reason, attempts, not_before, next_check_at, lease_owner, lease_expires, \
+         fencing_token, error_class, last_error, resume_after, created_at, updated_at"
+    };
+}
+pub(crate) use run_cols;
+
+pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: row.get(0)?,
+        tenant: row.get(1)?,
+        schedule: row.get(2)?,
+        window_key: row.get(3)?,
+        window_start: ts(row, 4)?,
+        window_end: ts(row, 5)?,
+        due_at: ts(row, 6)?,
+        state: row.get(7)?,
+        reason: row.get(8)?,
+        pool: row.get(9)?,
+        state_reason: row.get(10)?,
+        attempts: row.get(11)?,
+        not_before: ts_opt(row, 12)?,
+        next_check_at: ts_opt(row, 13)?,
+        lease_owner: row.get(14)?,
+        lease_expires: ts_opt(row, 15)?,
+        fencing_token: row.get(16)?,
+        error_class: row.get(17)?,
+        last_error: row.get(18)?,
+        resume_after: row.get(19)?,
+        created_at: ts(row, 20)?,
+        updated_at: ts(row, 21)?,
+    })
+}
+
+/// Column list of `attempts`, in the order [`attempt_from_row`] reads it.
+macro_rules! attempt_cols {
+    () => {
+        "run_id, n, fencing_token, owner, reason, started_at, ended_at, status, error_class, \
+         exit_code, summary, processed, message, tokens, cost_usd, log_head, log_tail, \
+         log_dropped, envelope"
+    };
+}
+pub(crate) use attempt_cols;
+
+pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Attempt> {
+    let head: String = row.get(15)?;
+    let tail: String = row.get(16)?;
+    let dropped: i64 = row.get(17)?;
+    Ok(Attempt {
+        run_id: row.get(0)?,
+        n: row.get(1)?,
+        fencing_token: row.get(2)?,
+        owner: row.get(3)?,
+        reason: row.get(4)?,
+        started_at: ts(row, 5)?,
+        ended_at: ts_opt(row, 6)?,
+        status: row.get(7)?,
+        error_class: row.get(8)?,
+        exit_code: row.get(9)?,
+        summary: row.get(10)?,
+        processed: row.get(11)?,
+        message: row.get(12)?,
+        tokens: row.get(13)?,
+        cost_usd: row.get(14)?,
+        log: super::attempts::render_log(&head, &tail, dropped),
+        envelope: row.get(18)?,
+    })
+}
+
+pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        id: row.get(0)?,
+        at: ts(row, 1)?,
+        kind: row.get(2)?,
+        tenant: row.get(3)?,
+        schedule: row.get(4)?,
+        run_id: row.get(5)?,
+        detail: json_value(row.get(6)?),
+    })
+}

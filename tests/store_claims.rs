@@ -1,0 +1,454 @@
+//! Claims, fencing tokens, leases and attempt bookkeeping, including real
+//! contention between separate connections on one file.
+
+#[path = "store_support.rs"]
+mod support;
+
+use agentcron::config::model::ErrorClass;
+use agentcron::store::*;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier};
+use support::*;
+
+#[test]
+fn second_claim_of_the_same_run_loses() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let first = claim_as(tx, &run, "a", t0());
+            assert_eq!(first.attempt, 1);
+            let second = tx.claim(
+                run.id,
+                RunState::Pending,
+                "b",
+                t0() + mins(1),
+                RunReason::Scheduled,
+                t0(),
+                t0(),
+            )?;
+            assert_eq!(second, None);
+            let now = tx.run(run.id)?;
+            assert_eq!(now.lease_owner.as_deref(), Some("a"));
+            assert_eq!(now.attempts, 1);
+            assert_eq!(tx.attempts(run.id)?.len(), 1);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn four_processes_on_one_file_never_double_claim() {
+    const RUNS: usize = 40;
+    const WORKERS: usize = 4;
+    let (_dir, path) = temp_db();
+    let setup = Store::open(&path).unwrap();
+    let ids: Vec<i64> = setup
+        .write(|tx| {
+            Ok((0..RUNS)
+                .map(|i| insert(tx, "s", &format!("w{i}"), t0() + mins(i as i64)).id)
+                .collect())
+        })
+        .unwrap();
+    drop(setup);
+
+    let barrier = Arc::new(Barrier::new(WORKERS));
+    let handles: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let path = path.clone();
+            let ids = ids.clone();
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                // Each worker has its own connection, like a separate process.
+                let store = Store::open(&path).unwrap();
+                let owner = format!("worker-{w}");
+                barrier.wait();
+                let mut won = Vec::new();
+                for id in ids {
+                    let claim = store
+                        .write(|tx| {
+                            tx.claim(
+                                id,
+                                RunState::Pending,
+                                &owner,
+                                t0() + mins(5),
+                                RunReason::Scheduled,
+                                t0(),
+                                t0(),
+                            )
+                        })
+                        .unwrap();
+                    if let Some(c) = claim {
+                        won.push((id, c.fencing_token));
+                    }
+                }
+                won
+            })
+        })
+        .collect();
+    let results: Vec<Vec<(i64, i64)>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+
+    let mut winners_per_run = std::collections::BTreeMap::new();
+    let mut tokens = BTreeSet::new();
+    for won in &results {
+        // Within one worker, later claims got later tokens.
+        assert!(won.windows(2).all(|p| p[0].1 < p[1].1), "{won:?}");
+        for (id, token) in won {
+            *winners_per_run.entry(*id).or_insert(0) += 1;
+            assert!(tokens.insert(*token), "token {token} issued twice");
+        }
+    }
+    assert_eq!(winners_per_run.len(), RUNS, "every run claimed");
+    assert!(
+        winners_per_run.values().all(|n| *n == 1),
+        "{winners_per_run:?}"
+    );
+    assert_eq!(tokens.len(), RUNS);
+
+    let store = Store::open(&path).unwrap();
+    store
+        .read(|tx| {
+            for id in &ids {
+                let run = tx.run(*id)?;
+                assert_eq!(run.state, RunState::Running);
+                assert_eq!(run.attempts, 1);
+                assert_eq!(tx.attempts(*id)?.len(), 1);
+            }
+            // Commit order is token order: store-wide strictly increasing.
+            let claimed = tx.events(&EventFilter {
+                kinds: vec!["claimed".into()],
+                ..EventFilter::default()
+            })?;
+            assert_eq!(claimed.len(), RUNS);
+            let seq: Vec<i64> = claimed
+                .iter()
+                .map(|e| e.detail["token"].as_i64().unwrap())
+                .collect();
+            assert!(seq.windows(2).all(|p| p[0] < p[1]), "{seq:?}");
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn fencing_tokens_strictly_increase_across_runs_and_retries() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let a = insert(tx, "s", "a", t0());
+            let b = insert(tx, "s", "b", t0());
+            let ca = claim(tx, &a);
+            let cb = claim(tx, &b);
+            assert!(cb.fencing_token > ca.fencing_token);
+            let retry = Change {
+                next_check_at: Some(t0() + mins(1)),
+                ..Change::default()
+            };
+            let waiting = tx.transition(
+                a.id,
+                RunState::Running,
+                RunState::RetryWait,
+                &retry,
+                t0(),
+                &[],
+            )?;
+            let again = claim(tx, &waiting);
+            assert_eq!(again.attempt, 2);
+            assert!(again.fencing_token > cb.fencing_token);
+            assert_eq!(again.run.fencing_token, again.fencing_token);
+            let attempts = tx.attempts(a.id)?;
+            assert_eq!(attempts.len(), 2);
+            assert_eq!(attempts[0].fencing_token, ca.fencing_token);
+            assert_eq!(attempts[1].fencing_token, again.fencing_token);
+            assert_eq!(attempts[1].n, 2);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn claim_records_attempt_and_event_with_exact_detail() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t("2026-06-06T09:30:00Z"));
+            let now = t("2026-06-06T09:31:02.123Z");
+            let c = tx
+                .claim(
+                    run.id,
+                    RunState::Pending,
+                    "host-1",
+                    now + mins(1),
+                    RunReason::Catchup,
+                    t("2026-06-06T09:30:00Z"),
+                    now,
+                )?
+                .unwrap();
+            assert_eq!(c.run.state, RunState::Running);
+            assert_eq!(c.run.reason, RunReason::Catchup);
+            assert_eq!(c.run.lease_owner.as_deref(), Some("host-1"));
+            assert_eq!(c.run.lease_expires, Some(now + mins(1)));
+            assert_eq!(c.run.next_check_at, None);
+            let attempts = tx.attempts(run.id)?;
+            assert_eq!(attempts.len(), 1);
+            let a = &attempts[0];
+            assert_eq!((a.n, a.fencing_token), (1, c.fencing_token));
+            assert_eq!(a.owner, "host-1");
+            assert_eq!(a.status, AttemptStatus::Running);
+            assert_eq!(a.started_at, now);
+            assert_eq!(a.envelope, None);
+            let events = tx.events(&EventFilter {
+                run_id: Some(run.id),
+                kinds: vec!["claimed".into()],
+                ..EventFilter::default()
+            })?;
+            assert_eq!(events.len(), 1);
+            assert_eq!(
+                events[0].detail,
+                json!({
+                    "due": "2026-06-06T09:30:00.000Z",
+                    "claimed": "2026-06-06T09:31:02.123Z",
+                    "owner": "host-1",
+                    "attempt": 1,
+                    "token": c.fencing_token,
+                    "lateness_ms": 62123,
+                })
+            );
+            tx.set_attempt_envelope(run.id, 1, r#"{"run_id":1}"#)?;
+            assert_eq!(
+                tx.attempts(run.id)?[0].envelope.as_deref(),
+                Some(r#"{"run_id":1}"#)
+            );
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn stale_tokens_cannot_renew_end_or_journal() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let first = claim(tx, &run);
+            let later = t0() + mins(10);
+            assert!(tx.renew_lease(run.id, first.fencing_token, later)?);
+            assert_eq!(tx.run(run.id)?.lease_expires, Some(later));
+            assert!(!tx.renew_lease(run.id, first.fencing_token + 100, later)?);
+
+            // The lease expires: the reaper ends the attempt as lost and retries.
+            let lost = AttemptEnd {
+                status: Some(AttemptStatus::Lost),
+                error_class: Some(ErrorClass::Retryable),
+                ..AttemptEnd::default()
+            };
+            assert!(tx.end_attempt(run.id, first.fencing_token, &lost, later)?);
+            let waiting = tx.transition(
+                run.id,
+                RunState::Running,
+                RunState::RetryWait,
+                &Change::default(),
+                later,
+                &[],
+            )?;
+            // The zombie's heartbeat, step and result all bounce.
+            assert!(!tx.renew_lease(run.id, first.fencing_token, later + mins(1))?);
+            assert!(!tx.record_step(
+                run.id,
+                first.fencing_token,
+                1,
+                "deliver",
+                StepStatus::Done,
+                true,
+                later
+            )?);
+            let late = AttemptEnd::default();
+            assert!(!tx.end_attempt(run.id, first.fencing_token, &late, later)?);
+
+            let second = claim(tx, &waiting);
+            assert!(
+                !tx.renew_lease(run.id, first.fencing_token, later)?,
+                "old token"
+            );
+            assert!(tx.renew_lease(run.id, second.fencing_token, later + mins(2))?);
+            assert!(!tx.record_step(
+                run.id,
+                first.fencing_token,
+                1,
+                "deliver",
+                StepStatus::Done,
+                true,
+                later
+            )?);
+            assert!(
+                !tx.record_step(
+                    run.id,
+                    second.fencing_token,
+                    1,
+                    "deliver",
+                    StepStatus::Done,
+                    true,
+                    later
+                )?,
+                "wrong attempt number"
+            );
+            assert!(tx.record_step(
+                run.id,
+                second.fencing_token,
+                2,
+                "deliver",
+                StepStatus::Started,
+                true,
+                later
+            )?);
+            assert!(!tx.end_attempt(run.id, first.fencing_token, &late, later)?);
+            assert!(tx.end_attempt(run.id, second.fencing_token, &late, later)?);
+            assert!(
+                !tx.end_attempt(run.id, second.fencing_token, &late, later)?,
+                "ends once"
+            );
+
+            let attempts = tx.attempts(run.id)?;
+            assert_eq!(attempts[0].status, AttemptStatus::Lost);
+            assert_eq!(attempts[0].error_class, Some(ErrorClass::Retryable));
+            assert_eq!(attempts[1].status, AttemptStatus::Succeeded, "inferred");
+            assert_eq!(attempts[1].ended_at, Some(later));
+            // end_attempt never moves the run.
+            assert_eq!(tx.run(run.id)?.state, RunState::Running);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn end_attempt_records_the_result() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let c = claim(tx, &run);
+            tx.append_attempt_log(run.id, c.fencing_token, "streamed\n", 1024)?;
+            let end = AttemptEnd {
+                status: None,
+                error_class: None,
+                exit_code: Some(65),
+                summary: Some("bad input".into()),
+                processed: Some(3),
+                message: Some("schema mismatch".into()),
+                log: "final\n".into(),
+            };
+            assert!(tx.end_attempt(run.id, c.fencing_token, &end, t0() + mins(2))?);
+            let a = &tx.attempts(run.id)?[0];
+            assert_eq!(
+                a.status,
+                AttemptStatus::Failed,
+                "exit 65 inferred as failed"
+            );
+            assert_eq!(a.exit_code, Some(65));
+            assert_eq!(a.summary.as_deref(), Some("bad input"));
+            assert_eq!(a.processed, Some(3));
+            assert_eq!(a.message.as_deref(), Some("schema mismatch"));
+            assert_eq!(a.log, "streamed\nfinal\n");
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn usage_adds_up_per_run_and_per_schedule_day() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let c1 = claim(tx, &run);
+            assert_eq!(
+                tx.add_usage(run.id, c1.fencing_token, 100, 0.25)?,
+                Some((100, 0.25))
+            );
+            assert_eq!(tx.add_usage(run.id, c1.fencing_token + 99, 1, 1.0)?, None);
+            let waiting = tx.transition(
+                run.id,
+                RunState::Running,
+                RunState::RetryWait,
+                &Change::default(),
+                t0(),
+                &[],
+            )?;
+            let c2 = claim_as(tx, &waiting, "w2", t0() + mins(30));
+            assert_eq!(
+                tx.add_usage(run.id, c2.fencing_token, 50, 0.5)?,
+                Some((150, 0.75))
+            );
+            // Another schedule's spend and yesterday's do not count.
+            let other = insert(tx, "other", "w", t0());
+            let co = claim(tx, &other);
+            tx.add_usage(other.id, co.fencing_token, 1, 9.0)?;
+            let day = t("2026-06-06T00:00:00Z");
+            let next = t("2026-06-07T00:00:00Z");
+            assert_eq!(tx.schedule_cost_between("acme", "s", day, next)?, 0.75);
+            assert_eq!(
+                tx.schedule_cost_between("acme", "s", day, t0() + mins(30))?,
+                0.25,
+                "[from, to) excludes an attempt starting at `to`"
+            );
+            assert_eq!(
+                tx.schedule_cost_between("acme", "s", next, next + mins(1))?,
+                0.0
+            );
+            let attempts = tx.attempts(run.id)?;
+            assert_eq!((attempts[0].tokens, attempts[0].cost_usd), (100, 0.25));
+            assert_eq!((attempts[1].tokens, attempts[1].cost_usd), (50, 0.5));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn attempt_log_is_bounded_keeping_head_and_tail() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let c = claim(tx, &run);
+            for i in 0..100 {
+                tx.append_attempt_log(run.id, c.fencing_token, &format!("line {i:03}\n"), 60)?;
+            }
+            let log = tx.attempts(run.id)?[0].log.clone();
+            assert!(log.starts_with("line 000\nline 001\nline 002\n"), "{log}");
+            assert!(log.ends_with("line 098\nline 099\n"), "{log}");
+            assert!(log.contains("…[truncated 840 bytes]…"), "{log}");
+            // Unknown token: ignored, nothing written anywhere.
+            tx.append_attempt_log(run.id, 12345, "zombie", 60)?;
+            assert!(!tx.attempts(run.id)?[0].log.contains("zombie"));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_held_write_lock_ends_in_locked_not_a_hang() {
+    let (_dir, path) = temp_db();
+    let store = Store::open(&path).unwrap();
+    store.write(|tx| Ok(insert(tx, "s", "w", t0()))).unwrap();
+    store
+        .set_busy_timeout(std::time::Duration::from_millis(10))
+        .unwrap();
+
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let got = store.write(|tx| tx.append_event(&NewEvent::new(t0(), "tick", json!({}))));
+    assert!(matches!(got, Err(StoreError::Locked { .. })), "{got:?}");
+    // Readers are not blocked by a writer (WAL).
+    assert_eq!(
+        store
+            .read(|tx| tx.runs(&RunFilter::default()))
+            .unwrap()
+            .len(),
+        1
+    );
+    other.execute_batch("COMMIT").unwrap();
+    store
+        .write(|tx| tx.append_event(&NewEvent::new(t0(), "tick", json!({}))))
+        .unwrap();
+}

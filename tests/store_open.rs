@@ -1,0 +1,185 @@
+//! Opening files: WAL, migrations, refusing newer / foreign / garbage files,
+//! read-only access, and the hot queries' use of indexes.
+
+#[path = "store_support.rs"]
+mod support;
+
+use agentcron::store::*;
+use support::*;
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn store_is_send_and_sync() {
+    assert_send_sync::<Store>();
+}
+
+#[test]
+fn reopening_keeps_everything() {
+    let (_dir, path) = temp_db();
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.path(), Some(path.as_path()));
+    let id = store
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            tx.set_switch("kill", true, "ops", "incident 42", t0())?;
+            tx.set_last_evaluated("s", t0())?;
+            Ok(run.id)
+        })
+        .unwrap();
+    drop(store);
+
+    let store = Store::open(&path).unwrap();
+    store
+        .read(|tx| {
+            assert_eq!(tx.run(id)?.window_key, "w");
+            assert!(tx.switch("kill")?.unwrap().on);
+            assert_eq!(tx.schedule_state("s")?.last_evaluated, Some(t0()));
+            Ok(())
+        })
+        .unwrap();
+
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let version: i64 = raw
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let (_dir, path) = temp_db();
+    drop(Store::open(&path).unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(raw);
+    for got in [Store::open(&path), Store::open_read_only(&path)] {
+        match got {
+            Err(StoreError::TooNew {
+                path: p,
+                found,
+                known,
+            }) => {
+                assert_eq!(p, path.display().to_string());
+                assert_eq!((found, known), (SCHEMA_VERSION + 1, SCHEMA_VERSION));
+            }
+            other => panic!("expected TooNew, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_garbage_file_is_corrupt_and_named() {
+    let (_dir, path) = temp_db();
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&path, garbage).unwrap();
+    for got in [Store::open(&path), Store::open_read_only(&path)] {
+        let err = got.expect_err("garbage must not open");
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+    let text_path = path.with_file_name("notes.txt");
+    std::fs::write(&text_path, "just some notes\n").unwrap();
+    let err = Store::open(&text_path).expect_err("text must not open");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn another_programs_database_is_not_touched() {
+    let (_dir, path) = temp_db();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch("CREATE TABLE contacts (name TEXT);")
+        .unwrap();
+    drop(raw);
+    let err = Store::open(&path).expect_err("foreign database");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let tables: i64 = raw
+        .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 1, "no agentcron tables were added");
+}
+
+#[test]
+fn an_unopenable_path_is_an_open_error() {
+    let (dir, _) = temp_db();
+    let path = dir.path().join("no-such-dir").join("agentcron.db");
+    let err = Store::open(&path).expect_err("missing directory");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    let err = Store::open_read_only(&dir.path().join("missing.db")).expect_err("missing file");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+}
+
+fn check_read_only(path: &std::path::Path, id: i64) {
+    let ro = Store::open_read_only(path).unwrap();
+    assert_eq!(ro.read(|tx| tx.run(id)).unwrap().window_key, "w");
+    let got = ro.write(|tx| tx.set_switch("kill", true, "x", "y", t0()));
+    assert!(got.is_err(), "read-only store wrote");
+    let got = ro.read(|tx| tx.set_switch("kill", true, "x", "y", t0()));
+    assert!(got.is_err(), "read-only store wrote inside read()");
+    assert_eq!(ro.read(|tx| tx.switch("kill")).unwrap(), None);
+}
+
+#[test]
+fn read_only_reads_but_never_writes() {
+    let (_dir, path) = temp_db();
+    let writer = Store::open(&path).unwrap();
+    let id = writer
+        .write(|tx| Ok(insert(tx, "s", "w", t0()).id))
+        .unwrap();
+    // Alongside a live writer, and after it closed.
+    check_read_only(&path, id);
+    drop(writer);
+    check_read_only(&path, id);
+}
+
+#[test]
+fn read_only_refuses_a_file_without_the_schema() {
+    let (_dir, path) = temp_db();
+    std::fs::write(&path, b"").unwrap();
+    let err = Store::open_read_only(&path).expect_err("empty file");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains("read-only"), "{err}");
+}
+
+#[test]
+fn in_memory_stores_are_independent() {
+    let a = Store::open_in_memory().unwrap();
+    let b = Store::open_in_memory().unwrap();
+    assert_eq!(a.path(), None);
+    a.write(|tx| Ok(insert(tx, "s", "w", t0()))).unwrap();
+    assert!(
+        b.read(|tx| tx.runs(&RunFilter::default()))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// due_runs, expired_leases, previous_run, count_running, … must use an index
+/// rather than scan whole tables: the engine runs them every tick.
+#[test]
+fn hot_queries_never_scan_whole_tables() {
+    let store = Store::open_in_memory().unwrap();
+    let plans = store.read(|tx| tx.hot_query_plans()).unwrap();
+    assert!(plans.len() >= 15, "{plans:?}");
+    for (name, plan) in plans {
+        assert!(!plan.is_empty(), "{name}: no plan");
+        for line in &plan {
+            let full_scan = line.starts_with("SCAN ")
+                && !line.contains(" INDEX ")
+                && line != "SCAN CONSTANT ROW";
+            assert!(!full_scan, "{name} scans a table: {plan:?}");
+            assert!(!line.contains("TEMP B-TREE"), "{name} sorts: {plan:?}");
+        }
+    }
+}
