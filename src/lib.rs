@@ -2,9 +2,9 @@
 //! contract; the module tree follows it.
 
 pub mod agent;
+pub mod cli;
 pub mod config;
 pub mod gates;
 pub mod recovery;
 pub mod store;
 pub mod time;
-pub mod cli;

@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "agentcron", version, about = "A scheduler for AI-agent tasks with a terminal operations console")]
+#[command(
+    name = "agentcron",
+    version,
+    about = "A scheduler for AI-agent tasks with a terminal operations console"
+)]
 struct Cli {
     /// Config file.
     #[arg(long, global = true, default_value = "agentcron.toml")]
@@ -68,7 +72,16 @@ fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
-        Some(Command::Next { schedule, cron, tz, dst_gap, dst_fold, count, after, json }) => {
+        Some(Command::Next {
+            schedule,
+            cron,
+            tz,
+            dst_gap,
+            dst_fold,
+            count,
+            after,
+            json,
+        }) => {
             let target = match (schedule, cron) {
                 (_, Some(expr)) => cli::next::Target::Cron {
                     expr,
@@ -87,7 +100,12 @@ fn main() {
                 // clap's required group guarantees one of the two.
                 (None, None) => unreachable!("clap enforces SCHEDULE or --cron"),
             };
-            let opts = cli::next::Options { target, count: *count, after: after.as_deref(), json: *json };
+            let opts = cli::next::Options {
+                target,
+                count: *count,
+                after: after.as_deref(),
+                json: *json,
+            };
             cli::next::run(&cli.config, &opts)
         }
         None => {

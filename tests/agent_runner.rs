@@ -2,9 +2,9 @@
 //! and a local HTTP server, and their endings through `classify`.
 
 use agentcron::agent::{
-    AgentLine, AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec,
-    DefaultRunner, Ending, Envelope, EnvelopeWindow, HttpRunner, MemoryEntry, ProcessRunner,
-    ResultStatus, TimeContext, idempotency_key,
+    AgentLine, AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec, DefaultRunner, Ending,
+    Envelope, EnvelopeWindow, HttpRunner, MemoryEntry, ProcessRunner, ResultStatus, TimeContext,
+    idempotency_key,
 };
 use agentcron::config::model::{AgentConfig, AgentKind, ErrorClass};
 use agentcron::recovery::classify::{Outcome, classify};
@@ -116,9 +116,7 @@ impl Finished {
 async fn finish(rx: &mut mpsc::UnboundedReceiver<AttemptReport>) -> Finished {
     let mut lines = Vec::new();
     loop {
-        let report = next(rx)
-            .await
-            .expect("runner dropped its channel without Ended");
+        let report = next(rx).await.expect("runner dropped its channel without Ended");
         assert_eq!((report.run_id, report.token), (42, 7));
         match report.signal {
             AttemptSignal::Line(line) => lines.push(line),
@@ -162,12 +160,7 @@ fn process_gone(pid: i32) -> bool {
         return true;
     };
     // Fields after the parenthesised command name: state is the first, flags the seventh.
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
     let zombie = fields.first() == Some(&"Z");
     let exiting = fields
         .get(6)
@@ -177,11 +170,7 @@ fn process_gone(pid: i32) -> bool {
 }
 
 fn read_pid(path: &std::path::Path) -> i32 {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
 }
 
 // ---------------------------------------------------------------------------
@@ -233,10 +222,7 @@ fn envelope_json_has_exactly_the_binding_field_names() {
     assert_eq!(value["window"]["timezone"], "Asia/Shanghai");
     assert_eq!(value["now"], "2026-06-06T09:05:00+08:00");
     assert_eq!(value["context"]["since_last_success"], "1d2h");
-    assert_eq!(
-        value["idempotency_key"],
-        "acme/daily-sales-report/2026-06-06"
-    );
+    assert_eq!(value["idempotency_key"], "acme/daily-sales-report/2026-06-06");
     let back: Envelope = serde_json::from_value(value).unwrap();
     assert_eq!(back, envelope());
 }
@@ -372,12 +358,7 @@ async fn exit_codes_map_to_error_classes() {
                 signal: None
             }
         );
-        let outcome = classify(
-            None,
-            &done.ending,
-            ErrorClass::NeedsHuman,
-            ErrorClass::Retryable,
-        );
+        let outcome = classify(None, &done.ending, ErrorClass::NeedsHuman, ErrorClass::Retryable);
         assert_eq!(failure_class(&outcome), Some(class), "exit {code}");
     }
 }
@@ -399,12 +380,7 @@ async fn timeout_kills_the_whole_process_group() {
     assert_eq!(done.lines, [AgentLine::Heartbeat]);
     let pid = read_pid(&pid_file);
     assert!(process_gone(pid), "grandchild {pid} survived the timeout");
-    let outcome = classify(
-        None,
-        &done.ending,
-        ErrorClass::NeedsHuman,
-        ErrorClass::Retryable,
-    );
+    let outcome = classify(None, &done.ending, ErrorClass::NeedsHuman, ErrorClass::Retryable);
     assert_eq!(failure_class(&outcome), Some(ErrorClass::Retryable));
 }
 
@@ -440,10 +416,7 @@ async fn leftovers_of_an_exited_agent_are_killed_and_do_not_hold_us() {
     );
     assert!(matches!(
         done.outcome(),
-        Outcome::Success {
-            summary: Some(_),
-            ..
-        }
+        Outcome::Success { summary: Some(_), .. }
     ));
     let pid = read_pid(&pid_file);
     assert!(process_gone(pid), "grandchild {pid} outlived its attempt");
@@ -528,10 +501,7 @@ async fn a_missing_binary_is_a_non_retryable_spawn_failure() {
             message.contains(&format!("agent command `{}` not found", argv[0])),
             "{message}"
         );
-        assert_eq!(
-            failure_class(&done.outcome()),
-            Some(ErrorClass::NonRetryable)
-        );
+        assert_eq!(failure_class(&done.outcome()), Some(ErrorClass::NonRetryable));
     }
 }
 
@@ -547,10 +517,7 @@ async fn a_non_executable_program_is_a_spawn_failure() {
         panic!("{:?}", done.ending)
     };
     assert!(message.contains("not executable"), "{message}");
-    assert_eq!(
-        failure_class(&done.outcome()),
-        Some(ErrorClass::NonRetryable)
-    );
+    assert_eq!(failure_class(&done.outcome()), Some(ErrorClass::NonRetryable));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -689,21 +656,13 @@ async fn http_agent_bare_result_object() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_500_is_retryable_and_400_non_retryable() {
-    for (status, class) in [
-        (500, ErrorClass::Retryable),
-        (400, ErrorClass::NonRetryable),
-    ] {
+    for (status, class) in [(500, ErrorClass::Retryable), (400, ErrorClass::NonRetryable)] {
         let (url, server) = serve_once(status, "oops");
         let done = run(&HttpRunner, http_spec(url, Duration::from_secs(30))).await;
         server.join().unwrap();
         assert!(matches!(done.ending, Ending::Http { status: Some(s), .. } if s == status));
         assert_eq!(done.log, "oops\n");
-        let outcome = classify(
-            None,
-            &done.ending,
-            ErrorClass::NeedsHuman,
-            ErrorClass::NeedsHuman,
-        );
+        let outcome = classify(None, &done.ending, ErrorClass::NeedsHuman, ErrorClass::NeedsHuman);
         assert_eq!(failure_class(&outcome), Some(class), "HTTP {status}");
     }
 }
@@ -717,10 +676,7 @@ async fn http_connection_refused_is_retryable() {
         .port();
     let done = run(
         &HttpRunner,
-        http_spec(
-            format!("http://127.0.0.1:{port}/agent"),
-            Duration::from_secs(30),
-        ),
+        http_spec(format!("http://127.0.0.1:{port}/agent"), Duration::from_secs(30)),
     )
     .await;
     assert!(
@@ -734,12 +690,7 @@ async fn http_connection_refused_is_retryable() {
         "{:?}",
         done.ending
     );
-    let outcome = classify(
-        None,
-        &done.ending,
-        ErrorClass::NeedsHuman,
-        ErrorClass::NeedsHuman,
-    );
+    let outcome = classify(None, &done.ending, ErrorClass::NeedsHuman, ErrorClass::NeedsHuman);
     assert_eq!(failure_class(&outcome), Some(ErrorClass::Retryable));
 }
 

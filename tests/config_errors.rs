@@ -4,9 +4,9 @@
 //! and `agentcron check` must turn both into the right exit codes and output.
 
 use agentcron::config::{
-    AgentKind, AlertSink, Anchor, Backoff, Catchup, CompareOp, CredentialSource, DeliveryKind,
-    Diagnostic, DstFold, DstGap, ErrorClass, ExpectValue, GateKind, LoadError, NonBusinessDay,
-    OnFail, Overlap, TriggerConfig, load_file, load_str,
+    AgentKind, AlertSink, Anchor, Backoff, Catchup, CompareOp, CredentialSource, DeliveryKind, Diagnostic,
+    DstFold, DstGap, ErrorClass, ExpectValue, GateKind, LoadError, NonBusinessDay, OnFail, Overlap,
+    TriggerConfig, load_file, load_str,
 };
 use assert_cmd::cargo::cargo_bin_cmd;
 use chrono::{NaiveDate, Weekday};
@@ -42,11 +42,7 @@ fn only(name: &str) -> Diagnostic {
 }
 
 fn render(diags: &[Diagnostic]) -> String {
-    diags
-        .iter()
-        .map(|d| d.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    diags.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n")
 }
 
 #[track_caller]
@@ -108,12 +104,7 @@ fn unknown_gate_kind() {
 
 #[test]
 fn bad_duration() {
-    assert_diag(
-        &only("bad-duration"),
-        9,
-        15,
-        "unknown unit `x` in duration `5x`",
-    );
+    assert_diag(&only("bad-duration"), 9, 15, "unknown unit `x` in duration `5x`");
 }
 
 #[test]
@@ -135,12 +126,7 @@ fn bad_zone_with_suggestion() {
 
 #[test]
 fn bad_cron() {
-    assert_diag(
-        &only("bad-cron"),
-        8,
-        8,
-        "invalid cron expression `0 25 * * *`",
-    );
+    assert_diag(&only("bad-cron"), 8, 8, "invalid cron expression `0 25 * * *`");
 }
 
 #[test]
@@ -173,12 +159,7 @@ fn undeclared_tenant() {
 
 #[test]
 fn two_trigger_kinds() {
-    assert_diag(
-        &only("two-triggers"),
-        5,
-        1,
-        "has 2 triggers (`cron`, `every`)",
-    );
+    assert_diag(&only("two-triggers"), 5, 1, "has 2 triggers (`cron`, `every`)");
 }
 
 #[test]
@@ -525,10 +506,7 @@ fn full_config_parses_with_defaults_and_resolved_paths() {
     assert_eq!(daily.timezone, chrono_tz::Europe::Berlin);
     assert_eq!(daily.calendar.as_deref(), Some("cn-workdays"));
     assert_eq!(daily.non_business_day, NonBusinessDay::NextBusinessDay);
-    assert_eq!(
-        (daily.dst_gap, daily.dst_fold),
-        (DstGap::Skip, DstFold::Both)
-    );
+    assert_eq!((daily.dst_gap, daily.dst_fold), (DstGap::Skip, DstFold::Both));
     assert_eq!(daily.check_every, Duration::from_secs(300));
     assert_eq!(daily.close_after, Duration::from_secs(3600));
     assert_eq!(daily.overlap, Overlap::BufferOne);
@@ -722,10 +700,7 @@ fn full_config_parses_with_defaults_and_resolved_paths() {
 fn empty_config_gets_scheduler_defaults() {
     let c = load_str("", Path::new("/etc/agentcron/agentcron.toml")).unwrap();
     assert_eq!(c.scheduler.timezone, chrono_tz::UTC);
-    assert_eq!(
-        c.scheduler.database,
-        PathBuf::from("/etc/agentcron/agentcron.db")
-    );
+    assert_eq!(c.scheduler.database, PathBuf::from("/etc/agentcron/agentcron.db"));
     assert_eq!((c.scheduler.workers, c.scheduler.backfill_workers), (8, 4));
     assert_eq!(c.scheduler.lease, Duration::from_secs(60));
     assert_eq!(c.scheduler.alert, None);
@@ -734,9 +709,7 @@ fn empty_config_gets_scheduler_defaults() {
 
 #[test]
 fn load_str_names_the_given_path_in_diagnostics() {
-    let Err(LoadError::Invalid(d)) =
-        load_str("[scheduler]\nworkers = 0\n", Path::new("conf/x.toml"))
-    else {
+    let Err(LoadError::Invalid(d)) = load_str("[scheduler]\nworkers = 0\n", Path::new("conf/x.toml")) else {
         panic!("expected diagnostics")
     };
     assert_eq!(d[0].file, PathBuf::from("conf/x.toml"));
@@ -795,10 +768,7 @@ fn check_valid_config_exits_0_with_summary() {
         .assert()
         .code(0);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        stdout.ends_with("1 schedule, 1 agent, 0 calendars\n"),
-        "{stdout}"
-    );
+    assert!(stdout.ends_with("1 schedule, 1 agent, 0 calendars\n"), "{stdout}");
 }
 
 #[test]
@@ -816,16 +786,10 @@ fn check_invalid_config_exits_1_with_located_errors() {
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
     assert_eq!(errors.len(), 11, "{stderr}");
     assert!(
-        errors[0].starts_with(&format!(
-            "{}:2:12: error: unknown time zone",
-            path.display()
-        )),
+        errors[0].starts_with(&format!("{}:2:12: error: unknown time zone", path.display())),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("\n  help: did you mean `workers`?\n"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("\n  help: did you mean `workers`?\n"), "{stderr}");
     assert!(stderr.trim_end().ends_with("11 errors"), "{stderr}");
 }
 
@@ -857,12 +821,7 @@ fn key_of_another_agent_kind_reads_well() {
     let Err(LoadError::Invalid(d)) = load_str(text, Path::new("a.toml")) else {
         panic!("expected diagnostics")
     };
-    assert_diag(
-        &d[0],
-        4,
-        1,
-        "`url` does not apply to an agent of kind `command`",
-    );
+    assert_diag(&d[0], 4, 1, "`url` does not apply to an agent of kind `command`");
 }
 
 /// No input makes the loader panic: every prefix of the full config, and the full
@@ -872,10 +831,7 @@ fn no_panic_on_truncated_or_mangled_configs() {
     let text = std::fs::read_to_string(corpus("good-configs", "full.toml")).unwrap();
     let path = corpus("good-configs", "full.toml");
     // Every line end and every 9th byte: enough to cut each token somewhere.
-    for (i, c) in text
-        .char_indices()
-        .filter(|(i, c)| i % 9 == 0 || *c == '\n')
-    {
+    for (i, c) in text.char_indices().filter(|(i, c)| i % 9 == 0 || *c == '\n') {
         let _ = load_str(&text[..i], &path);
         let _ = load_str(&text[..i + c.len_utf8()], &path);
     }

@@ -65,8 +65,7 @@ fn a_command_that_cannot_start_waits_with_the_error() {
     let r = run(&Env::new(), vec!["/nonexistent/agentcron-gate".into()]);
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert!(
-        r.reason
-            .starts_with("cannot start /nonexistent/agentcron-gate:"),
+        r.reason.starts_with("cannot start /nonexistent/agentcron-gate:"),
         "{}",
         r.reason
     );

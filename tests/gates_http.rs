@@ -34,17 +34,10 @@ fn answer(mut stream: TcpStream) {
             break;
         }
     }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_string();
+    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
     let (status, body) = match path.as_str() {
         "/ready" => ("200 OK", r#"{"status":"ready","partitions":{"count":3}}"#),
-        "/starting" => (
-            "200 OK",
-            r#"{"status":"starting","partitions":{"count":0}}"#,
-        ),
+        "/starting" => ("200 OK", r#"{"status":"starting","partitions":{"count":0}}"#),
         "/down" => ("503 Service Unavailable", "maintenance"),
         "/text" => ("200 OK", "ok"),
         "/hang" => {
@@ -100,23 +93,11 @@ fn json_pointer_and_expect_decide_on_the_body() {
     let base = server();
     let env = Env::new();
     let ready = Some(text(CompareOp::Eq, "ready"));
-    let r = get(
-        &env,
-        format!("{base}/ready"),
-        200,
-        Some("/status"),
-        ready.clone(),
-    );
+    let r = get(&env, format!("{base}/ready"), 200, Some("/status"), ready.clone());
     assert_eq!(r.verdict, GateVerdict::Pass, "{}", r.reason);
     assert_eq!(r.reason, "/status = 'ready' (expected == 'ready')");
 
-    let r = get(
-        &env,
-        format!("{base}/starting"),
-        200,
-        Some("/status"),
-        ready,
-    );
+    let r = get(&env, format!("{base}/starting"), 200, Some("/status"), ready);
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert_eq!(r.reason, "/status = 'starting' (expected == 'ready')");
 
@@ -132,11 +113,7 @@ fn json_pointer_and_expect_decide_on_the_body() {
 
     let r = get(&env, format!("{base}/ready"), 200, Some("/missing"), None);
     assert_eq!(r.verdict, GateVerdict::Wait);
-    assert!(
-        r.reason.ends_with("no /missing in the body"),
-        "{}",
-        r.reason
-    );
+    assert!(r.reason.ends_with("no /missing in the body"), "{}", r.reason);
 
     let r = get(&env, format!("{base}/text"), 200, Some("/status"), None);
     assert_eq!(r.verdict, GateVerdict::Wait);
@@ -162,13 +139,7 @@ fn connection_errors_and_timeouts_wait_never_fail() {
         .unwrap()
         .port();
     let env = Env::new();
-    let r = get(
-        &env,
-        format!("http://127.0.0.1:{port}/ready"),
-        200,
-        None,
-        None,
-    );
+    let r = get(&env, format!("http://127.0.0.1:{port}/ready"), 200, None, None);
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert!(
         r.reason

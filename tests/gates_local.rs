@@ -62,10 +62,7 @@ fn previous_run_finished_waits_while_the_previous_window_is_open() {
         env.previous = Some(run_in("2026-06-05", state));
         let r = check(GateKind::PreviousRunFinished, &env);
         assert_eq!(r.verdict, GateVerdict::Wait, "{state}");
-        assert_eq!(
-            r.reason,
-            format!("previous window 2026-06-05 is still {state}")
-        );
+        assert_eq!(r.reason, format!("previous window 2026-06-05 is still {state}"));
     }
 }
 
@@ -130,9 +127,8 @@ fn file_exists_newer_than_window_compares_mtime_with_the_window_start() {
     let r = check(file_gate(&path, None, true), &env);
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert!(
-        r.reason.contains(
-            "modified 2026-06-05T23:00:00Z (before the window start 2026-06-06T01:00:00Z)"
-        ),
+        r.reason
+            .contains("modified 2026-06-05T23:00:00Z (before the window start 2026-06-06T01:00:00Z)"),
         "{}",
         r.reason
     );
@@ -145,17 +141,12 @@ fn file_exists_newer_than_window_compares_mtime_with_the_window_start() {
     set_mtime("2026-06-06T01:20:00Z");
     let r = check(file_gate(&path, None, true), &env);
     assert_eq!(r.verdict, GateVerdict::Pass);
-    assert!(
-        r.reason.contains("modified 2026-06-06T01:20:00Z"),
-        "{}",
-        r.reason
-    );
+    assert!(r.reason.contains("modified 2026-06-06T01:20:00Z"), "{}", r.reason);
 }
 
 fn cn_calendar() -> Calendar {
     let mut c = Calendar::new("cn-workdays", &[Weekday::Sat, Weekday::Sun]);
-    c.holidays
-        .insert(NaiveDate::from_ymd_opt(2026, 10, 1).unwrap());
+    c.holidays.insert(NaiveDate::from_ymd_opt(2026, 10, 1).unwrap());
     c
 }
 
@@ -184,10 +175,7 @@ fn calendar_passes_on_a_business_day_and_fails_on_a_weekend() {
     let env = calendar_env("2026-09-30T01:00:00Z", Some("cn-workdays"));
     let r = check(GateKind::Calendar { calendar: None }, &env);
     assert_eq!(r.verdict, GateVerdict::Pass);
-    assert_eq!(
-        r.reason,
-        "2026-09-30 is a business day in calendar cn-workdays"
-    );
+    assert_eq!(r.reason, "2026-09-30 is a business day in calendar cn-workdays");
 
     let env = calendar_env("2026-10-03T01:00:00Z", Some("cn-workdays"));
     let r = check(GateKind::Calendar { calendar: None }, &env);
@@ -239,11 +227,7 @@ fn compare_numbers_with_every_operator() {
     ];
     for (op, n, want) in cases {
         assert_eq!(compare(&num(op, n), &json!(3)), Ok(want), "3 {op:?} {n}");
-        assert_eq!(
-            compare(&num(op, n), &json!(3.0)),
-            Ok(want),
-            "3.0 {op:?} {n}"
-        );
+        assert_eq!(compare(&num(op, n), &json!(3.0)), Ok(want), "3.0 {op:?} {n}");
     }
 }
 
@@ -301,10 +285,7 @@ fn a_gate_that_panics_is_a_wait_with_the_message() {
     let env = Env::new();
     let r = gates::evaluate(&Panicky, OnFail::Human, &env.ctx());
     assert_eq!(r.verdict, GateVerdict::Wait);
-    assert_eq!(
-        r.reason,
-        "gate panicked: index out of range in upstream parser"
-    );
+    assert_eq!(r.reason, "gate panicked: index out of range in upstream parser");
     assert_eq!((r.name.as_str(), r.on_fail.as_str()), ("panicky", "human"));
 }
 

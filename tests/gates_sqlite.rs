@@ -71,12 +71,7 @@ fn binds_only_the_parameters_present_and_accepts_at_and_dollar_prefixes() {
     let dir = tempfile::tempdir().unwrap();
     let db = warehouse(dir.path());
     let env = Env::new();
-    let r = query(
-        &env,
-        &db,
-        "SELECT count(*) FROM orders",
-        num(CompareOp::Eq, 3.0),
-    );
+    let r = query(&env, &db, "SELECT count(*) FROM orders", num(CompareOp::Eq, 3.0));
     assert_eq!(r.verdict, GateVerdict::Pass, "{}", r.reason);
     let r = query(
         &env,
@@ -94,11 +89,7 @@ fn unknown_or_positional_parameters_wait_with_an_explanation() {
     let env = Env::new();
     let r = query(&env, &db, "SELECT :day", num(CompareOp::Gt, 0.0));
     assert_eq!(r.verdict, GateVerdict::Wait);
-    assert!(
-        r.reason.starts_with("unknown parameter :day"),
-        "{}",
-        r.reason
-    );
+    assert!(r.reason.starts_with("unknown parameter :day"), "{}", r.reason);
     let r = query(&env, &db, "SELECT ?", num(CompareOp::Gt, 0.0));
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert!(r.reason.contains("positional"), "{}", r.reason);
@@ -110,12 +101,7 @@ fn sql_errors_missing_databases_and_no_rows_wait() {
     let db = warehouse(dir.path());
     let env = Env::new();
 
-    let r = query(
-        &env,
-        &db,
-        "SELECT count(*) FROM nope",
-        num(CompareOp::Gt, 0.0),
-    );
+    let r = query(&env, &db, "SELECT count(*) FROM nope", num(CompareOp::Gt, 0.0));
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert!(r.reason.contains("no such table: nope"), "{}", r.reason);
 
@@ -128,10 +114,7 @@ fn sql_errors_missing_databases_and_no_rows_wait() {
         "{}",
         r.reason
     );
-    assert!(
-        !missing.exists(),
-        "a read-only gate must not create the database"
-    );
+    assert!(!missing.exists(), "a read-only gate must not create the database");
 
     let r = query(
         &env,
@@ -144,10 +127,7 @@ fn sql_errors_missing_databases_and_no_rows_wait() {
 
     let r = query(&env, &db, "SELECT 'many'", num(CompareOp::Gt, 0.0));
     assert_eq!(r.verdict, GateVerdict::Wait);
-    assert_eq!(
-        r.reason,
-        "'many': type mismatch: got text 'many', expected > 0"
-    );
+    assert_eq!(r.reason, "'many': type mismatch: got text 'many', expected > 0");
 }
 
 #[test]
@@ -176,8 +156,7 @@ fn a_query_running_past_the_timeout_is_interrupted_and_waits() {
     let mut env = Env::new();
     env.timeout = Duration::from_millis(300);
     // Never ends on its own.
-    let endless =
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
     let r = query(&env, &db, endless, num(CompareOp::Gt, 0.0));
     assert_eq!(r.verdict, GateVerdict::Wait);
     assert_eq!(r.reason, "timed out after 300ms");

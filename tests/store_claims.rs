@@ -100,10 +100,7 @@ fn four_processes_on_one_file_never_double_claim() {
         }
     }
     assert_eq!(winners_per_run.len(), RUNS, "every run claimed");
-    assert!(
-        winners_per_run.values().all(|n| *n == 1),
-        "{winners_per_run:?}"
-    );
+    assert!(winners_per_run.values().all(|n| *n == 1), "{winners_per_run:?}");
     assert_eq!(tokens.len(), RUNS);
 
     let store = Store::open(&path).unwrap();
@@ -145,14 +142,7 @@ fn fencing_tokens_strictly_increase_across_runs_and_retries() {
                 next_check_at: Some(t0() + mins(1)),
                 ..Change::default()
             };
-            let waiting = tx.transition(
-                a.id,
-                RunState::Running,
-                RunState::RetryWait,
-                &retry,
-                t0(),
-                &[],
-            )?;
+            let waiting = tx.transition(a.id, RunState::Running, RunState::RetryWait, &retry, t0(), &[])?;
             let again = claim(tx, &waiting);
             assert_eq!(again.attempt, 2);
             assert!(again.fencing_token > cb.fencing_token);
@@ -267,10 +257,7 @@ fn stale_tokens_cannot_renew_end_or_journal() {
             assert!(!tx.end_attempt(run.id, first.fencing_token, &late, later)?);
 
             let second = claim(tx, &waiting);
-            assert!(
-                !tx.renew_lease(run.id, first.fencing_token, later)?,
-                "old token"
-            );
+            assert!(!tx.renew_lease(run.id, first.fencing_token, later)?, "old token");
             assert!(tx.renew_lease(run.id, second.fencing_token, later + mins(2))?);
             assert!(!tx.record_step(
                 run.id,
@@ -340,11 +327,7 @@ fn end_attempt_records_the_result() {
             };
             assert!(tx.end_attempt(run.id, c.fencing_token, &end, t0() + mins(2))?);
             let a = &tx.attempts(run.id)?[0];
-            assert_eq!(
-                a.status,
-                AttemptStatus::Failed,
-                "exit 65 inferred as failed"
-            );
+            assert_eq!(a.status, AttemptStatus::Failed, "exit 65 inferred as failed");
             assert_eq!(a.exit_code, Some(65));
             assert_eq!(a.summary.as_deref(), Some("bad input"));
             assert_eq!(a.processed, Some(3));
@@ -392,10 +375,7 @@ fn usage_adds_up_per_run_and_per_schedule_day() {
                 0.25,
                 "[from, to) excludes an attempt starting at `to`"
             );
-            assert_eq!(
-                tx.schedule_cost_between("acme", "s", next, next + mins(1))?,
-                0.0
-            );
+            assert_eq!(tx.schedule_cost_between("acme", "s", next, next + mins(1))?, 0.0);
             let attempts = tx.attempts(run.id)?;
             assert_eq!((attempts[0].tokens, attempts[0].cost_usd), (100, 0.25));
             assert_eq!((attempts[1].tokens, attempts[1].cost_usd), (50, 0.5));
@@ -440,13 +420,7 @@ fn a_held_write_lock_ends_in_locked_not_a_hang() {
     let got = store.write(|tx| tx.append_event(&NewEvent::new(t0(), "tick", json!({}))));
     assert!(matches!(got, Err(StoreError::Locked { .. })), "{got:?}");
     // Readers are not blocked by a writer (WAL).
-    assert_eq!(
-        store
-            .read(|tx| tx.runs(&RunFilter::default()))
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(store.read(|tx| tx.runs(&RunFilter::default())).unwrap().len(), 1);
     other.execute_batch("COMMIT").unwrap();
     store
         .write(|tx| tx.append_event(&NewEvent::new(t0(), "tick", json!({}))))

@@ -40,13 +40,9 @@ fn reopening_keeps_everything() {
         .unwrap();
 
     let raw = rusqlite::Connection::open(&path).unwrap();
-    let mode: String = raw
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap();
+    let mode: String = raw.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
-    let version: i64 = raw
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = raw.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     assert_eq!(version, SCHEMA_VERSION);
 }
 
@@ -83,10 +79,7 @@ fn a_garbage_file_is_corrupt_and_named() {
     for got in [Store::open(&path), Store::open_read_only(&path)] {
         let err = got.expect_err("garbage must not open");
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
-        assert!(
-            err.to_string().contains(&path.display().to_string()),
-            "{err}"
-        );
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
     }
     let text_path = path.with_file_name("notes.txt");
     std::fs::write(&text_path, "just some notes\n").unwrap();
@@ -98,8 +91,7 @@ fn a_garbage_file_is_corrupt_and_named() {
 fn another_programs_database_is_not_touched() {
     let (_dir, path) = temp_db();
     let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute_batch("CREATE TABLE contacts (name TEXT);")
-        .unwrap();
+    raw.execute_batch("CREATE TABLE contacts (name TEXT);").unwrap();
     drop(raw);
     let err = Store::open(&path).expect_err("foreign database");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
@@ -134,9 +126,7 @@ fn check_read_only(path: &std::path::Path, id: i64) {
 fn read_only_reads_but_never_writes() {
     let (_dir, path) = temp_db();
     let writer = Store::open(&path).unwrap();
-    let id = writer
-        .write(|tx| Ok(insert(tx, "s", "w", t0()).id))
-        .unwrap();
+    let id = writer.write(|tx| Ok(insert(tx, "s", "w", t0()).id)).unwrap();
     // Alongside a live writer, and after it closed.
     check_read_only(&path, id);
     drop(writer);
@@ -158,11 +148,7 @@ fn in_memory_stores_are_independent() {
     let b = Store::open_in_memory().unwrap();
     assert_eq!(a.path(), None);
     a.write(|tx| Ok(insert(tx, "s", "w", t0()))).unwrap();
-    assert!(
-        b.read(|tx| tx.runs(&RunFilter::default()))
-            .unwrap()
-            .is_empty()
-    );
+    assert!(b.read(|tx| tx.runs(&RunFilter::default())).unwrap().is_empty());
 }
 
 /// due_runs, expired_leases, previous_run, count_running, … must use an index
@@ -175,9 +161,8 @@ fn hot_queries_never_scan_whole_tables() {
     for (name, plan) in plans {
         assert!(!plan.is_empty(), "{name}: no plan");
         for line in &plan {
-            let full_scan = line.starts_with("SCAN ")
-                && !line.contains(" INDEX ")
-                && line != "SCAN CONSTANT ROW";
+            let full_scan =
+                line.starts_with("SCAN ") && !line.contains(" INDEX ") && line != "SCAN CONSTANT ROW";
             assert!(!full_scan, "{name} scans a table: {plan:?}");
             assert!(!line.contains("TEMP B-TREE"), "{name} sorts: {plan:?}");
         }

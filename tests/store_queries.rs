@@ -25,17 +25,11 @@ fn one_run_per_window() {
             assert_eq!(tx.insert_run(&again, t0() + mins(5))?, None);
             assert_eq!(tx.find_run("acme", "s", "2026-06-06")?, Some(first.clone()));
             // Another schedule, tenant or window is another run.
-            assert!(
-                tx.insert_run(&new_run("t", "2026-06-06", t0()), t0())?
-                    .is_some()
-            );
+            assert!(tx.insert_run(&new_run("t", "2026-06-06", t0()), t0())?.is_some());
             let mut other_tenant = new_run("s", "2026-06-06", t0());
             other_tenant.tenant = "globex".into();
             assert!(tx.insert_run(&other_tenant, t0())?.is_some());
-            assert!(
-                tx.insert_run(&new_run("s", "2026-06-07", t0()), t0())?
-                    .is_some()
-            );
+            assert!(tx.insert_run(&new_run("s", "2026-06-07", t0()), t0())?.is_some());
             assert_eq!(tx.runs(&RunFilter::default())?.len(), 4);
             assert_eq!(tx.find_run("acme", "s", "2026-06-08")?, None);
             assert!(matches!(tx.run(12345), Err(StoreError::RunNotFound(12345))));
@@ -51,10 +45,7 @@ fn pending_runs_default_to_being_checked_when_due() {
         .write(|tx| {
             let mut new = new_run("s", "w", t0());
             new.next_check_at = None;
-            assert_eq!(
-                tx.insert_run(&new, t0())?.unwrap().next_check_at,
-                Some(t0())
-            );
+            assert_eq!(tx.insert_run(&new, t0())?.unwrap().next_check_at, Some(t0()));
             let mut skipped = new_run("s", "x", t0());
             skipped.state = Skipped;
             skipped.state_reason = Some("calendar".into());
@@ -122,10 +113,7 @@ fn set_next_check_only_moves_waiting_runs() {
             assert_eq!(moved.state, Pending);
             assert_eq!(moved.state_reason.as_deref(), Some("gate: upstream"));
             assert!(tx.set_next_check(run.id, t0() + mins(6), None)?);
-            assert_eq!(
-                tx.run(run.id)?.state_reason.as_deref(),
-                Some("gate: upstream")
-            );
+            assert_eq!(tx.run(run.id)?.state_reason.as_deref(), Some("gate: upstream"));
             claim(tx, &tx.run(run.id)?);
             assert!(!tx.set_next_check(run.id, t0() + mins(7), None)?);
             assert_eq!(tx.run(run.id)?.next_check_at, None);
@@ -149,22 +137,14 @@ fn expired_leases_are_running_runs_past_their_lease() {
             let _ = cb;
             // c finished: its old lease no longer matters.
             go(tx, &cc.run, Succeeded);
-            let zombies: Vec<i64> = tx
-                .expired_leases(t0() + mins(2))?
-                .iter()
-                .map(|r| r.id)
-                .collect();
+            let zombies: Vec<i64> = tx.expired_leases(t0() + mins(2))?.iter().map(|r| r.id).collect();
             assert_eq!(zombies, [a.id]);
             assert!(
                 tx.expired_leases(t0() + mins(1))?.is_empty(),
                 "lease_expires < now"
             );
             assert!(tx.renew_lease(a.id, ca.fencing_token, t0() + mins(10))?);
-            let zombies: Vec<i64> = tx
-                .expired_leases(t0() + mins(7))?
-                .iter()
-                .map(|r| r.id)
-                .collect();
+            let zombies: Vec<i64> = tx.expired_leases(t0() + mins(7))?.iter().map(|r| r.id).collect();
             assert_eq!(zombies, [b.id]);
             Ok(())
         })
@@ -244,17 +224,9 @@ fn recent_runs_are_finished_runs_newest_window_first() {
                 ids.push(run.id);
             }
             insert(tx, "other", "w9", t0());
-            let recent: Vec<i64> = tx
-                .recent_runs("acme", "s", 3)?
-                .iter()
-                .map(|r| r.id)
-                .collect();
+            let recent: Vec<i64> = tx.recent_runs("acme", "s", 3)?.iter().map(|r| r.id).collect();
             assert_eq!(recent, [ids[6], ids[5], ids[3]]);
-            let all: Vec<i64> = tx
-                .recent_runs("acme", "s", 10)?
-                .iter()
-                .map(|r| r.id)
-                .collect();
+            let all: Vec<i64> = tx.recent_runs("acme", "s", 10)?.iter().map(|r| r.id).collect();
             assert_eq!(all, [ids[6], ids[5], ids[3], ids[1], ids[0]]);
             Ok(())
         })
@@ -270,8 +242,7 @@ fn run_listing_filters_and_counts_by_state() {
             let b = insert(tx, "s", "b", t0() + mins(1));
             let c = insert(tx, "t", "c", t0() + mins(2));
             go(tx, &b, Skipped);
-            let ids =
-                |f: RunFilter| -> Vec<i64> { tx.runs(&f).unwrap().iter().map(|r| r.id).collect() };
+            let ids = |f: RunFilter| -> Vec<i64> { tx.runs(&f).unwrap().iter().map(|r| r.id).collect() };
             assert_eq!(ids(RunFilter::default()), [a.id, b.id, c.id]);
             let newest = RunFilter {
                 newest_first: true,
@@ -314,8 +285,7 @@ fn step_journal_tells_completed_from_uncertain() {
             let c1 = claim(tx, &run);
             let step = |token: i64, n: u32, name: &str, status: StepStatus, se: bool| {
                 assert!(
-                    tx.record_step(run.id, token, n, name, status, se, t0())
-                        .unwrap(),
+                    tx.record_step(run.id, token, n, name, status, se, t0()).unwrap(),
                     "{name} {status:?}"
                 );
             };
@@ -334,10 +304,7 @@ fn step_journal_tells_completed_from_uncertain() {
             let c2 = claim(tx, &waiting);
             step(c2.fencing_token, 2, "deliver", StepStatus::Done, true);
             step(c2.fencing_token, 2, "fetch", StepStatus::Started, false);
-            assert_eq!(
-                tx.completed_steps(run.id)?,
-                ["fetch", "summarize", "deliver"]
-            );
+            assert_eq!(tx.completed_steps(run.id)?, ["fetch", "summarize", "deliver"]);
             // The latest word on `fetch` is `started`: uncertain again.
             assert_eq!(tx.uncertain_steps(run.id)?, ["fetch"]);
 
@@ -359,22 +326,17 @@ fn event_filters_select_and_order() {
             let a = insert(tx, "s", "a", t0());
             let b = insert(tx, "t", "b", t0());
             let tick = tx.append_event(&NewEvent::new(t0(), "tick", json!({"n": 1})))?;
-            let e1 =
-                tx.append_event(&NewEvent::new(t0(), "window_opened", json!({})).for_run(&a))?;
+            let e1 = tx.append_event(&NewEvent::new(t0(), "window_opened", json!({})).for_run(&a))?;
             let e2 = tx.append_event(
-                &NewEvent::new(t0(), "gate", json!({"name": "upstream", "result": "wait"}))
-                    .for_run(&a),
+                &NewEvent::new(t0(), "gate", json!({"name": "upstream", "result": "wait"})).for_run(&a),
             )?;
             let e3 = tx.append_event(&NewEvent::new(t0(), "gate", json!({})).for_run(&b))?;
-            let e4 = tx.append_event(
-                &NewEvent::new(t0(), "circuit_opened", json!({})).for_schedule("acme", "s"),
-            )?;
+            let e4 =
+                tx.append_event(&NewEvent::new(t0(), "circuit_opened", json!({})).for_schedule("acme", "s"))?;
             assert!(tick < e1 && e1 < e2 && e2 < e3 && e3 < e4);
             assert_eq!(tx.max_event_id()?, e4);
 
-            let ids = |f: EventFilter| -> Vec<i64> {
-                tx.events(&f).unwrap().iter().map(|e| e.id).collect()
-            };
+            let ids = |f: EventFilter| -> Vec<i64> { tx.events(&f).unwrap().iter().map(|e| e.id).collect() };
             assert_eq!(ids(EventFilter::default()), [tick, e1, e2, e3, e4]);
             let of_run = EventFilter {
                 run_id: Some(a.id),
@@ -518,10 +480,7 @@ fn maintenance_windows_are_half_open() {
             assert!(list[0].schedules.is_empty());
             assert_eq!(list[1].schedules, ["s", "t"]);
             assert_eq!(list[1].reason, "vendor outage");
-            assert_eq!(
-                (list[1].from, list[1].to),
-                (t0() + mins(30), t0() + mins(90))
-            );
+            assert_eq!((list[1].from, list[1].to), (t0() + mins(30), t0() + mins(90)));
             let traced = tx.events(&EventFilter {
                 kinds: vec!["switch_changed".into()],
                 ..EventFilter::default()
@@ -541,10 +500,7 @@ fn posted_events_are_deduped_and_read_in_order() {
             let s1 = tx
                 .post_event("ticket", "T-1", &json!({"prio": 1}), t0())?
                 .unwrap();
-            assert_eq!(
-                tx.post_event("ticket", "T-1", &json!({"prio": 9}), t0())?,
-                None
-            );
+            assert_eq!(tx.post_event("ticket", "T-1", &json!({"prio": 9}), t0())?, None);
             let s2 = tx
                 .post_event("deploy", "T-1", &json!(null), t0() + mins(1))?
                 .unwrap();
@@ -561,11 +517,7 @@ fn posted_events_are_deduped_and_read_in_order() {
                 ("ticket", "T-1")
             );
             assert_eq!(all[2].arrived_at, t0() + mins(2));
-            let after: Vec<i64> = tx
-                .posted_events_after(s1, 1)?
-                .iter()
-                .map(|p| p.seq)
-                .collect();
+            let after: Vec<i64> = tx.posted_events_after(s1, 1)?.iter().map(|p| p.seq).collect();
             assert_eq!(after, [s2]);
             assert!(tx.posted_events_after(s3, 10)?.is_empty());
             Ok(())
@@ -582,10 +534,7 @@ fn schedule_state_defaults_and_upserts() {
             assert_eq!(fresh, ScheduleState::new("s"));
             assert_eq!(fresh.concurrency_divisor, 1);
             assert_eq!(fresh.circuit, CircuitState::Closed);
-            assert!(
-                tx.all_schedule_states()?.is_empty(),
-                "reading stores nothing"
-            );
+            assert!(tx.all_schedule_states()?.is_empty(), "reading stores nothing");
 
             tx.set_last_evaluated("s", t0())?;
             assert_eq!(tx.schedule_state("s")?.last_evaluated, Some(t0()));

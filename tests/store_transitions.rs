@@ -222,15 +222,7 @@ fn claim_only_leaves_pending_or_retry_wait() {
         .write(|tx| {
             for (i, from) in RunState::ALL.into_iter().enumerate() {
                 let run = run_in(tx, from, &format!("c-{i}"));
-                let got = tx.claim(
-                    run.id,
-                    from,
-                    "w",
-                    t0() + mins(1),
-                    RunReason::Retry,
-                    t0(),
-                    t0(),
-                );
+                let got = tx.claim(run.id, from, "w", t0() + mins(1), RunReason::Retry, t0(), t0());
                 if matches!(from, Pending | RetryWait) {
                     let c = got?.expect("claimable");
                     assert_eq!(c.run.state, Running);

@@ -26,7 +26,13 @@ fn fires(rule: &FireRule, after: &str, n: usize) -> Vec<Fire> {
 fn shape(fires: &[Fire]) -> Vec<(String, String, Option<&'static str>)> {
     fires
         .iter()
-        .map(|f| (f.local.to_rfc3339(), f.window_key.clone(), f.note.map(|n| n.as_str())))
+        .map(|f| {
+            (
+                f.local.to_rfc3339(),
+                f.window_key.clone(),
+                f.note.map(|n| n.as_str()),
+            )
+        })
         .collect()
 }
 
@@ -50,7 +56,16 @@ fn weekdays_one_to_five_are_monday_to_friday_in_shanghai() {
     );
     use chrono::Datelike;
     let days: Vec<Weekday> = f.iter().map(|f| f.local.weekday()).collect();
-    assert_eq!(days, [Weekday::Fri, Weekday::Mon, Weekday::Tue, Weekday::Wed, Weekday::Thu]);
+    assert_eq!(
+        days,
+        [
+            Weekday::Fri,
+            Weekday::Mon,
+            Weekday::Tue,
+            Weekday::Wed,
+            Weekday::Thu
+        ]
+    );
 }
 
 #[test]
@@ -82,7 +97,11 @@ fn several_gap_times_landing_on_one_instant_fire_once() {
     assert_eq!(
         shape(&f),
         [
-            row("2026-03-08T03:00:00-04:00", "2026-03-08T03:00-04:00", Some("dst_shifted")),
+            row(
+                "2026-03-08T03:00:00-04:00",
+                "2026-03-08T03:00-04:00",
+                Some("dst_shifted")
+            ),
             row("2026-03-09T02:00:00-04:00", "2026-03-09T02:00-04:00", None),
         ]
     );
@@ -100,7 +119,11 @@ fn new_york_fall_back_pinned_first_last_both() {
     assert_eq!(
         shape(&fires(&r, after, 2)),
         [
-            row("2026-11-01T01:30:00-04:00", "2026-11-01", Some("dst_fold_skipped")),
+            row(
+                "2026-11-01T01:30:00-04:00",
+                "2026-11-01",
+                Some("dst_fold_skipped")
+            ),
             row("2026-11-02T01:30:00-05:00", "2026-11-02", None),
         ]
     );
@@ -108,7 +131,11 @@ fn new_york_fall_back_pinned_first_last_both() {
     assert_eq!(
         shape(&fires(&r, after, 2)),
         [
-            row("2026-11-01T01:30:00-05:00", "2026-11-01", Some("dst_fold_skipped")),
+            row(
+                "2026-11-01T01:30:00-05:00",
+                "2026-11-01",
+                Some("dst_fold_skipped")
+            ),
             row("2026-11-02T01:30:00-05:00", "2026-11-02", None),
         ]
     );
@@ -152,7 +179,11 @@ fn new_york_hourly_follows_real_time_through_fold_and_gap() {
     let f = fires(&every30, "2026-11-01T05:45:00Z", 3); // 01:45 EDT
     assert_eq!(
         f.iter().map(|f| f.local.to_rfc3339()).collect::<Vec<_>>(),
-        ["2026-11-01T01:00:00-05:00", "2026-11-01T01:30:00-05:00", "2026-11-01T02:00:00-05:00"]
+        [
+            "2026-11-01T01:00:00-05:00",
+            "2026-11-01T01:30:00-05:00",
+            "2026-11-01T02:00:00-05:00"
+        ]
     );
 }
 
@@ -184,12 +215,19 @@ fn sydney_southern_hemisphere() {
     assert_eq!(
         shape(&fires(&r, "2026-04-04T00:00:00Z", 2)),
         [
-            row("2026-04-05T02:30:00+11:00", "2026-04-05", Some("dst_fold_skipped")),
+            row(
+                "2026-04-05T02:30:00+11:00",
+                "2026-04-05",
+                Some("dst_fold_skipped")
+            ),
             row("2026-04-06T02:30:00+10:00", "2026-04-06", None),
         ]
     );
     r.dst_fold = DstFold::Last;
-    assert_eq!(fires(&r, "2026-04-04T00:00:00Z", 1)[0].local.to_rfc3339(), "2026-04-05T02:30:00+10:00");
+    assert_eq!(
+        fires(&r, "2026-04-04T00:00:00Z", 1)[0].local.to_rfc3339(),
+        "2026-04-05T02:30:00+10:00"
+    );
     assert_eq!(
         shape(&fires(&r, "2026-10-03T00:00:00Z", 2)),
         [
@@ -237,9 +275,16 @@ fn lord_howe_thirty_minute_shift() {
 #[test]
 fn zone_without_dst_never_notes() {
     let r = rule("30 2 * * *", "Asia/Shanghai");
-    for after in ["2026-03-07T00:00:00Z", "2026-10-30T00:00:00Z", "2026-03-27T00:00:00Z"] {
+    for after in [
+        "2026-03-07T00:00:00Z",
+        "2026-10-30T00:00:00Z",
+        "2026-03-27T00:00:00Z",
+    ] {
         let f = fires(&r, after, 5);
-        assert!(f.iter().all(|f| f.note.is_none() && f.local.to_rfc3339().ends_with("02:30:00+08:00")));
+        assert!(
+            f.iter()
+                .all(|f| f.note.is_none() && f.local.to_rfc3339().ends_with("02:30:00+08:00"))
+        );
     }
 }
 
@@ -270,13 +315,20 @@ fn every_fixed_aligns_to_the_local_clock_and_follows_real_time() {
     assert_eq!(f[1].local.to_rfc3339(), "2026-06-06T10:10:00+08:00");
     // Kathmandu is +05:45: hourly still means on the local hour.
     let r = every(TimeDelta::hours(1), Anchor::Fixed, "Asia/Kathmandu");
-    assert_eq!(fires(&r, "2026-06-06T00:00:00Z", 1)[0].local.to_rfc3339(), "2026-06-06T06:00:00+05:45");
+    assert_eq!(
+        fires(&r, "2026-06-06T00:00:00Z", 1)[0].local.to_rfc3339(),
+        "2026-06-06T06:00:00+05:45"
+    );
     // Through the New York fold: 01:55 EDT, then 01:00 EST five minutes later.
     let r = every(TimeDelta::minutes(5), Anchor::Fixed, "America/New_York");
     let f = fires(&r, "2026-11-01T05:50:00Z", 3);
     assert_eq!(
         f.iter().map(|f| f.local.to_rfc3339()).collect::<Vec<_>>(),
-        ["2026-11-01T01:55:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-01T01:05:00-05:00"]
+        [
+            "2026-11-01T01:55:00-04:00",
+            "2026-11-01T01:00:00-05:00",
+            "2026-11-01T01:05:00-05:00"
+        ]
     );
     let r = every(TimeDelta::minutes(7), Anchor::LastStart, "UTC");
     let f = fires(&r, "2026-06-06T10:01:13Z", 2);
@@ -309,7 +361,10 @@ fn calendar_skip_and_next_business_day() {
     let keys: Vec<&str> = f.iter().map(|f| f.window_key.as_str()).collect();
     assert_eq!(keys, ["2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04"]);
     assert!(f.iter().all(|f| f.note == Some(FireNote::CalendarMoved)));
-    assert!(f.iter().all(|f| f.local.to_rfc3339() == "2026-10-05T09:00:00+08:00"));
+    assert!(
+        f.iter()
+            .all(|f| f.local.to_rfc3339() == "2026-10-05T09:00:00+08:00")
+    );
     let next = fires(&r, "2026-10-05T00:59:00Z", 5);
     assert_eq!(next[4].window_key, "2026-10-05");
     assert_eq!(next[4].note, None);

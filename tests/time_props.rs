@@ -36,10 +36,27 @@ fn field(max: u32, min: u32) -> impl Strategy<Value = String> {
 }
 
 fn expr() -> impl Strategy<Value = String> {
-    let dom = prop_oneof![Just("*".to_string()), (1..=28u32).prop_map(|d| d.to_string()), Just("L".into()), Just("1-15".into())];
-    let month = prop_oneof![Just("*".to_string()), (1..=12u32).prop_map(|m| m.to_string()), Just("3-11".into())];
-    let dow = prop_oneof![Just("*".to_string()), Just("1-5".into()), Just("0".into()), Just("MON".into()), Just("5#2".into()), Just("SAT,SUN".into())];
-    (field(59, 0), field(23, 0), dom, month, dow).prop_map(|(mi, h, d, mo, w)| format!("{mi} {h} {d} {mo} {w}"))
+    let dom = prop_oneof![
+        Just("*".to_string()),
+        (1..=28u32).prop_map(|d| d.to_string()),
+        Just("L".into()),
+        Just("1-15".into())
+    ];
+    let month = prop_oneof![
+        Just("*".to_string()),
+        (1..=12u32).prop_map(|m| m.to_string()),
+        Just("3-11".into())
+    ];
+    let dow = prop_oneof![
+        Just("*".to_string()),
+        Just("1-5".into()),
+        Just("0".into()),
+        Just("MON".into()),
+        Just("5#2".into()),
+        Just("SAT,SUN".into())
+    ];
+    (field(59, 0), field(23, 0), dom, month, dow)
+        .prop_map(|(mi, h, d, mo, w)| format!("{mi} {h} {d} {mo} {w}"))
 }
 
 fn instant() -> impl Strategy<Value = DateTime<Utc>> {
@@ -80,7 +97,6 @@ proptest! {
     }
 }
 
-
 /// Exhaustive over zones, every hour and four minutes, a year, both gap
 /// policies: "never twice for one window, never silently zero times".
 #[test]
@@ -97,11 +113,16 @@ fn pinned_daily_fires_exactly_once_per_local_day() {
                     }
                     let start = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
                     let end = NaiveDate::from_ymd_opt(2027, 1, 1).unwrap();
-                    let after = resolve_local(tz, start.and_hms_opt(0, 0, 0).unwrap()).earliest() - TimeDelta::seconds(1);
+                    let after = resolve_local(tz, start.and_hms_opt(0, 0, 0).unwrap()).earliest()
+                        - TimeDelta::seconds(1);
                     let until = resolve_local(tz, end.and_hms_opt(0, 0, 0).unwrap()).earliest();
                     let mut seen = HashSet::new();
                     for f in rule.fires_after(after).take_while(|f| f.at < until) {
-                        assert!(seen.insert(f.window_key.clone()), "{zone} {m} {h}: two fires for {}", f.window_key);
+                        assert!(
+                            seen.insert(f.window_key.clone()),
+                            "{zone} {m} {h}: two fires for {}",
+                            f.window_key
+                        );
                     }
                     let mut d = start;
                     while d < end {
@@ -112,7 +133,10 @@ fn pinned_daily_fires_exactly_once_per_local_day() {
                             checked_gaps += 1;
                         }
                         if in_gap && gap_skip {
-                            assert!(!seen.contains(&key), "{zone} {m} {h}: {key} fired in a gap with dst_gap = skip");
+                            assert!(
+                                !seen.contains(&key),
+                                "{zone} {m} {h}: {key} fired in a gap with dst_gap = skip"
+                            );
                         } else {
                             assert!(seen.contains(&key), "{zone} {m} {h} * * *: no fire on {key}");
                         }
@@ -122,5 +146,8 @@ fn pinned_daily_fires_exactly_once_per_local_day() {
             }
         }
     }
-    assert!(checked_gaps > 50, "the matrix must cross real DST gaps ({checked_gaps})");
+    assert!(
+        checked_gaps > 50,
+        "the matrix must cross real DST gaps ({checked_gaps})"
+    );
 }

@@ -68,12 +68,7 @@ pub struct TimeContext {
 }
 
 impl TimeContext {
-    pub fn new(
-        now: DateTime<Utc>,
-        tz: Tz,
-        business_day: bool,
-        last_success: Option<DateTime<Utc>>,
-    ) -> Self {
+    pub fn new(now: DateTime<Utc>, tz: Tz, business_day: bool, last_success: Option<DateTime<Utc>>) -> Self {
         Self {
             business_day,
             since_last_success: last_success.map(|at| since(now, at)),
@@ -133,12 +128,7 @@ mod tests {
     #[test]
     fn since_last_success_is_whole_minutes() {
         let now = Utc.with_ymd_and_hms(2026, 6, 6, 12, 0, 0).unwrap();
-        let ctx = TimeContext::new(
-            now,
-            Tz::UTC,
-            true,
-            Some(now - chrono::TimeDelta::seconds(93_630)),
-        );
+        let ctx = TimeContext::new(now, Tz::UTC, true, Some(now - chrono::TimeDelta::seconds(93_630)));
         assert_eq!(ctx.since_last_success.as_deref(), Some("1d2h"));
         let ctx = TimeContext::new(now, Tz::UTC, true, Some(now + chrono::TimeDelta::hours(1)));
         assert_eq!(ctx.since_last_success.as_deref(), Some("0m"));

@@ -10,6 +10,6 @@ pub mod runner;
 pub use envelope::{Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key};
 pub use protocol::{AgentLine, AgentResult, ResultStatus, parse_line};
 pub use runner::{
-    AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec, DefaultRunner, Ending,
-    HttpRunner, ProcessRunner,
+    AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec, DefaultRunner, Ending, HttpRunner,
+    ProcessRunner,
 };

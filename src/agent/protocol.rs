@@ -184,8 +184,7 @@ mod tests {
 
     #[test]
     fn minimal_result_and_null_class() {
-        let AgentLine::Result(r) =
-            parse_line(r#"{"event":"result","status":"success","error_class":null}"#)
+        let AgentLine::Result(r) = parse_line(r#"{"event":"result","status":"success","error_class":null}"#)
         else {
             panic!("not a result")
         };
@@ -204,10 +203,7 @@ mod tests {
             parse_line(r#"{"level":"info"}"#),
             AgentLine::Log(r#"{"level":"info"}"#.into())
         );
-        assert_eq!(
-            parse_line("{\"event\":"),
-            AgentLine::Log("{\"event\":".into())
-        );
+        assert_eq!(parse_line("{\"event\":"), AgentLine::Log("{\"event\":".into()));
     }
 
     #[test]
@@ -232,10 +228,7 @@ mod tests {
 
     #[test]
     fn huge_lines_are_truncated_log() {
-        let line = format!(
-            "{{\"event\":\"heartbeat\",\"pad\":\"{}\"}}",
-            "é".repeat(MAX_LINE)
-        );
+        let line = format!("{{\"event\":\"heartbeat\",\"pad\":\"{}\"}}", "é".repeat(MAX_LINE));
         let AgentLine::Log(text) = parse_line(&line) else {
             panic!("not log")
         };

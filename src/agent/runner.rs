@@ -51,10 +51,7 @@ pub struct AttemptSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     /// The process exited by itself: an exit code, or the signal that killed it.
-    Exited {
-        code: Option<i32>,
-        signal: Option<i32>,
-    },
+    Exited { code: Option<i32>, signal: Option<i32> },
     /// Ran past `timeout` and was killed.
     TimedOut,
     /// [`AttemptHandle::cancel`] was called; the agent was killed.
@@ -88,11 +85,7 @@ pub struct AttemptReport {
 /// Starts attempts. Implementations must be called inside a tokio runtime, spawn
 /// their work and return at once; they send lines, then exactly one `Ended`.
 pub trait AgentRunner: Send + Sync {
-    fn start(
-        &self,
-        spec: AttemptSpec,
-        reports: mpsc::UnboundedSender<AttemptReport>,
-    ) -> AttemptHandle;
+    fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle;
 }
 
 /// Lets the engine cancel a running attempt (overlap `cancel_previous`, kill switch).
@@ -175,11 +168,7 @@ impl Reporter {
 pub struct DefaultRunner;
 
 impl AgentRunner for DefaultRunner {
-    fn start(
-        &self,
-        spec: AttemptSpec,
-        reports: mpsc::UnboundedSender<AttemptReport>,
-    ) -> AttemptHandle {
+    fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
         match spec.agent.kind {
             AgentKind::Command { .. } => ProcessRunner.start(spec, reports),
             AgentKind::Http { .. } => HttpRunner.start(spec, reports),
@@ -196,11 +185,7 @@ impl AgentRunner for DefaultRunner {
 pub struct ProcessRunner;
 
 impl AgentRunner for ProcessRunner {
-    fn start(
-        &self,
-        spec: AttemptSpec,
-        reports: mpsc::UnboundedSender<AttemptReport>,
-    ) -> AttemptHandle {
+    fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
         let (handle, cancel) = AttemptHandle::new();
         let reporter = Reporter::new(&spec, reports);
         tokio::spawn(async move {
@@ -254,15 +239,13 @@ async fn run_process(
         tokio::spawn(async move {
             let stdout = async {
                 if let Some(stdout) = stdout {
-                    read_lines(BufReader::new(stdout), |line| {
-                        match protocol::parse_line(line) {
-                            AgentLine::Log(text) => push_log(&log, &text),
-                            parsed => {
-                                if matches!(parsed, AgentLine::Malformed { .. }) {
-                                    push_log(&log, line);
-                                }
-                                reporter.send(AttemptSignal::Line(parsed));
+                    read_lines(BufReader::new(stdout), |line| match protocol::parse_line(line) {
+                        AgentLine::Log(text) => push_log(&log, &text),
+                        parsed => {
+                            if matches!(parsed, AgentLine::Malformed { .. }) {
+                                push_log(&log, line);
                             }
+                            reporter.send(AttemptSignal::Line(parsed));
                         }
                     })
                     .await;
@@ -301,10 +284,7 @@ async fn run_process(
             }
         }
         Stop::WaitFailed(e) => {
-            push_log(
-                &log,
-                &format!("agentcron: lost track of the agent process: {e}"),
-            );
+            push_log(&log, &format!("agentcron: lost track of the agent process: {e}"));
             Ending::Exited {
                 code: None,
                 signal: None,
@@ -473,11 +453,7 @@ async fn read_capped_line<R: AsyncBufRead + Unpin>(
 pub struct HttpRunner;
 
 impl AgentRunner for HttpRunner {
-    fn start(
-        &self,
-        spec: AttemptSpec,
-        reports: mpsc::UnboundedSender<AttemptReport>,
-    ) -> AttemptHandle {
+    fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
         let (handle, cancel) = AttemptHandle::new();
         let reporter = Reporter::new(&spec, reports);
         tokio::spawn(async move {
@@ -492,8 +468,7 @@ impl AgentRunner for HttpRunner {
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
             let body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
-            let call =
-                tokio::task::spawn_blocking(move || post(&url, &key, attempt, body, timeout));
+            let call = tokio::task::spawn_blocking(move || post(&url, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.
             let outcome = tokio::select! {
                 biased;
@@ -583,9 +558,7 @@ fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) ->
 /// A body that is one JSON object is one message: an event if it names one, else
 /// the result itself. Anything else is read as protocol lines.
 fn parse_body(body: &str) -> Vec<AgentLine> {
-    if let Ok(serde_json::Value::Object(object)) =
-        serde_json::from_str::<serde_json::Value>(body.trim())
-    {
+    if let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(body.trim()) {
         if object.contains_key("event") {
             return vec![protocol::parse_line(body.trim())];
         }
@@ -619,23 +592,18 @@ mod tests {
 
     #[test]
     fn http_bodies_are_lines_or_one_result_object() {
-        let lines = parse_body(
-            "{\"event\":\"heartbeat\"}\nhello\n{\"event\":\"result\",\"status\":\"success\"}\n",
-        );
+        let lines =
+            parse_body("{\"event\":\"heartbeat\"}\nhello\n{\"event\":\"result\",\"status\":\"success\"}\n");
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[0], AgentLine::Heartbeat);
         assert_eq!(lines[1], AgentLine::Log("hello".into()));
         assert!(matches!(&lines[2], AgentLine::Result(r) if r.status == ResultStatus::Success));
 
-        let bare =
-            parse_body("{\n  \"status\": \"failure\",\n  \"error_class\": \"non_retryable\"\n}");
+        let bare = parse_body("{\n  \"status\": \"failure\",\n  \"error_class\": \"non_retryable\"\n}");
         assert!(matches!(&bare[..], [AgentLine::Result(r)] if r.status == ResultStatus::Failure));
 
-        let tagged =
-            parse_body(" {\"event\":\"result\",\"status\":\"success\",\"summary\":\"ok\"} ");
-        assert!(
-            matches!(&tagged[..], [AgentLine::Result(r)] if r.summary.as_deref() == Some("ok"))
-        );
+        let tagged = parse_body(" {\"event\":\"result\",\"status\":\"success\",\"summary\":\"ok\"} ");
+        assert!(matches!(&tagged[..], [AgentLine::Result(r)] if r.summary.as_deref() == Some("ok")));
 
         let bad = parse_body("{\"hello\":1}");
         assert!(matches!(&bad[..], [AgentLine::Malformed { .. }]));

@@ -40,13 +40,20 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
         },
     };
     let rule = match &opts.target {
-        Target::Cron { expr, tz, dst_gap, dst_fold } => {
+        Target::Cron {
+            expr,
+            tz,
+            dst_gap,
+            dst_fold,
+        } => {
             let tz: Tz = match tz {
                 None => Tz::UTC,
                 Some(name) => match name.parse() {
                     Ok(tz) => tz,
                     Err(_) => {
-                        eprintln!("agentcron next: unknown time zone `{name}`; use an IANA name such as Europe/London or Asia/Shanghai");
+                        eprintln!(
+                            "agentcron next: unknown time zone `{name}`; use an IANA name such as Europe/London or Asia/Shanghai"
+                        );
                         return exit::USAGE;
                     }
                 },
@@ -70,7 +77,11 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
             };
             let Some(s) = cfg.schedule(id) else {
                 let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
-                eprintln!("agentcron next: no schedule `{id}` in {}; schedules: {}", config.display(), ids.join(", "));
+                eprintln!(
+                    "agentcron next: no schedule `{id}` in {}; schedules: {}",
+                    config.display(),
+                    ids.join(", ")
+                );
                 return exit::DOES_NOT_HOLD;
             };
             let calendar = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
@@ -80,7 +91,9 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
                     if opts.json {
                         println!("[]");
                     } else {
-                        println!("{id} has an event trigger: it fires when its event is posted, not at fixed times");
+                        println!(
+                            "{id} has an event trigger: it fires when its event is posted, not at fixed times"
+                        );
                     }
                     return exit::OK;
                 }
@@ -129,10 +142,21 @@ fn table(fires: &[Fire]) -> String {
             f.note.map(|n| n.as_str().to_string()).unwrap_or_default(),
         ]);
     }
-    let widths: Vec<usize> = (0..4).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for r in &rows {
-        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]);
+        let line = format!(
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
         out.push_str(line.trim_end());
         out.push('\n');
     }

@@ -104,10 +104,7 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidate closest to `word` (ignoring case), if it is close enough to be a
 /// plausible typo: at most a third of the word's length, and at least 2 edits allowed.
 /// On a tie a singular/plural slip wins (`schedules` → `schedule`, not `scheduler`).
-pub(crate) fn closest<'c>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'c str>,
-) -> Option<&'c str> {
+pub(crate) fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let lower = word.to_lowercase();
     let limit = (lower.chars().count() / 3).max(2);
     let plural_slip = |c: &str| {
@@ -151,10 +148,7 @@ mod tests {
             Some("Asia/Shanghai")
         );
         assert_eq!(closest("utc", ["UTC"]), Some("UTC"));
-        assert_eq!(
-            closest("schedules", ["scheduler", "schedule"]),
-            Some("schedule")
-        );
+        assert_eq!(closest("schedules", ["scheduler", "schedule"]), Some("schedule"));
         assert_eq!(closest("zzzzzz", ["check_every"]), None);
     }
 

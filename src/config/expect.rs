@@ -77,14 +77,8 @@ mod tests {
         assert_eq!(ok(" <= 5.5 "), (CompareOp::Le, ExpectValue::Number(5.5)));
         assert_eq!(ok("= 3"), (CompareOp::Eq, ExpectValue::Number(3.0)));
         assert_eq!(ok("== true"), (CompareOp::Eq, ExpectValue::Bool(true)));
-        assert_eq!(
-            ok("== \"a b\""),
-            (CompareOp::Eq, ExpectValue::Text("a b".into()))
-        );
-        assert_eq!(
-            ok("== ''"),
-            (CompareOp::Eq, ExpectValue::Text(String::new()))
-        );
+        assert_eq!(ok("== \"a b\""), (CompareOp::Eq, ExpectValue::Text("a b".into())));
+        assert_eq!(ok("== ''"), (CompareOp::Eq, ExpectValue::Text(String::new())));
     }
 
     #[test]

@@ -130,14 +130,7 @@ const BUDGET_KEYS: &[&str] = &[
     "max_cost_per_day",
     "runtime_error_class",
 ];
-const MAINTENANCE_KEYS: &[&str] = &[
-    "name",
-    "cron",
-    "duration",
-    "timezone",
-    "schedules",
-    "reason",
-];
+const MAINTENANCE_KEYS: &[&str] = &["name", "cron", "duration", "timezone", "schedules", "reason"];
 
 /// A kinded table (`kind = "…"`): its kinds and the keys each one accepts besides
 /// the common ones.
@@ -362,11 +355,7 @@ impl<'s> Loader<'s> {
     }
 
     /// The entries of a `[section.NAME]` table of tables, each as a [`Tbl`].
-    fn named_tables<'a, 'i>(
-        &mut self,
-        root: &Tbl<'a, 'i>,
-        section: &str,
-    ) -> Vec<(String, Tbl<'a, 'i>)> {
+    fn named_tables<'a, 'i>(&mut self, root: &Tbl<'a, 'i>, section: &str) -> Vec<(String, Tbl<'a, 'i>)> {
         let Some(v) = root.get(section) else {
             return vec![];
         };
@@ -393,11 +382,7 @@ impl<'s> Loader<'s> {
     }
 
     /// The tables of an array of tables such as `[[schedule]]`.
-    fn table_array<'a, 'i>(
-        &mut self,
-        parent: &Tbl<'a, 'i>,
-        key: &str,
-    ) -> Vec<(usize, &'a DeTable<'i>)> {
+    fn table_array<'a, 'i>(&mut self, parent: &Tbl<'a, 'i>, key: &str) -> Vec<(usize, &'a DeTable<'i>)> {
         let Some(v) = parent.get(key) else {
             return vec![];
         };
@@ -546,10 +531,7 @@ impl<'s> Loader<'s> {
                     self.error_help(
                         item.span().start,
                         format!("`{text}` is not a weekday"),
-                        Some(
-                            "use MON, TUE, WED, THU, FRI, SAT, SUN or 0-7 (0 and 7 are Sunday)"
-                                .into(),
-                        ),
+                        Some("use MON, TUE, WED, THU, FRI, SAT, SUN or 0-7 (0 and 7 are Sunday)".into()),
                     );
                     ok = false;
                 }
@@ -635,9 +617,7 @@ impl<'s> Loader<'s> {
         let mut out = BTreeMap::new();
         for (name, t) in self.named_tables(root, "tenants") {
             self.check_keys(&t, TENANT_KEYS, &[], None);
-            let max_concurrent = self
-                .opt_uint::<u32>(&t, "max_concurrent", 1)
-                .map(|(n, _)| n);
+            let max_concurrent = self.opt_uint::<u32>(&t, "max_concurrent", 1).map(|(n, _)| n);
             if max_concurrent.is_some() || !t.has("max_concurrent") {
                 out.insert(name, TenantConfig { max_concurrent });
             }
@@ -701,15 +681,8 @@ impl<'s> Loader<'s> {
             match (name, side_effect) {
                 (Some((name, name_at)), Some(side_effect)) => {
                     if let Some(first) = first_at.get(&name) {
-                        let help = format!(
-                            "the first `{name}` step is on line {}",
-                            self.line_of(*first)
-                        );
-                        self.error_help(
-                            name_at,
-                            format!("step `{name}` is declared twice"),
-                            Some(help),
-                        );
+                        let help = format!("the first `{name}` step is on line {}", self.line_of(*first));
+                        self.error_help(name_at, format!("step `{name}` is declared twice"), Some(help));
                         ok = false;
                     } else {
                         first_at.insert(name.clone(), name_at);
@@ -729,11 +702,7 @@ impl<'s> Loader<'s> {
 
     /// Returns the valid schedules and every declared id (valid or not) for
     /// maintenance references.
-    fn schedules(
-        &mut self,
-        root: &Tbl,
-        declared: &Declared,
-    ) -> (Vec<ScheduleConfig>, BTreeSet<String>) {
+    fn schedules(&mut self, root: &Tbl, declared: &Declared) -> (Vec<ScheduleConfig>, BTreeSet<String>) {
         let mut out = vec![];
         let mut first_at: BTreeMap<String, usize> = BTreeMap::new();
         for (n, (at, table)) in self.table_array(root, "schedule").into_iter().enumerate() {
@@ -797,9 +766,7 @@ impl<'s> Loader<'s> {
         let trigger = self.trigger(t);
         let timezone = self.opt_tz(t, "timezone");
         let calendar = match self.opt_str(t, "calendar") {
-            Some((cal, at)) => self
-                .reference(at, "calendar", cal, &d.calendars, false)
-                .map(Some),
+            Some((cal, at)) => self.reference(at, "calendar", cal, &d.calendars, false).map(Some),
             None => (!t.has("calendar")).then_some(None),
         };
         let non_business_day = self.opt_enum(
@@ -810,11 +777,7 @@ impl<'s> Loader<'s> {
                 ("next_business_day", NonBusinessDay::NextBusinessDay),
             ],
         );
-        let dst_gap = self.opt_enum(
-            t,
-            "dst_gap",
-            &[("shift", DstGap::Shift), ("skip", DstGap::Skip)],
-        );
+        let dst_gap = self.opt_enum(t, "dst_gap", &[("shift", DstGap::Shift), ("skip", DstGap::Skip)]);
         let dst_fold = self.opt_enum(
             t,
             "dst_fold",
@@ -837,9 +800,7 @@ impl<'s> Loader<'s> {
                 ("allow", Overlap::Allow),
             ],
         );
-        let max_concurrency = self
-            .opt_uint::<u32>(t, "max_concurrency", 1)
-            .map(|(n, _)| n);
+        let max_concurrency = self.opt_uint::<u32>(t, "max_concurrency", 1).map(|(n, _)| n);
         let catchup = self.opt_enum(
             t,
             "catchup",
@@ -998,7 +959,10 @@ impl<'s> Loader<'s> {
                 self.error_help(
                     t.at,
                     format!("{} has no trigger", t.label),
-                    Some("add exactly one of `cron`, `every`, `after_event` (with `delay`) or `on_event`".into()),
+                    Some(
+                        "add exactly one of `cron`, `every`, `after_event` (with `delay`) or `on_event`"
+                            .into(),
+                    ),
                 );
                 None
             }
@@ -1065,11 +1029,7 @@ impl<'s> Loader<'s> {
         if !parent.has("retry") {
             return Some(r);
         }
-        let t = self.opt_table(
-            parent,
-            "retry",
-            format!("the `retry` table of {}", parent.label),
-        )?;
+        let t = self.opt_table(parent, "retry", format!("the `retry` table of {}", parent.label))?;
         self.check_keys(&t, RETRY_KEYS, &[], None);
         let mut ok = true;
         match self.opt_uint::<u32>(&t, "max_attempts", 1) {
@@ -1079,10 +1039,7 @@ impl<'s> Loader<'s> {
         match self.opt_enum(
             &t,
             "backoff",
-            &[
-                ("fixed", Backoff::Fixed),
-                ("exponential", Backoff::Exponential),
-            ],
+            &[("fixed", Backoff::Fixed), ("exponential", Backoff::Exponential)],
         ) {
             Some(b) => r.backoff = b,
             None => ok &= !t.has("backoff"),
@@ -1109,10 +1066,7 @@ impl<'s> Loader<'s> {
                     format_duration(r.initial),
                     format_duration(r.max)
                 ),
-                Some(
-                    "the first retry delay must not exceed the cap; lower `initial` or raise `max`"
-                        .into(),
-                ),
+                Some("the first retry delay must not exceed the cap; lower `initial` or raise `max`".into()),
             );
             ok = false;
         }
@@ -1190,15 +1144,9 @@ impl<'s> Loader<'s> {
 
     // ----- [[schedule.gate]] ------------------------------------------------------
 
-    fn gates(
-        &mut self,
-        parent: &Tbl,
-        d: &Declared,
-        schedule_calendar: bool,
-    ) -> Option<Vec<GateConfig>> {
+    fn gates(&mut self, parent: &Tbl, d: &Declared, schedule_calendar: bool) -> Option<Vec<GateConfig>> {
         let mut out = vec![];
-        let mut ok =
-            !parent.has("gate") || parent.get("gate").is_some_and(|v| v.get_ref().is_array());
+        let mut ok = !parent.has("gate") || parent.get("gate").is_some_and(|v| v.get_ref().is_array());
         let mut first_at: BTreeMap<String, usize> = BTreeMap::new();
         for (n, (at, table)) in self.table_array(parent, "gate").into_iter().enumerate() {
             let t = Tbl {
@@ -1281,10 +1229,7 @@ impl<'s> Loader<'s> {
                 let url = self.req_url(t, "url");
                 let status = self.opt_uint::<u16>(t, "status", 100).and_then(|(s, at)| {
                     if s > 599 {
-                        self.error(
-                            at,
-                            format!("`status` must be an HTTP status (100-599), not {s}"),
-                        );
+                        self.error(at, format!("`status` must be an HTTP status (100-599), not {s}"));
                         None
                     } else {
                         Some(s)
@@ -1326,10 +1271,7 @@ impl<'s> Loader<'s> {
                         self.error_help(
                             t.at,
                             format!("{} (credential_valid) needs `file` or `command`", t.label),
-                            Some(
-                                "`file` is read, `command` is run; the first line holds the expiry"
-                                    .into(),
-                            ),
+                            Some("`file` is read, `command` is run; the first line holds the expiry".into()),
                         );
                         None
                     }
@@ -1337,19 +1279,12 @@ impl<'s> Loader<'s> {
                 let min_remaining = self.opt_duration(t, "min_remaining").map(|(d, _)| d);
                 Some(GateKind::CredentialValid {
                     source: source?,
-                    min_remaining: default_if_absent(
-                        t,
-                        "min_remaining",
-                        min_remaining,
-                        Duration::ZERO,
-                    )?,
+                    min_remaining: default_if_absent(t, "min_remaining", min_remaining, Duration::ZERO)?,
                 })
             }
             _ => {
                 let calendar = match self.opt_str(t, "calendar") {
-                    Some((c, at)) => self
-                        .reference(at, "calendar", c, &d.calendars, false)
-                        .map(Some),
+                    Some((c, at)) => self.reference(at, "calendar", c, &d.calendars, false).map(Some),
                     None if t.has("calendar") => None,
                     None if !schedule_calendar => {
                         self.error_help(
@@ -1412,10 +1347,8 @@ impl<'s> Loader<'s> {
 
     fn deliveries(&mut self, parent: &Tbl) -> Option<Vec<DeliveryConfig>> {
         let mut out = vec![];
-        let mut ok = !parent.has("delivery")
-            || parent
-                .get("delivery")
-                .is_some_and(|v| v.get_ref().is_array());
+        let mut ok =
+            !parent.has("delivery") || parent.get("delivery").is_some_and(|v| v.get_ref().is_array());
         let mut first_at: BTreeMap<String, usize> = BTreeMap::new();
         for (n, (at, table)) in self.table_array(parent, "delivery").into_iter().enumerate() {
             let t = Tbl {
@@ -1426,9 +1359,7 @@ impl<'s> Loader<'s> {
             let kind = self.kind(&t, &DELIVERY_KINDS);
             let name = self.opt_str(&t, "name");
             let kind = match kind {
-                Some("file") => self
-                    .req_path(&t, "path")
-                    .map(|path| DeliveryKind::File { path }),
+                Some("file") => self.req_path(&t, "path").map(|path| DeliveryKind::File { path }),
                 Some("webhook") => {
                     let url = self.req_url(&t, "url");
                     let headers = self.opt_string_map(&t, "headers");
@@ -1477,19 +1408,10 @@ impl<'s> Loader<'s> {
 
     // ----- [[maintenance]] --------------------------------------------------------
 
-    fn maintenance(
-        &mut self,
-        root: &Tbl,
-        d: &Declared,
-        ids: &BTreeSet<String>,
-    ) -> Vec<MaintenanceConfig> {
+    fn maintenance(&mut self, root: &Tbl, d: &Declared, ids: &BTreeSet<String>) -> Vec<MaintenanceConfig> {
         let mut out = vec![];
         let mut first_at: BTreeMap<String, usize> = BTreeMap::new();
-        for (n, (at, table)) in self
-            .table_array(root, "maintenance")
-            .into_iter()
-            .enumerate()
-        {
+        for (n, (at, table)) in self.table_array(root, "maintenance").into_iter().enumerate() {
             let t = Tbl {
                 table,
                 at,
@@ -1528,10 +1450,9 @@ impl<'s> Loader<'s> {
                         if !ids.contains(id) {
                             let help = match closest(id, ids.iter().map(String::as_str)) {
                                 Some(s) => format!("did you mean `{s}`?"),
-                                None => format!(
-                                    "declared schedules: {}",
-                                    list(ids.iter().map(String::as_str))
-                                ),
+                                None => {
+                                    format!("declared schedules: {}", list(ids.iter().map(String::as_str)))
+                                }
                             };
                             self.error_help(
                                 *at,
@@ -1554,8 +1475,7 @@ impl<'s> Loader<'s> {
             let Some(timezone) = default_if_absent(&t, "timezone", timezone, d.timezone) else {
                 continue;
             };
-            let Some(reason) =
-                default_if_absent(&t, "reason", reason, format!("maintenance window {name}"))
+            let Some(reason) = default_if_absent(&t, "reason", reason, format!("maintenance window {name}"))
             else {
                 continue;
             };
@@ -1578,13 +1498,7 @@ impl<'s> Loader<'s> {
 
     /// Reports keys of `t` not in `allowed`. Keys that are valid for another kind
     /// of the same table (`related`) get a "does not apply" message instead.
-    fn check_keys(
-        &mut self,
-        t: &Tbl,
-        allowed: &[&str],
-        related: &[&str],
-        kind: Option<(&str, &str)>,
-    ) {
+    fn check_keys(&mut self, t: &Tbl, allowed: &[&str], related: &[&str], kind: Option<(&str, &str)>) {
         for (key, _) in t.table.iter() {
             let name = key.get_ref().as_ref();
             if allowed.contains(&name) {
@@ -1610,11 +1524,7 @@ impl<'s> Loader<'s> {
                 Some(s) => format!("did you mean `{s}`?"),
                 None => format!("known keys here: {}", list(allowed.iter().copied())),
             };
-            self.error_help(
-                at,
-                format!("unknown key `{name}` in {}", t.label),
-                Some(help),
-            );
+            self.error_help(at, format!("unknown key `{name}` in {}", t.label), Some(help));
         }
     }
 
@@ -1642,27 +1552,16 @@ impl<'s> Loader<'s> {
         if t.has(key) {
             return true;
         }
-        self.error(
-            t.at,
-            format!("{} is missing the required key `{key}`", t.label),
-        );
+        self.error(t.at, format!("{} is missing the required key `{key}`", t.label));
         false
     }
 
     fn type_error(&mut self, key: &str, v: &Value, want: &str) {
         let found = a_type(v.get_ref());
-        self.error(
-            v.span().start,
-            format!("`{key}` must be {want}, not {found}"),
-        );
+        self.error(v.span().start, format!("`{key}` must be {want}, not {found}"));
     }
 
-    fn opt_table<'a, 'i>(
-        &mut self,
-        t: &Tbl<'a, 'i>,
-        key: &str,
-        label: String,
-    ) -> Option<Tbl<'a, 'i>> {
+    fn opt_table<'a, 'i>(&mut self, t: &Tbl<'a, 'i>, key: &str, label: String) -> Option<Tbl<'a, 'i>> {
         let v = t.get(key)?;
         match v.get_ref() {
             DeValue::Table(table) => Some(Tbl {
@@ -1761,9 +1660,7 @@ impl<'s> Loader<'s> {
         let at = v.span().start;
         let n = match v.get_ref() {
             DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
-            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
-                .ok()
-                .map(|n| n as f64),
+            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).ok().map(|n| n as f64),
             _ => {
                 self.type_error(key, v, "a number");
                 return None;
@@ -1849,10 +1746,7 @@ impl<'s> Loader<'s> {
             Err(_) => {
                 let help = match closest(&s, chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())) {
                     Some(c) => format!("did you mean `{c}`?"),
-                    None => {
-                        "use an IANA zone name such as `UTC`, `Europe/Berlin` or `Asia/Shanghai`"
-                            .into()
-                    }
+                    None => "use an IANA zone name such as `UTC`, `Europe/Berlin` or `Asia/Shanghai`".into(),
                 };
                 self.error_help(at, format!("unknown time zone `{s}`"), Some(help));
                 None
@@ -1977,11 +1871,7 @@ impl<'s> Loader<'s> {
                     };
                     self.error_help(
                         val.span().start,
-                        format!(
-                            "`{key}.{}` must be a string, not {}",
-                            k.get_ref(),
-                            a_type(other)
-                        ),
+                        format!("`{key}.{}` must be a string, not {}", k.get_ref(), a_type(other)),
                         help,
                     );
                     ok = false;
@@ -2019,10 +1909,7 @@ impl<'s> Loader<'s> {
             {
                 Some(n) => J::Number(n),
                 None => {
-                    self.error(
-                        at,
-                        "`payload` numbers must be finite (JSON has no inf or nan)",
-                    );
+                    self.error(at, "`payload` numbers must be finite (JSON has no inf or nan)");
                     return None;
                 }
             },
@@ -2075,10 +1962,7 @@ fn pairs<'n>(names: &[&'n str]) -> Vec<(&'n str, &'n str)> {
 }
 
 fn list<'n>(names: impl Iterator<Item = &'n str>) -> String {
-    names
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    names.map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }
 
 fn article(word: &str) -> &'static str {

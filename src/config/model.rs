@@ -102,8 +102,12 @@ impl AgentConfig {
 pub enum AgentKind {
     /// argv, never a shell string; program paths resolve against the config folder
     /// when they contain a `/`.
-    Command { command: Vec<String> },
-    Http { url: String },
+    Command {
+        command: Vec<String>,
+    },
+    Http {
+        url: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -25,11 +25,7 @@ impl Gate for CalendarGate {
     }
 
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome {
-        let Some(name) = self
-            .calendar
-            .as_deref()
-            .or(ctx.schedule.calendar.as_deref())
-        else {
+        let Some(name) = self.calendar.as_deref().or(ctx.schedule.calendar.as_deref()) else {
             return GateOutcome::wait("no calendar: name one on the gate or the schedule");
         };
         let Some(cal) = ctx.calendars.get(name) else {

@@ -38,10 +38,7 @@ impl Gate for CommandGate {
             // Could not run or did not finish: not a verdict on readiness.
             Err(e) => return GateOutcome::wait(e.to_string()),
         };
-        let reason = done
-            .stdout_line
-            .clone()
-            .unwrap_or_else(|| done.describe_exit());
+        let reason = done.stdout_line.clone().unwrap_or_else(|| done.describe_exit());
         match done.status.code() {
             Some(0) => GateOutcome::pass(reason),
             Some(EXIT_WAIT) => GateOutcome::wait(reason),

@@ -13,12 +13,7 @@ pub struct FileExists {
 }
 
 impl FileExists {
-    pub fn new(
-        name: String,
-        path: PathBuf,
-        min_size: Option<u64>,
-        newer_than_window: bool,
-    ) -> Self {
+    pub fn new(name: String, path: PathBuf, min_size: Option<u64>, newer_than_window: bool) -> Self {
         Self {
             name,
             path,

@@ -100,12 +100,8 @@ impl Gate for HttpGate {
             // A pointer alone only asks that the value be there.
             None => GateOutcome::pass(measured),
             Some(expect) => match compare(expect, value) {
-                Ok(true) => {
-                    GateOutcome::pass(format!("{measured} (expected {})", expect_text(expect)))
-                }
-                Ok(false) => {
-                    GateOutcome::wait(format!("{measured} (expected {})", expect_text(expect)))
-                }
+                Ok(true) => GateOutcome::pass(format!("{measured} (expected {})", expect_text(expect))),
+                Ok(false) => GateOutcome::wait(format!("{measured} (expected {})", expect_text(expect))),
                 Err(e) => GateOutcome::wait(format!("{label}: {e}")),
             },
         }

@@ -16,9 +16,7 @@ pub mod previous_run_finished;
 mod process;
 pub mod sqlite_query;
 
-use crate::config::model::{
-    CompareOp, Expect, ExpectValue, GateConfig, GateKind, OnFail, ScheduleConfig,
-};
+use crate::config::model::{CompareOp, Expect, ExpectValue, GateConfig, GateKind, OnFail, ScheduleConfig};
 use crate::store::types::Run;
 use crate::time::calendar::Calendar;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -119,9 +117,7 @@ pub trait Gate: Send + Sync {
 pub fn build(cfg: &GateConfig) -> Box<dyn Gate> {
     let name = cfg.name.clone();
     match &cfg.kind {
-        GateKind::PreviousRunFinished => {
-            Box::new(previous_run_finished::PreviousRunFinished::new(name))
-        }
+        GateKind::PreviousRunFinished => Box::new(previous_run_finished::PreviousRunFinished::new(name)),
         GateKind::FileExists {
             path,
             min_size,
@@ -163,9 +159,7 @@ pub fn build(cfg: &GateConfig) -> Box<dyn Gate> {
             source.clone(),
             *min_remaining,
         )),
-        GateKind::Calendar { calendar } => {
-            Box::new(calendar::CalendarGate::new(name, calendar.clone()))
-        }
+        GateKind::Calendar { calendar } => Box::new(calendar::CalendarGate::new(name, calendar.clone())),
     }
 }
 
@@ -187,10 +181,8 @@ pub struct GateResult {
 /// panic message, so one broken gate cannot take the engine down.
 pub fn evaluate(gate: &dyn Gate, on_fail: OnFail, ctx: &GateContext<'_>) -> GateResult {
     let started = Instant::now();
-    let outcome =
-        panic::catch_unwind(AssertUnwindSafe(|| gate.check(ctx))).unwrap_or_else(|payload| {
-            GateOutcome::wait(format!("gate panicked: {}", panic_message(&*payload)))
-        });
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| gate.check(ctx)))
+        .unwrap_or_else(|payload| GateOutcome::wait(format!("gate panicked: {}", panic_message(&*payload))));
     GateResult {
         name: gate.name().to_string(),
         kind: gate.kind().to_string(),
@@ -253,9 +245,7 @@ pub fn compare(expect: &Expect, actual: &serde_json::Value) -> Result<bool, Stri
         }
         (ExpectValue::Text(want), Value::String(got)) => equality(got == want),
         (ExpectValue::Bool(want), Value::Bool(got)) => equality(got == want),
-        (ExpectValue::Bool(want), Value::Number(n))
-            if n.as_i64() == Some(0) || n.as_i64() == Some(1) =>
-        {
+        (ExpectValue::Bool(want), Value::Number(n)) if n.as_i64() == Some(0) || n.as_i64() == Some(1) => {
             equality((n.as_i64() == Some(1)) == *want)
         }
         _ => Err(format!(

@@ -26,10 +26,9 @@ impl Gate for PreviousRunFinished {
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome {
         match ctx.previous_run {
             None => GateOutcome::pass("no previous run"),
-            Some(run) if run.state.is_terminal() => GateOutcome::pass(format!(
-                "previous window {} is {}",
-                run.window_key, run.state
-            )),
+            Some(run) if run.state.is_terminal() => {
+                GateOutcome::pass(format!("previous window {} is {}", run.window_key, run.state))
+            }
             // pending, running, retry_wait, needs_human, missed: not finished yet.
             Some(run) => GateOutcome::wait(format!(
                 "previous window {} is still {}",

@@ -71,8 +71,7 @@ impl SqliteQuery {
                     return Err(format!("unknown parameter {name}; {BOUND}"));
                 }
             };
-            stmt.raw_bind_parameter(index, value)
-                .map_err(|e| e.to_string())?;
+            stmt.raw_bind_parameter(index, value).map_err(|e| e.to_string())?;
         }
         if stmt.column_count() == 0 {
             return Err("the query returns no columns".into());
@@ -89,10 +88,7 @@ impl SqliteQuery {
             ValueRef::Real(f) => serde_json::Value::from(f),
             ValueRef::Text(t) => serde_json::Value::String(String::from_utf8_lossy(t).into_owned()),
             ValueRef::Blob(b) => {
-                return Err(format!(
-                    "{column} is a blob ({} bytes), not comparable",
-                    b.len()
-                ));
+                return Err(format!("{column} is a blob ({} bytes), not comparable", b.len()));
             }
         };
         Ok(Some((column, value)))
@@ -125,13 +121,9 @@ impl Gate for SqliteQuery {
         let fired = watchdog.stop();
         let expected = expect_text(&self.expect);
         match result {
-            Err(_) if fired => {
-                GateOutcome::wait(format!("timed out after {}", format_duration(ctx.timeout)))
-            }
+            Err(_) if fired => GateOutcome::wait(format!("timed out after {}", format_duration(ctx.timeout))),
             Err(e) => GateOutcome::wait(e),
-            Ok(None) => {
-                GateOutcome::wait(format!("the query returned no rows (expected {expected})"))
-            }
+            Ok(None) => GateOutcome::wait(format!("the query returned no rows (expected {expected})")),
             Ok(Some((column, value))) => {
                 let measured = format!("{column} = {}", value_text(&value));
                 match compare(&self.expect, &value) {

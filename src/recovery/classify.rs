@@ -65,9 +65,7 @@ pub fn classify(
         (Some((class, reason)), Some(r)) if r.status == ResultStatus::Success => {
             failure(class, format!("{reason} after the agent reported success"))
         }
-        (Some((class, reason)), Some(r)) => {
-            failure(class, format!("{}; {reason}", agent_failure_reason(r)))
-        }
+        (Some((class, reason)), Some(r)) => failure(class, format!("{}; {reason}", agent_failure_reason(r))),
         (Some((class, reason)), None) => failure(class, reason),
     }
 }
@@ -103,25 +101,11 @@ fn ending_failure(
 ) -> Option<(ErrorClass, String)> {
     match ending {
         Ending::Exited { code: Some(0), .. } => None,
-        Ending::Exited {
-            code: Some(code), ..
-        } => Some(match code {
-            75 => (
-                ErrorClass::Retryable,
-                "exit code 75 (EX_TEMPFAIL)".to_string(),
-            ),
-            65 => (
-                ErrorClass::NonRetryable,
-                "exit code 65 (EX_DATAERR)".to_string(),
-            ),
-            78 => (
-                ErrorClass::NonRetryable,
-                "exit code 78 (EX_CONFIG)".to_string(),
-            ),
-            77 => (
-                ErrorClass::NeedsHuman,
-                "exit code 77 (EX_NOPERM)".to_string(),
-            ),
+        Ending::Exited { code: Some(code), .. } => Some(match code {
+            75 => (ErrorClass::Retryable, "exit code 75 (EX_TEMPFAIL)".to_string()),
+            65 => (ErrorClass::NonRetryable, "exit code 65 (EX_DATAERR)".to_string()),
+            78 => (ErrorClass::NonRetryable, "exit code 78 (EX_CONFIG)".to_string()),
+            77 => (ErrorClass::NeedsHuman, "exit code 77 (EX_NOPERM)".to_string()),
             other => (default_class, format!("exit code {other}")),
         }),
         Ending::Exited {
@@ -135,13 +119,9 @@ fn ending_failure(
             code: None,
             signal: None,
         } => Some((default_class, "exited without a status".to_string())),
-        Ending::TimedOut => Some((
-            timeout_class,
-            "timed out (ran past its max runtime)".to_string(),
-        )),
+        Ending::TimedOut => Some((timeout_class, "timed out (ran past its max runtime)".to_string())),
         Ending::Http {
-            status: Some(status),
-            ..
+            status: Some(status), ..
         } if (200..300).contains(status) => None,
         Ending::Http {
             status: Some(status),
@@ -158,17 +138,10 @@ fn ending_failure(
                 400..=499 => ErrorClass::NonRetryable,
                 _ => default_class,
             };
-            let label = if *status == 429 {
-                " (rate limited)"
-            } else {
-                ""
-            };
+            let label = if *status == 429 { " (rate limited)" } else { "" };
             Some((class, format!("HTTP {status}{label}{detail}")))
         }
-        Ending::Http {
-            status: None,
-            error,
-        } => Some((
+        Ending::Http { status: None, error } => Some((
             ErrorClass::Retryable,
             format!(
                 "connection failed: {}",
@@ -344,10 +317,7 @@ mod tests {
             failure(Retryable, "cancelled".into())
         );
         assert_eq!(
-            run(
-                Some(&result(ResultStatus::Success, None)),
-                &Ending::Cancelled
-            ),
+            run(Some(&result(ResultStatus::Success, None)), &Ending::Cancelled),
             failure(Retryable, "cancelled".into())
         );
     }
@@ -436,12 +406,7 @@ mod tests {
             Some(NonRetryable)
         );
         assert_eq!(
-            class_of(&classify(
-                Some(&r),
-                &Ending::TimedOut,
-                NeedsHuman,
-                Retryable
-            )),
+            class_of(&classify(Some(&r), &Ending::TimedOut, NeedsHuman, Retryable)),
             Some(Retryable)
         );
         assert_eq!(
@@ -473,14 +438,8 @@ mod tests {
         );
         assert_eq!(run(None, &http(500)), failure(Retryable, "HTTP 500".into()));
         assert_eq!(run(None, &http(503)), failure(Retryable, "HTTP 503".into()));
-        assert_eq!(
-            run(None, &http(400)),
-            failure(NonRetryable, "HTTP 400".into())
-        );
-        assert_eq!(
-            run(None, &http(404)),
-            failure(NonRetryable, "HTTP 404".into())
-        );
+        assert_eq!(run(None, &http(400)), failure(NonRetryable, "HTTP 400".into()));
+        assert_eq!(run(None, &http(404)), failure(NonRetryable, "HTTP 404".into()));
         // Neither success nor an error class of its own: the schedule's default.
         assert_eq!(class_of(&run(None, &http(302))), Some(NeedsHuman));
         let with_detail = Ending::Http {

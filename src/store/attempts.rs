@@ -213,13 +213,7 @@ impl Tx<'_> {
     /// class and with exit code 0 or none, failed otherwise. A non-empty
     /// `end.log` is appended to the attempt's log. The run's state is not
     /// touched: that is [`Tx::transition`]'s job.
-    pub fn end_attempt(
-        &self,
-        run_id: i64,
-        token: i64,
-        end: &AttemptEnd,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
+    pub fn end_attempt(&self, run_id: i64, token: i64, end: &AttemptEnd, now: DateTime<Utc>) -> Result<bool> {
         let status = end.status.unwrap_or_else(|| inferred_status(end));
         let mut stmt = self.conn.prepare_cached(END_ATTEMPT)?;
         let changed = stmt.execute(rusqlite::params![
@@ -269,9 +263,7 @@ impl Tx<'_> {
             return Ok(None);
         }
         let mut stmt = self.conn.prepare_cached(RUN_USAGE)?;
-        Ok(Some(
-            stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?,
-        ))
+        Ok(Some(stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
     }
 
     /// Sum of `cost_usd` of the schedule's attempts started in `[from, to)`.
@@ -295,13 +287,7 @@ impl Tx<'_> {
     /// log keeps at most `max_bytes`: the first half as written, then the most
     /// recent bytes, with `…[truncated N bytes]…` between them when anything
     /// was dropped. No such attempt: no-op.
-    pub fn append_attempt_log(
-        &self,
-        run_id: i64,
-        token: i64,
-        text: &str,
-        max_bytes: usize,
-    ) -> Result<()> {
+    pub fn append_attempt_log(&self, run_id: i64, token: i64, text: &str, max_bytes: usize) -> Result<()> {
         if text.is_empty() {
             return Ok(());
         }

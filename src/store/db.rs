@@ -110,8 +110,7 @@ impl Store {
     pub fn open_read_only(path: &Path) -> Result<Store> {
         let name = display(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn =
-            Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
             conn.busy_timeout(BUSY_TIMEOUT)?;
             conn.execute_batch("PRAGMA query_only = ON;")?;

@@ -44,9 +44,8 @@ pub(crate) fn hot_queries() -> Vec<(&'static str, String)> {
 
 /// The SQL and parameters of an event listing.
 fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
-    let mut sql = String::from(
-        "SELECT id, at, kind, tenant, schedule, run_id, detail FROM events WHERE 1 = 1",
-    );
+    let mut sql =
+        String::from("SELECT id, at, kind, tenant, schedule, run_id, detail FROM events WHERE 1 = 1");
     let mut params: Vec<Value> = Vec::new();
     if let Some(run_id) = filter.run_id {
         params.push(Value::Integer(run_id));

@@ -36,11 +36,7 @@ pub enum StoreError {
     #[error(
         "database {path} was written by a newer agentcron (schema {found}, this build knows up to {known}); upgrade agentcron"
     )]
-    TooNew {
-        path: String,
-        found: i64,
-        known: i64,
-    },
+    TooNew { path: String, found: i64, known: i64 },
     #[error("database {path} is not an agentcron database or is corrupt: {message}")]
     Corrupt { path: String, message: String },
     #[error("database is locked by another process (gave up after {waited_ms} ms)")]
@@ -48,11 +44,7 @@ pub enum StoreError {
     #[error("run {0} not found")]
     RunNotFound(i64),
     #[error("run {run}: {from} → {to} is not allowed by the run state machine")]
-    IllegalTransition {
-        run: i64,
-        from: RunState,
-        to: RunState,
-    },
+    IllegalTransition { run: i64, from: RunState, to: RunState },
     #[error("run {run} is {actual}, not {expected}: someone else changed it")]
     StateConflict {
         run: i64,

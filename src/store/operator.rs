@@ -100,9 +100,7 @@ impl Tx<'_> {
     /// 1, never evaluated) if none was stored yet.
     pub fn schedule_state(&self, schedule: &str) -> Result<ScheduleState> {
         let mut stmt = self.conn.prepare_cached(SCHEDULE_STATE)?;
-        let st = stmt
-            .query_row([schedule], schedule_state_from_row)
-            .optional()?;
+        let st = stmt.query_row([schedule], schedule_state_from_row).optional()?;
         Ok(st.unwrap_or_else(|| ScheduleState::new(schedule)))
     }
 
@@ -224,14 +222,7 @@ impl Tx<'_> {
     ) -> Result<i64> {
         let list = serde_json::Value::from(schedules.to_vec()).to_string();
         let mut stmt = self.conn.prepare_cached(INSERT_MAINTENANCE)?;
-        stmt.execute(rusqlite::params![
-            Ms(from),
-            Ms(to),
-            reason,
-            actor,
-            list,
-            Ms(now)
-        ])?;
+        stmt.execute(rusqlite::params![Ms(from), Ms(to), reason, actor, list, Ms(now)])?;
         let id = self.conn.last_insert_rowid();
         let detail = json!({
             "name": "maintenance",

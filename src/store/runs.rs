@@ -216,18 +216,10 @@ impl Tx<'_> {
 
     /// The run of the same tenant and schedule with the greatest
     /// `window_start < before`, in any state.
-    pub fn previous_run(
-        &self,
-        tenant: &str,
-        schedule: &str,
-        before: DateTime<Utc>,
-    ) -> Result<Option<Run>> {
+    pub fn previous_run(&self, tenant: &str, schedule: &str, before: DateTime<Utc>) -> Result<Option<Run>> {
         let mut stmt = self.conn.prepare_cached(PREVIOUS_RUN)?;
         Ok(stmt
-            .query_row(
-                rusqlite::params![tenant, schedule, Ms(before)],
-                run_from_row,
-            )
+            .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
             .optional()?)
     }
 
@@ -328,9 +320,7 @@ impl Tx<'_> {
         drop(stmt);
         let Some(run) = run else {
             let mut stmt = self.conn.prepare_cached(RUN_STATE)?;
-            let actual = stmt
-                .query_row([run_id], |r| r.get::<_, RunState>(0))
-                .optional()?;
+            let actual = stmt.query_row([run_id], |r| r.get::<_, RunState>(0)).optional()?;
             return Err(match actual {
                 Some(actual) => StoreError::StateConflict {
                     run: run_id,
@@ -349,12 +339,7 @@ impl Tx<'_> {
     /// Moves the next evaluation of a pending / retry_wait run (and, if given,
     /// its hold reason) without changing its state. `false` if the run is no
     /// longer pending / retry_wait (it moved on) or does not exist.
-    pub fn set_next_check(
-        &self,
-        run_id: i64,
-        at: DateTime<Utc>,
-        state_reason: Option<&str>,
-    ) -> Result<bool> {
+    pub fn set_next_check(&self, run_id: i64, at: DateTime<Utc>, state_reason: Option<&str>) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(SET_NEXT_CHECK)?;
         Ok(stmt.execute(rusqlite::params![run_id, Ms(at), state_reason])? == 1)
     }

@@ -59,11 +59,7 @@ impl RunState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            RunState::Succeeded
-                | RunState::Failed
-                | RunState::Dead
-                | RunState::Skipped
-                | RunState::Expired
+            RunState::Succeeded | RunState::Failed | RunState::Dead | RunState::Skipped | RunState::Expired
         )
     }
 

@@ -31,8 +31,7 @@ impl Calendar {
         if self.workdays.contains(&date) {
             return true;
         }
-        !self.weekend[date.weekday().num_days_from_monday() as usize]
-            && !self.holidays.contains(&date)
+        !self.weekend[date.weekday().num_days_from_monday() as usize] && !self.holidays.contains(&date)
     }
 
     /// The first business day strictly after `date`, within two years.
@@ -54,7 +53,11 @@ impl Calendar {
         } else if self.holidays.contains(&date) {
             Some(format!("{date} is a holiday in calendar {}", self.name))
         } else {
-            Some(format!("{date} is a weekend day ({}) in calendar {}", date.weekday(), self.name))
+            Some(format!(
+                "{date} is a weekend day ({}) in calendar {}",
+                date.weekday(),
+                self.name
+            ))
         }
     }
 }
@@ -86,9 +89,8 @@ pub fn parse_holidays_file(text: &str) -> Result<Vec<NaiveDate>, (usize, usize, 
         }
         let col = content.len() - trimmed.len() + 1;
         let word = trimmed.split_whitespace().next().unwrap_or("");
-        let date = NaiveDate::parse_from_str(word, "%Y-%m-%d").map_err(|_| {
-            (i + 1, col, format!("`{word}` is not a date; expected YYYY-MM-DD"))
-        })?;
+        let date = NaiveDate::parse_from_str(word, "%Y-%m-%d")
+            .map_err(|_| (i + 1, col, format!("`{word}` is not a date; expected YYYY-MM-DD")))?;
         out.push(date);
     }
     Ok(out)

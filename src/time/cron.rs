@@ -134,7 +134,18 @@ fn is_single_weekday(dow: &str) -> bool {
     (d.len() == 1 && d.chars().all(|c| c.is_ascii_digit())) || names.contains(&d.as_str())
 }
 
-fn nickname_fields(n: &str) -> Result<(&'static str, &'static str, &'static str, &'static str, &'static str), String> {
+fn nickname_fields(
+    n: &str,
+) -> Result<
+    (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
+    String,
+> {
     Ok(match n.to_ascii_lowercase().as_str() {
         "@yearly" | "@annually" => ("0", "0", "0", "1", "*"),
         "@monthly" => ("0", "0", "0", "1", "*"),
@@ -163,7 +174,10 @@ mod tests {
     use chrono::{Datelike, NaiveDate, Weekday};
 
     fn at(y: i32, m: u32, d: u32, h: u32, mi: u32) -> NaiveDateTime {
-        NaiveDate::from_ymd_opt(y, m, d).unwrap().and_hms_opt(h, mi, 0).unwrap()
+        NaiveDate::from_ymd_opt(y, m, d)
+            .unwrap()
+            .and_hms_opt(h, mi, 0)
+            .unwrap()
     }
 
     #[test]
@@ -204,7 +218,10 @@ mod tests {
     #[test]
     fn six_and_seven_fields_and_specials() {
         let c = CronSpec::parse("30 0 9 * * *").unwrap();
-        assert_eq!(c.next_local(at(2026, 6, 1, 0, 0), false).unwrap(), at(2026, 6, 1, 9, 0) + chrono::TimeDelta::seconds(30));
+        assert_eq!(
+            c.next_local(at(2026, 6, 1, 0, 0), false).unwrap(),
+            at(2026, 6, 1, 9, 0) + chrono::TimeDelta::seconds(30)
+        );
         let c = CronSpec::parse("0 0 9 1 1 * 2030").unwrap();
         assert_eq!(c.next_local(at(2026, 6, 1, 0, 0), false).unwrap().year(), 2030);
         let last = CronSpec::parse("0 9 L * *").unwrap();
@@ -233,7 +250,17 @@ mod tests {
 
     #[test]
     fn invalid_expressions_are_refused_with_a_reason() {
-        for bad in ["", "* * *", "61 * * * *", "0 25 * * *", "0 9 * * 8", "0 9 * FOO *", "0 0 30 2 *", "a b c d e", "@never"] {
+        for bad in [
+            "",
+            "* * *",
+            "61 * * * *",
+            "0 25 * * *",
+            "0 9 * * 8",
+            "0 9 * FOO *",
+            "0 0 30 2 *",
+            "a b c d e",
+            "@never",
+        ] {
             let e = CronSpec::parse(bad).unwrap_err();
             assert!(!e.is_empty(), "{bad}");
         }

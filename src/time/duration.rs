@@ -61,7 +61,13 @@ pub fn format_duration(d: Duration) -> String {
         return "0s".into();
     }
     let mut out = String::new();
-    for (unit, size) in [("d", 86_400_000u128), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)] {
+    for (unit, size) in [
+        ("d", 86_400_000u128),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+        ("ms", 1),
+    ] {
         if ms >= size {
             out.push_str(&format!("{}{unit}", ms / size));
             ms %= size;

@@ -13,7 +13,9 @@
 use crate::config::model::{Anchor, DstFold, DstGap, NonBusinessDay, ScheduleConfig, TriggerConfig};
 use crate::time::calendar::Calendar;
 use crate::time::cron::{Cadence, CronSpec};
-use chrono::{DateTime, Duration as TimeDelta, FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono::{
+    DateTime, Duration as TimeDelta, FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone, Utc,
+};
 use chrono_tz::Tz;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -170,7 +172,9 @@ pub enum LocalTime {
     /// Occurs twice (fall-back): earlier and later instant.
     Fold(DateTime<Utc>, DateTime<Utc>),
     /// Does not exist (spring-forward); `gap_end` is the first instant after the gap.
-    Gap { gap_end: DateTime<Utc> },
+    Gap {
+        gap_end: DateTime<Utc>,
+    },
 }
 
 impl LocalTime {
@@ -218,7 +222,11 @@ fn first_instant_at_or_after(tz: Tz, naive: NaiveDateTime) -> DateTime<Utc> {
 }
 
 fn offset_secs(tz: Tz, t: DateTime<Utc>) -> i64 {
-    i64::from(tz.offset_from_utc_datetime(&t.naive_utc()).fix().local_minus_utc())
+    i64::from(
+        tz.offset_from_utc_datetime(&t.naive_utc())
+            .fix()
+            .local_minus_utc(),
+    )
 }
 
 fn to_local(tz: Tz, t: DateTime<Utc>) -> DateTime<FixedOffset> {
@@ -350,7 +358,13 @@ impl<'a> Fires<'a> {
     }
 
     /// Applies the calendar to one candidate and queues it.
-    fn candidate(&mut self, nominal: NaiveDateTime, at: DateTime<Utc>, note: Option<FireNote>, fold_second: bool) {
+    fn candidate(
+        &mut self,
+        nominal: NaiveDateTime,
+        at: DateTime<Utc>,
+        note: Option<FireNote>,
+        fold_second: bool,
+    ) {
         let tz = self.rule.tz;
         let local = to_local(tz, at);
         let key = if fold_second && self.cadence != Cadence::SubDaily {
@@ -359,7 +373,12 @@ impl<'a> Fires<'a> {
         } else {
             window_key(self.cadence, &local)
         };
-        let mut fire = Fire { at, local, window_key: key, note };
+        let mut fire = Fire {
+            at,
+            local,
+            window_key: key,
+            note,
+        };
         if let Some(cal) = &self.rule.calendar
             && !cal.is_business_day(nominal.date())
         {
@@ -426,12 +445,18 @@ impl Iterator for Fires<'_> {
                 if !releasable {
                     break;
                 }
-                let Some(Reverse(fire)) = self.heap.pop() else { break };
+                let Some(Reverse(fire)) = self.heap.pop() else {
+                    break;
+                };
                 if fire.at <= self.after {
                     continue;
                 }
                 // Several nominal times can land on one instant and key (gap shift).
-                if self.last.as_ref().is_some_and(|l| l.at == fire.at && l.window_key == fire.window_key) {
+                if self
+                    .last
+                    .as_ref()
+                    .is_some_and(|l| l.at == fire.at && l.window_key == fire.window_key)
+                {
                     continue;
                 }
                 self.last = Some(fire.clone());
