@@ -4,7 +4,9 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod gates;
 pub mod recovery;
+pub mod rehearsal;
 pub mod store;
 pub mod time;

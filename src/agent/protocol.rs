@@ -47,6 +47,10 @@ pub struct AgentResult {
     /// Verify mode: did the uncertain step land in the outside world?
     #[serde(default)]
     pub verified: Option<bool>,
+    /// The upstream rate-limited this attempt: retry with backoff and halve the
+    /// schedule's concurrency until a success.
+    #[serde(default)]
+    pub rate_limited: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

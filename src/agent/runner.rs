@@ -90,9 +90,22 @@ pub trait AgentRunner: Send + Sync {
 
 /// Lets the engine cancel a running attempt (overlap `cancel_previous`, kill switch).
 /// Dropping the handle does not cancel.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AttemptHandle {
     cancel: Option<Arc<watch::Sender<bool>>>,
+    /// Simulated runners cancel by callback.
+    on_cancel: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for AttemptHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttemptHandle")
+            .field(
+                "cancellable",
+                &(self.cancel.is_some() || self.on_cancel.is_some()),
+            )
+            .finish()
+    }
 }
 
 impl AttemptHandle {
@@ -101,6 +114,7 @@ impl AttemptHandle {
         (
             Self {
                 cancel: Some(Arc::new(tx)),
+                on_cancel: None,
             },
             rx,
         )
@@ -109,7 +123,18 @@ impl AttemptHandle {
     /// A handle whose cancel does nothing, for simulated runners that end attempts
     /// on their own terms.
     pub fn detached() -> Self {
-        Self { cancel: None }
+        Self {
+            cancel: None,
+            on_cancel: None,
+        }
+    }
+
+    /// A handle whose cancel runs `f` (simulated runners).
+    pub fn from_fn(f: impl Fn() + Send + Sync + 'static) -> Self {
+        Self {
+            cancel: None,
+            on_cancel: Some(Arc::new(f)),
+        }
     }
 
     /// Asks the attempt to stop; it ends with [`Ending::Cancelled`] unless it already
@@ -117,6 +142,9 @@ impl AttemptHandle {
     pub fn cancel(&self) {
         if let Some(tx) = &self.cancel {
             tx.send_replace(true);
+        }
+        if let Some(f) = &self.on_cancel {
+            f();
         }
     }
 }

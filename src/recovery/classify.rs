@@ -195,6 +195,7 @@ mod tests {
             processed: Some(7),
             message: None,
             verified: None,
+            rate_limited: None,
         }
     }
 

@@ -17,6 +17,7 @@
 
 mod attempts;
 mod db;
+mod engine_queries;
 mod events;
 mod operator;
 mod runs;

@@ -363,6 +363,12 @@ impl NewEvent {
         self
     }
 
+    /// Attaches a run id only (tenant and schedule filled in by the caller).
+    pub fn with_run_id(mut self, run_id: i64) -> Self {
+        self.run_id = Some(run_id);
+        self
+    }
+
     pub fn for_schedule(mut self, tenant: &str, schedule: &str) -> Self {
         self.tenant = Some(tenant.to_string());
         self.schedule = Some(schedule.to_string());

@@ -1,0 +1,145 @@
+//! Dispatch: after a claim, build the agent's envelope (window, idempotency key,
+//! time context, execution memory, completed and uncertain steps) and start the
+//! attempt on the runner.
+
+use super::open::rfc3339;
+use super::{Engine, Result, Running};
+use crate::agent::envelope::{
+    Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
+};
+use crate::agent::runner::AttemptSpec;
+use crate::config::model::TriggerConfig;
+use crate::store::types::{Claim, NewEvent, RunReason};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+impl Engine {
+    pub(crate) fn dispatch(&mut self, idx: usize, claim: Claim, now: DateTime<Utc>) -> Result<()> {
+        let s = self.schedule(idx).clone();
+        let run = &claim.run;
+        let Some(agent) = self.cfg.agents.get(&s.agent).cloned() else {
+            // The loader guarantees the agent exists; be safe anyway.
+            return Ok(());
+        };
+        let memory_n = self.cfg.scheduler.memory_runs;
+        let (completed, uncertain, memory, state) = self.store.read(|tx| {
+            let completed = tx.completed_steps(run.id)?;
+            let uncertain = tx.uncertain_steps(run.id)?;
+            let mut memory = vec![];
+            for r in tx.recent_runs(&run.tenant, &run.schedule, memory_n)? {
+                if r.id == run.id {
+                    continue;
+                }
+                let summary = tx
+                    .attempts(r.id)?
+                    .last()
+                    .and_then(|a| a.summary.clone().or(a.message.clone()));
+                memory.push(MemoryEntry {
+                    window: r.window_key.clone(),
+                    state: r.state,
+                    summary: summary.or(r.state_reason.clone()),
+                });
+            }
+            let state = tx.schedule_state(&run.schedule)?;
+            Ok((completed, uncertain, memory, state))
+        })?;
+        // An uncertain side-effect step is never blindly repeated: an agent that
+        // can verify is first asked whether it landed.
+        let verify_step = uncertain
+            .iter()
+            .find(|st| agent.is_side_effect(st) || s.deliveries.iter().any(|d| d.name == **st))
+            .filter(|_| agent.verify)
+            .cloned();
+        let reason = if verify_step.is_some() {
+            RunReason::Verify
+        } else {
+            claim.run.reason
+        };
+        let business_day = s
+            .calendar
+            .as_ref()
+            .and_then(|c| self.cfg.calendars.get(c))
+            .is_none_or(|cal| cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive()));
+        let mut payload = s.payload.clone();
+        if let TriggerConfig::OnEvent { event } | TriggerConfig::AfterEvent { event, .. } = &s.trigger
+            && let Some(ev) = self.store.read(|tx| tx.posted_event(event, &run.window_key))?
+        {
+            let ev_json = json!({"name": ev.name, "id": ev.event_id, "payload": ev.payload,
+                                 "arrived_at": rfc3339(ev.arrived_at)});
+            match payload.as_object_mut() {
+                Some(map) => {
+                    map.insert("event".into(), ev_json);
+                }
+                None => payload = json!({"value": payload, "event": ev_json}),
+            }
+        }
+        let envelope = Envelope {
+            run_id: run.id,
+            tenant: run.tenant.clone(),
+            schedule: run.schedule.clone(),
+            window: EnvelopeWindow::new(&run.window_key, run.window_start, run.window_end, s.timezone),
+            idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
+            attempt: claim.attempt,
+            reason,
+            now: local_rfc3339(now, s.timezone),
+            context: TimeContext::new(now, s.timezone, business_day, state.last_success),
+            memory,
+            completed_steps: completed,
+            uncertain_steps: uncertain,
+            verify_step: verify_step.clone(),
+            resume_after: run.resume_after.clone(),
+            payload,
+        };
+        let envelope_json = serde_json::to_string(&envelope).unwrap_or_default();
+        let mut timeout = agent.timeout;
+        if let Some(max) = s.budget.max_runtime {
+            timeout = timeout.min(max);
+        }
+        let token = claim.fencing_token;
+        self.store.write(|tx| {
+            tx.set_attempt_envelope(run.id, claim.attempt, &envelope_json)?;
+            tx.append_event(
+                &NewEvent::new(
+                    now,
+                    "started",
+                    json!({"attempt": claim.attempt, "token": token, "reason": reason.as_str(),
+                           "agent": s.agent, "verify_step": verify_step,
+                           "timeout_ms": timeout.as_millis() as u64}),
+                )
+                .for_run(run),
+            )?;
+            let mut st = tx.schedule_state(&run.schedule)?;
+            st.last_start = Some(now);
+            tx.put_schedule_state(&st)
+        })?;
+        let spec = AttemptSpec {
+            run_id: run.id,
+            token,
+            attempt: claim.attempt,
+            agent,
+            envelope,
+            timeout,
+            config_dir: self.cfg.dir.clone(),
+            log_limit: self.opts.log_limit,
+        };
+        let handle = self.runner.start(spec, self.reports_tx.clone());
+        self.running.insert(
+            run.id,
+            Running {
+                run_id: run.id,
+                token,
+                attempt: claim.attempt,
+                schedule: idx,
+                pool: run.pool,
+                handle,
+                result: None,
+                verify_step,
+                cancel: None,
+                last_heartbeat_event: None,
+                rate_limited: false,
+            },
+        );
+        self.after_start(idx, now);
+        Ok(())
+    }
+}

@@ -1,0 +1,419 @@
+//! The engine: opens windows when time says so, evaluates the three layers for
+//! every due run, claims the ones that pass, dispatches attempts to agents and
+//! applies the recovery rules to what comes back.
+//!
+//! The engine is a loop over [`Engine::tick`]: every tick reads `now` from the
+//! [`Clock`], so the same code runs live (system clock) and in tests and
+//! rehearsals (virtual clock, stepped to [`Engine::next_wakeup`]). All state that
+//! matters lives in the store; the in-memory parts (the due heap of window
+//! openings, the attempts this process runs) are rebuilt from it on start.
+
+pub mod decision;
+mod dispatch;
+mod open;
+mod outcome;
+mod pipeline;
+
+pub use decision::{Decision, Hold, SwitchCheck, Verdict};
+
+use crate::agent::protocol::AgentResult;
+use crate::agent::runner::{AgentRunner, AttemptHandle, AttemptReport};
+use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
+use crate::gates::Gate;
+use crate::store::types::{NewEvent, Pool};
+use crate::store::{Store, StoreError};
+use crate::time::Clock;
+use crate::time::fire::FireRule;
+use chrono::{DateTime, TimeDelta, Utc};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Errors that stop the engine (everything else is recorded as events).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+/// Knobs that are not part of the config file.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Who claims: `host:pid` live, a name in rehearsals.
+    pub owner: String,
+    /// Bytes of agent output kept per attempt.
+    pub log_limit: usize,
+    /// At most this many windows are enumerated per schedule after a gap.
+    pub max_catchup_windows: usize,
+    /// How often a `tick` event records that this scheduler is alive.
+    pub tick_event_every: TimeDelta,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            owner: default_owner(),
+            log_limit: 64 * 1024,
+            max_catchup_windows: 10_000,
+            tick_event_every: TimeDelta::minutes(1),
+        }
+    }
+}
+
+/// `host:pid`, the lease owner of a live scheduler.
+pub fn default_owner() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into a valid buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".to_string()
+    };
+    format!("{host}:{}", std::process::id())
+}
+
+/// Why the engine itself stopped an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CancelCause {
+    /// Global kill switch with `--cancel-running`.
+    Kill,
+    /// `overlap = "cancel_previous"`: a newer window superseded it.
+    Superseded(String),
+    /// A budget was exceeded.
+    Budget(String),
+    /// Our lease was taken over (fencing): the attempt is already lost.
+    Fenced,
+}
+
+/// An attempt this process started and has not seen end.
+pub(crate) struct Running {
+    pub run_id: i64,
+    pub token: i64,
+    pub attempt: u32,
+    pub schedule: usize,
+    pub pool: Pool,
+    pub handle: AttemptHandle,
+    pub result: Option<AgentResult>,
+    pub verify_step: Option<String>,
+    pub cancel: Option<CancelCause>,
+    pub last_heartbeat_event: Option<DateTime<Utc>>,
+    pub rate_limited: bool,
+}
+
+/// The scheduler core. See the module docs.
+pub struct Engine {
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) store: Arc<Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) runner: Arc<dyn AgentRunner>,
+    pub(crate) opts: EngineOptions,
+    /// By schedule index.
+    pub(crate) rules: Vec<Option<FireRule>>,
+    pub(crate) gates: Vec<Vec<Box<dyn Gate>>>,
+    pub(crate) index: HashMap<String, usize>,
+    /// Next window opening per time-triggered schedule: (instant, schedule index).
+    pub(crate) heap: BinaryHeap<Reverse<(DateTime<Utc>, usize)>>,
+    /// Last evaluated instant per schedule (mirror of the store).
+    pub(crate) cursor: Vec<Option<DateTime<Utc>>>,
+    pub(crate) running: HashMap<i64, Running>,
+    pub(crate) reports_tx: mpsc::UnboundedSender<AttemptReport>,
+    pub(crate) reports_rx: mpsc::UnboundedReceiver<AttemptReport>,
+    pub(crate) posted_seq: i64,
+    pub(crate) last_renewal: Option<DateTime<Utc>>,
+    pub(crate) last_tick_event: Option<DateTime<Utc>>,
+    pub(crate) last_ttl_check: Option<DateTime<Utc>>,
+    pub(crate) stopping: bool,
+    pub(crate) started: bool,
+}
+
+impl Engine {
+    /// Builds an engine with the gates the config declares.
+    pub fn new(
+        cfg: Arc<Config>,
+        store: Arc<Store>,
+        clock: Arc<dyn Clock>,
+        runner: Arc<dyn AgentRunner>,
+        opts: EngineOptions,
+    ) -> Self {
+        let gates = cfg
+            .schedules
+            .iter()
+            .map(|s| s.gates.iter().map(crate::gates::build).collect())
+            .collect();
+        Self::with_gates(cfg, store, clock, runner, opts, gates)
+    }
+
+    /// Builds an engine with injected gates (rehearsals simulate them), one list
+    /// per schedule in config order, matching each schedule's `gate` entries.
+    pub fn with_gates(
+        cfg: Arc<Config>,
+        store: Arc<Store>,
+        clock: Arc<dyn Clock>,
+        runner: Arc<dyn AgentRunner>,
+        opts: EngineOptions,
+        gates: Vec<Vec<Box<dyn Gate>>>,
+    ) -> Self {
+        let rules = cfg
+            .schedules
+            .iter()
+            .map(|s| {
+                let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+                FireRule::for_schedule(s, cal)
+            })
+            .collect();
+        let index = cfg
+            .schedules
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        let n = cfg.schedules.len();
+        let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+        Self {
+            cfg,
+            store,
+            clock,
+            runner,
+            opts,
+            rules,
+            gates,
+            index,
+            heap: BinaryHeap::new(),
+            cursor: vec![None; n],
+            running: HashMap::new(),
+            reports_tx,
+            reports_rx,
+            posted_seq: 0,
+            last_renewal: None,
+            last_tick_event: None,
+            last_ttl_check: None,
+            stopping: false,
+            started: false,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.opts.owner
+    }
+
+    /// Attempts this process is running.
+    pub fn running_count(&self) -> usize {
+        self.running.len()
+    }
+
+    pub(crate) fn schedule(&self, idx: usize) -> &ScheduleConfig {
+        &self.cfg.schedules[idx]
+    }
+
+    /// Loads durable state: each schedule's last evaluated instant (the gap since
+    /// then is planned by the first tick), and sweeps zombies left by a crash.
+    pub fn start(&mut self) -> Result<()> {
+        let now = self.clock.now();
+        let states = self.store.read(|tx| tx.all_schedule_states())?;
+        let by_id: HashMap<&str, _> = states.iter().map(|s| (s.schedule.as_str(), s)).collect();
+        for (idx, s) in self.cfg.schedules.iter().enumerate() {
+            let st = by_id.get(s.id.as_str());
+            match &s.trigger {
+                TriggerConfig::Every {
+                    anchor: crate::config::model::Anchor::LastStart,
+                    interval,
+                } => {
+                    // N after the previous start; the first start is now.
+                    let at = st
+                        .and_then(|st| st.last_start)
+                        .map(|ls| ls + crate::time::duration::to_delta(*interval))
+                        .unwrap_or(now);
+                    self.heap.push(Reverse((at.max(now), idx)));
+                }
+                TriggerConfig::Cron(_) | TriggerConfig::Every { .. } => {
+                    // A schedule seen for the first time starts with the windows
+                    // still open now; history before it is not backfilled.
+                    let close = crate::time::duration::to_delta(s.close_after);
+                    let cursor = st.and_then(|st| st.last_evaluated).unwrap_or(now - close);
+                    self.cursor[idx] = Some(cursor);
+                    if let Some(f) = self.rules[idx].as_ref().and_then(|r| r.next_after(cursor)) {
+                        self.heap.push(Reverse((f.at, idx)));
+                    }
+                }
+                TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => {}
+            }
+        }
+        let owner = self.opts.owner.clone();
+        self.store.write(|tx| {
+            tx.append_event(&NewEvent::new(
+                now,
+                "scheduler_started",
+                serde_json::json!({"owner": owner, "schedules": self.cfg.schedules.len()}),
+            ))
+        })?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// One pass of the loop at the clock's `now`. Never waits for agents.
+    pub fn tick(&mut self) -> Result<()> {
+        if !self.started {
+            self.start()?;
+        }
+        let now = self.clock.now();
+        self.drain_reports()?;
+        self.renew_leases(now)?;
+        self.sweep_zombies(now)?;
+        if !self.stopping {
+            self.open_due_windows(now)?;
+            self.open_posted_events(now)?;
+            self.apply_kill_cancel(now)?;
+            self.evaluate_due_runs(now)?;
+        }
+        self.expire_approvals(now)?;
+        self.maybe_tick_event(now)?;
+        Ok(())
+    }
+
+    /// Handles every agent report already received.
+    pub fn drain_reports(&mut self) -> Result<usize> {
+        let mut n = 0;
+        while let Ok(report) = self.reports_rx.try_recv() {
+            let now = self.clock.now();
+            self.handle_report(now, report)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Waits (in real time) for the next agent report and handles it. For tests
+    /// and rehearsals with real agents on a virtual clock.
+    pub async fn wait_report(&mut self) -> Result<bool> {
+        match self.reports_rx.recv().await {
+            Some(report) => {
+                let now = self.clock.now();
+                self.handle_report(now, report)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Receives the next report without handling it (the live loop selects on it).
+    pub async fn recv_report(&mut self) -> Option<AttemptReport> {
+        self.reports_rx.recv().await
+    }
+
+    /// Handles one report (from [`Engine::recv_report`]).
+    pub fn handle(&mut self, report: AttemptReport) -> Result<()> {
+        let now = self.clock.now();
+        self.handle_report(now, report)
+    }
+
+    /// The sender simulated runners use to report on the engine's channel.
+    pub fn report_sender(&self) -> mpsc::UnboundedSender<AttemptReport> {
+        self.reports_tx.clone()
+    }
+
+    /// The next instant the engine has something to do, if any: a window opens,
+    /// a run is due for a check, leases need renewal, a lease expires.
+    pub fn next_wakeup(&self) -> Result<Option<DateTime<Utc>>> {
+        let mut next: Option<DateTime<Utc>> = None;
+        let mut consider = |t: Option<DateTime<Utc>>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: DateTime<Utc>| n.min(t)));
+            }
+        };
+        if !self.stopping {
+            consider(self.heap.peek().map(|Reverse((t, _))| *t));
+            consider(self.store.read(|tx| tx.next_due_check())?);
+        }
+        if !self.running.is_empty() {
+            let every = self.renew_every();
+            consider(Some(self.last_renewal.map_or(self.clock.now(), |t| t + every)));
+        }
+        consider(
+            self.store
+                .read(|tx| tx.next_lease_expiry())?
+                .map(|t| t + TimeDelta::milliseconds(1)),
+        );
+        Ok(next)
+    }
+
+    /// Stops claiming; running attempts continue and are reported.
+    pub fn stop_claiming(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Cancels every attempt this process runs (shutdown after the grace period).
+    pub fn abandon_running(&mut self) {
+        // Leave them to lease expiry: another scheduler sweeps them as lost.
+        self.running.clear();
+    }
+
+    pub(crate) fn lease(&self) -> TimeDelta {
+        crate::time::duration::to_delta(self.cfg.scheduler.lease)
+    }
+
+    pub(crate) fn renew_every(&self) -> TimeDelta {
+        (self.lease() / 3).max(TimeDelta::milliseconds(10))
+    }
+
+    fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
+        if self.running.is_empty() {
+            self.last_renewal = Some(now);
+            return Ok(());
+        }
+        if self.last_renewal.is_some_and(|t| now < t + self.renew_every()) {
+            return Ok(());
+        }
+        self.last_renewal = Some(now);
+        let until = now + self.lease();
+        let pairs: Vec<(i64, i64)> = self
+            .running
+            .values()
+            .filter(|r| r.cancel != Some(CancelCause::Fenced))
+            .map(|r| (r.run_id, r.token))
+            .collect();
+        let lost = self.store.write(|tx| {
+            let mut lost = vec![];
+            for (run, token) in &pairs {
+                if !tx.renew_lease(*run, *token, until)? {
+                    lost.push(*run);
+                }
+            }
+            Ok(lost)
+        })?;
+        for run in lost {
+            // Someone declared our attempt lost (we stalled past the lease): stop it;
+            // its late result will be recorded as stale.
+            if let Some(r) = self.running.get_mut(&run) {
+                r.cancel = Some(CancelCause::Fenced);
+                r.handle.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    fn maybe_tick_event(&mut self, now: DateTime<Utc>) -> Result<()> {
+        if self
+            .last_tick_event
+            .is_some_and(|t| now < t + self.opts.tick_event_every)
+        {
+            return Ok(());
+        }
+        self.last_tick_event = Some(now);
+        let detail = serde_json::json!({"owner": self.opts.owner, "running": self.running.len()});
+        self.store
+            .write(|tx| tx.append_event(&NewEvent::new(now, "tick", detail)))?;
+        Ok(())
+    }
+}

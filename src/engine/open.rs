@@ -1,0 +1,323 @@
+//! Layer 1 in the loop: opening windows when their fire instant is reached, for
+//! time triggers (from the due heap) and event triggers (from posted events),
+//! including the catch-up plan after any gap.
+
+use super::{Engine, Result};
+use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
+use crate::recovery::catchup::{self, Disposition};
+use crate::store::types::{NewEvent, NewRun, Pool, RunReason, RunState};
+use crate::time::duration::to_delta;
+use crate::time::fire::{Fire, FireNote, window_key};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use serde_json::json;
+use std::cmp::Reverse;
+
+pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+impl Engine {
+    /// Opens every window whose fire instant is at or before `now`. After a gap
+    /// (first start, downtime, suspend, forward clock jump) several fires are due
+    /// at once; the catch-up planner decides which run on time, which are caught
+    /// up in the backfill pool, coalesced, skipped or expired.
+    pub(crate) fn open_due_windows(&mut self, now: DateTime<Utc>) -> Result<()> {
+        while let Some(Reverse((at, idx))) = self.heap.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            let s = self.schedule(idx).clone();
+            if let TriggerConfig::Every {
+                anchor: Anchor::LastStart,
+                ..
+            } = s.trigger
+            {
+                // One window now; the next is scheduled when this one starts.
+                self.open_last_start_window(idx, &s, at, now)?;
+                continue;
+            }
+            let Some(rule) = self.rules[idx].clone() else {
+                continue;
+            };
+            let from = self.cursor[idx].unwrap_or(at - TimeDelta::milliseconds(1));
+            let cap = self.opts.max_catchup_windows;
+            let mut fires: Vec<Fire> = rule
+                .fires_after(from)
+                .take_while(|f| f.at <= now)
+                .take(cap + 1)
+                .collect();
+            let truncated = fires.len() > cap;
+            if truncated {
+                // Keep the newest windows; the older ones are far past any catch-up window.
+                let newest_from = rule
+                    .fires_after(now - to_delta(s.catchup_window) - to_delta(s.close_after))
+                    .take_while(|f| f.at <= now)
+                    .take(cap)
+                    .collect::<Vec<_>>();
+                fires = newest_from;
+            }
+            let plan = catchup::plan(
+                fires,
+                now,
+                s.catchup,
+                to_delta(s.catchup_window),
+                to_delta(s.close_after),
+            );
+            let summary = catchup::summarize(&plan);
+            let gap = plan.len() > 1 || plan.iter().any(|p| p.disposition != Disposition::OnTime);
+            let new_cursor = self.cursor[idx].map_or(now, |c| c.max(now));
+            let mut alerts = vec![];
+            self.store.write(|tx| {
+                for p in &plan {
+                    let new = new_run_for(&s, &p.fire, p.disposition, now);
+                    let Some(run) = tx.insert_run(&new, now)? else {
+                        continue; // another scheduler opened it first
+                    };
+                    let mut detail = json!({
+                        "window_key": run.window_key,
+                        "start": rfc3339(run.window_start),
+                        "end": rfc3339(run.window_end),
+                        "due": rfc3339(run.due_at),
+                        "note": p.fire.note.map(|n| n.as_str()),
+                        "pool": run.pool.as_str(),
+                        "reason": run.reason.as_str(),
+                    });
+                    let kind = match run.state {
+                        RunState::Pending => "window_opened",
+                        RunState::Expired => "expired",
+                        _ => "skipped",
+                    };
+                    if let Some(r) = &run.state_reason {
+                        detail["why"] = json!(r);
+                    }
+                    tx.append_event(&NewEvent::new(now, kind, detail).for_run(&run))?;
+                }
+                if gap {
+                    tx.append_event(
+                        &NewEvent::new(
+                            now,
+                            "catchup_planned",
+                            json!({
+                                "since": self.cursor[idx].map(rfc3339),
+                                "policy": format!("{:?}", s.catchup).to_lowercase(),
+                                "windows": plan.len(),
+                                "summary": summary,
+                                "truncated": truncated,
+                            }),
+                        )
+                        .for_schedule(&s.tenant, &s.id),
+                    )?;
+                }
+                tx.set_last_evaluated(&s.id, new_cursor)?;
+                Ok(())
+            })?;
+            if summary.expired > 0 {
+                alerts.push(format!(
+                    "{} window(s) of {} are older than the catch-up window ({}) and expired without running",
+                    summary.expired,
+                    s.id,
+                    crate::time::duration::format_duration(s.catchup_window)
+                ));
+            }
+            if summary.not_caught_up > 0 {
+                alerts.push(format!(
+                    "{} missed window(s) of {} were skipped (catchup = \"none\")",
+                    summary.not_caught_up, s.id
+                ));
+            }
+            if truncated {
+                alerts.push(format!(
+                    "more than {cap} windows of {} were due after a gap; only the newest were planned",
+                    s.id
+                ));
+            }
+            for a in alerts {
+                self.raise_alert(now, &s.tenant, &s.id, None, "catchup", &a)?;
+            }
+            self.cursor[idx] = Some(new_cursor);
+            if let Some(next) = rule.next_after(new_cursor) {
+                self.heap.push(Reverse((next.at, idx)));
+            }
+        }
+        Ok(())
+    }
+
+    fn open_last_start_window(
+        &mut self,
+        idx: usize,
+        s: &ScheduleConfig,
+        at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let local = at.with_timezone(&s.timezone).fixed_offset();
+        let fire = Fire {
+            at,
+            local,
+            window_key: window_key(crate::time::cron::Cadence::SubDaily, &local),
+            note: None,
+        };
+        let new = new_run_for(s, &fire, Disposition::OnTime, now);
+        self.store.write(|tx| {
+            if let Some(run) = tx.insert_run(&new, now)? {
+                tx.append_event(
+                    &NewEvent::new(
+                        now,
+                        "window_opened",
+                        json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
+                               "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
+                               "pool": "on_time", "reason": "scheduled", "anchor": "last_start"}),
+                    )
+                    .for_run(&run),
+                )?;
+            }
+            tx.set_last_evaluated(&s.id, now)
+        })?;
+        let _ = idx;
+        Ok(())
+    }
+
+    /// Opens windows for posted events (`on_event`, `after_event` + delay),
+    /// deduped by event id: the window key is the event id.
+    pub(crate) fn open_posted_events(&mut self, now: DateTime<Utc>) -> Result<()> {
+        let has_event_triggers = self.cfg.schedules.iter().any(|s| {
+            matches!(
+                s.trigger,
+                TriggerConfig::OnEvent { .. } | TriggerConfig::AfterEvent { .. }
+            )
+        });
+        if !has_event_triggers {
+            return Ok(());
+        }
+        loop {
+            let posted = self
+                .store
+                .read(|tx| tx.posted_events_after(self.posted_seq, 500))?;
+            if posted.is_empty() {
+                return Ok(());
+            }
+            let cfg = self.cfg.clone();
+            self.store.write(|tx| {
+                for ev in &posted {
+                    for s in &cfg.schedules {
+                        let delay = match &s.trigger {
+                            TriggerConfig::OnEvent { event } if *event == ev.name => TimeDelta::zero(),
+                            TriggerConfig::AfterEvent { event, delay } if *event == ev.name => to_delta(*delay),
+                            _ => continue,
+                        };
+                        let at = ev.arrived_at + delay;
+                        let fire = Fire {
+                            at,
+                            local: at.with_timezone(&s.timezone).fixed_offset(),
+                            window_key: ev.event_id.clone(),
+                            note: None,
+                        };
+                        // A window that closed while we were down is a catch-up.
+                        let plan = catchup::plan(
+                            vec![fire],
+                            now.max(at),
+                            s.catchup,
+                            to_delta(s.catchup_window),
+                            to_delta(s.close_after),
+                        );
+                        for p in plan {
+                            let new = new_run_for(s, &p.fire, p.disposition, now);
+                            if let Some(run) = tx.insert_run(&new, now)? {
+                                let kind = match run.state {
+                                    RunState::Pending => "window_opened",
+                                    RunState::Expired => "expired",
+                                    _ => "skipped",
+                                };
+                                tx.append_event(
+                                    &NewEvent::new(
+                                        now,
+                                        kind,
+                                        json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
+                                               "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
+                                               "event": ev.name, "event_id": ev.event_id,
+                                               "pool": run.pool.as_str(), "reason": run.reason.as_str()}),
+                                    )
+                                    .for_run(&run),
+                                )?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            self.posted_seq = posted.last().map_or(self.posted_seq, |p| p.seq);
+        }
+    }
+
+    /// Schedules the next window of an `anchor = "last_start"` schedule N after a start.
+    pub(crate) fn after_start(&mut self, idx: usize, started: DateTime<Utc>) {
+        if let TriggerConfig::Every {
+            anchor: Anchor::LastStart,
+            interval,
+        } = self.schedule(idx).trigger
+        {
+            self.heap.push(Reverse((started + to_delta(interval), idx)));
+        }
+    }
+}
+
+/// The run a planned window becomes.
+pub(crate) fn new_run_for(s: &ScheduleConfig, fire: &Fire, d: Disposition, now: DateTime<Utc>) -> NewRun {
+    let end = fire.at + to_delta(s.close_after);
+    let (state, reason, pool, why) = match d {
+        Disposition::OnTime => (RunState::Pending, RunReason::Scheduled, Pool::OnTime, None),
+        Disposition::CatchUp => (RunState::Pending, RunReason::Catchup, Pool::Backfill, None),
+        Disposition::Coalesced => (
+            RunState::Skipped,
+            RunReason::Catchup,
+            Pool::Backfill,
+            Some("coalesced: a newer window runs instead (catchup = \"latest\")".to_string()),
+        ),
+        Disposition::NotCaughtUp => (
+            RunState::Skipped,
+            RunReason::Catchup,
+            Pool::Backfill,
+            Some("catchup: missed while the scheduler was not running (catchup = \"none\")".to_string()),
+        ),
+        Disposition::Expired => (
+            RunState::Expired,
+            RunReason::Catchup,
+            Pool::Backfill,
+            Some(format!(
+                "expired: older than the catch-up window ({})",
+                crate::time::duration::format_duration(s.catchup_window)
+            )),
+        ),
+        Disposition::Calendar => (
+            RunState::Skipped,
+            RunReason::Scheduled,
+            Pool::OnTime,
+            Some(format!(
+                "calendar: {} is not a business day{}",
+                fire.local.date_naive(),
+                s.calendar
+                    .as_ref()
+                    .map(|c| format!(" in {c}"))
+                    .unwrap_or_default()
+            )),
+        ),
+    };
+    let _ = FireNote::CalendarSkipped;
+    NewRun {
+        tenant: s.tenant.clone(),
+        schedule: s.id.clone(),
+        window_key: fire.window_key.clone(),
+        window_start: fire.at,
+        window_end: end,
+        due_at: fire.at,
+        state,
+        reason,
+        pool,
+        state_reason: why,
+        next_check_at: (state == RunState::Pending).then_some(if d == Disposition::CatchUp {
+            now
+        } else {
+            fire.at
+        }),
+    }
+}

@@ -1,0 +1,691 @@
+//! The decision pipeline in the loop: for every due run, time → switches →
+//! gates in declared order, then claim, wait, skip, fail, park or miss.
+
+use super::decision::{Decision, Hold, SwitchCheck, Verdict};
+use super::open::rfc3339;
+use super::{CancelCause, Engine, Result};
+use crate::config::model::{Catchup, Overlap};
+use crate::gates::{GateContext, GateResult};
+use crate::recovery::circuit;
+use crate::store::Tx;
+use crate::store::types::*;
+use crate::time::duration::to_delta;
+use crate::time::fire::FireRule;
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::json;
+use std::collections::HashMap;
+
+/// Facts about layer 3 gathered once per tick.
+pub(crate) struct SwitchFacts {
+    kill: Option<Switch>,
+    states: HashMap<String, ScheduleState>,
+    maintenance: Vec<(Vec<String>, String)>,
+    running_by_schedule: HashMap<String, u32>,
+    running_by_tenant: HashMap<String, u32>,
+}
+
+impl SwitchFacts {
+    fn running_schedule(&mut self, tx_store: &crate::store::Store, schedule: &str) -> Result<u32> {
+        if let Some(n) = self.running_by_schedule.get(schedule) {
+            return Ok(*n);
+        }
+        let n = tx_store.read(|tx| tx.count_running(Some(schedule), None, None))?;
+        self.running_by_schedule.insert(schedule.to_string(), n);
+        Ok(n)
+    }
+
+    fn running_tenant(&mut self, tx_store: &crate::store::Store, tenant: &str) -> Result<u32> {
+        if let Some(n) = self.running_by_tenant.get(tenant) {
+            return Ok(*n);
+        }
+        let n = tx_store.read(|tx| tx.count_running(None, Some(tenant), None))?;
+        self.running_by_tenant.insert(tenant.to_string(), n);
+        Ok(n)
+    }
+}
+
+/// What the switch layer concluded, plus whether this run would be the circuit probe.
+struct SwitchOutcome {
+    checks: Vec<(SwitchCheck, Hold)>,
+    probe: bool,
+}
+
+impl Engine {
+    pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>) -> Result<()> {
+        let mut due = self.store.read(|tx| tx.due_runs(now, 5000))?;
+        if due.is_empty() {
+            return Ok(());
+        }
+        // On-time runs first (catch-up never delays them), then catch-up oldest first.
+        due.sort_by(|a, b| match (a.pool, b.pool) {
+            (Pool::OnTime, Pool::Backfill) => std::cmp::Ordering::Less,
+            (Pool::Backfill, Pool::OnTime) => std::cmp::Ordering::Greater,
+            (Pool::OnTime, Pool::OnTime) => (a.next_check_at, a.id).cmp(&(b.next_check_at, b.id)),
+            (Pool::Backfill, Pool::Backfill) => (a.window_start, a.id).cmp(&(b.window_start, b.id)),
+        });
+        let mut facts = self.switch_facts(now)?;
+        for run in due {
+            let Some(&idx) = self.index.get(&run.schedule) else {
+                // A run of a schedule no longer in the config: leave it alone.
+                continue;
+            };
+            self.evaluate_run(idx, run, now, &mut facts)?;
+        }
+        Ok(())
+    }
+
+    fn switch_facts(&self, now: DateTime<Utc>) -> Result<SwitchFacts> {
+        let (kill, states, adhoc) = self.store.read(|tx| {
+            let kill = tx.switch("kill")?.filter(|s| s.on);
+            let states = tx.all_schedule_states()?;
+            let adhoc = tx.maintenance_at(now)?;
+            Ok((kill, states, adhoc))
+        })?;
+        let mut maintenance: Vec<(Vec<String>, String)> = adhoc
+            .into_iter()
+            .map(|m| {
+                (
+                    m.schedules,
+                    format!(
+                        "maintenance until {} ({}, by {})",
+                        rfc3339(m.to),
+                        m.reason,
+                        m.actor
+                    ),
+                )
+            })
+            .collect();
+        for m in &self.cfg.maintenance {
+            let rule = FireRule::cron(m.cron.clone(), m.timezone);
+            let len = to_delta(m.duration);
+            if let Some(f) = rule.next_after(now - len)
+                && f.at <= now
+            {
+                maintenance.push((
+                    m.schedules.clone(),
+                    format!(
+                        "maintenance window {} until {} ({})",
+                        m.name,
+                        rfc3339(f.at + len),
+                        m.reason
+                    ),
+                ));
+            }
+        }
+        Ok(SwitchFacts {
+            kill,
+            states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
+            maintenance,
+            running_by_schedule: HashMap::new(),
+            running_by_tenant: HashMap::new(),
+        })
+    }
+
+    fn evaluate_run(
+        &mut self,
+        idx: usize,
+        run: Run,
+        now: DateTime<Utc>,
+        facts: &mut SwitchFacts,
+    ) -> Result<()> {
+        let s = self.schedule(idx).clone();
+        // Layer 1: is the window still open (or the retry due)?
+        let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
+        let (time, deadline) = match (run.state, run.reason) {
+            (RunState::RetryWait, _) => (
+                format!(
+                    "retry after attempt {}: not before {} reached",
+                    run.attempts,
+                    run.not_before.map(local).unwrap_or_default()
+                ),
+                None,
+            ),
+            (_, RunReason::Catchup) => {
+                let exp = run.window_start + to_delta(s.catchup_window);
+                (
+                    format!("catch-up of window {}; expires {}", run.window_key, local(exp)),
+                    Some((exp, Verdict::Expired)),
+                )
+            }
+            _ => (
+                format!(
+                    "window {} open {} – {} ({})",
+                    run.window_key,
+                    local(run.window_start),
+                    local(run.window_end),
+                    s.timezone.name()
+                ),
+                Some((run.window_end, Verdict::Missed)),
+            ),
+        };
+        let buffered = run
+            .state_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("overlap:"))
+            && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll);
+        if let Some((end, verdict)) = deadline
+            && now >= end
+            && !buffered
+        {
+            let reason = match verdict {
+                Verdict::Expired => format!("catch-up window of {} ended at {}", run.window_key, local(end)),
+                _ => format!(
+                    "window closed at {} before the run could start{}",
+                    local(end),
+                    run.state_reason
+                        .as_ref()
+                        .map(|r| format!(" (last hold: {r})"))
+                        .unwrap_or_default()
+                ),
+            };
+            let d = Decision::by_time(time, verdict, reason);
+            return self.apply(idx, &run, d, false, now);
+        }
+        // Layer 3: switches (cheap, local) before any gate touches the outside world.
+        let sw = self.check_switches(idx, &run, now, facts)?;
+        if let Some(d) = Decision::with_switches(&time, &sw.checks) {
+            return self.apply(idx, &run, d, false, now);
+        }
+        // Layer 2: gates in declared order, stopping at the first that does not pass.
+        let switches: Vec<SwitchCheck> = sw.checks.into_iter().map(|(c, _)| c).collect();
+        let gates = self.run_gates(idx, &run, now)?;
+        let d = Decision::from_gates(time, switches, gates);
+        if d.verdict == Verdict::Claim {
+            *facts.running_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
+            *facts.running_by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
+        }
+        self.apply(idx, &run, d, sw.probe, now)
+    }
+
+    fn check_switches(
+        &mut self,
+        idx: usize,
+        run: &Run,
+        now: DateTime<Utc>,
+        facts: &mut SwitchFacts,
+    ) -> Result<SwitchOutcome> {
+        let s = self.schedule(idx).clone();
+        let mut checks = vec![];
+        let mut probe = false;
+        let clear = |name: &str| {
+            (
+                SwitchCheck {
+                    name: name.into(),
+                    held: false,
+                    reason: "clear".into(),
+                },
+                Hold::Wait,
+            )
+        };
+        let held = |name: &str, reason: String, hold: Hold| {
+            (
+                SwitchCheck {
+                    name: name.into(),
+                    held: true,
+                    reason,
+                },
+                hold,
+            )
+        };
+        // Global kill switch.
+        match &facts.kill {
+            Some(k) => {
+                checks.push(held(
+                    "kill",
+                    format!("global kill switch on (by {}: {})", k.actor, k.reason),
+                    Hold::Wait,
+                ));
+                return Ok(SwitchOutcome { checks, probe });
+            }
+            None => checks.push(clear("kill")),
+        }
+        let st = facts
+            .states
+            .get(&s.id)
+            .cloned()
+            .unwrap_or_else(|| ScheduleState::new(&s.id));
+        if st.paused {
+            let why = st.paused_reason.clone().unwrap_or_else(|| "paused".into());
+            checks.push(held("paused", format!("schedule paused: {why}"), Hold::Wait));
+            return Ok(SwitchOutcome { checks, probe });
+        }
+        checks.push(clear("paused"));
+        // Circuit breaker: new windows only; retries of a run already going continue.
+        let new_window = run.state == RunState::Pending && run.reason != RunReason::Manual;
+        match st.circuit {
+            CircuitState::Open if new_window => {
+                if circuit::cool_down_over(&st, &s.circuit, now) {
+                    probe = true;
+                    checks.push((
+                        SwitchCheck {
+                            name: "circuit".into(),
+                            held: false,
+                            reason: "cool-down over: this run is the half-open probe".into(),
+                        },
+                        Hold::Wait,
+                    ));
+                } else {
+                    let until = st.circuit_changed_at.map(|t| t + to_delta(s.circuit.cool_down));
+                    checks.push(held(
+                        "circuit",
+                        format!(
+                            "circuit open after {} consecutive failed runs; probe after {}",
+                            st.consecutive_failures,
+                            until.map(rfc3339).unwrap_or_default()
+                        ),
+                        Hold::Skip,
+                    ));
+                    return Ok(SwitchOutcome { checks, probe });
+                }
+            }
+            CircuitState::HalfOpen if new_window => {
+                checks.push(held(
+                    "circuit",
+                    "circuit half-open: waiting for the probe run".into(),
+                    Hold::Skip,
+                ));
+                return Ok(SwitchOutcome { checks, probe });
+            }
+            _ => checks.push(clear("circuit")),
+        }
+        // Maintenance windows.
+        if let Some((_, why)) = facts
+            .maintenance
+            .iter()
+            .find(|(scheds, _)| scheds.is_empty() || scheds.contains(&s.id))
+        {
+            checks.push(held("maintenance", why.clone(), Hold::Wait));
+            return Ok(SwitchOutcome { checks, probe });
+        }
+        checks.push(clear("maintenance"));
+        // Budget: the schedule's daily cost cap.
+        if let Some(cap) = s.budget.max_cost_per_day {
+            let (from, to) = local_day(now, s.timezone);
+            let spent = self
+                .store
+                .read(|tx| tx.schedule_cost_between(&s.tenant, &s.id, from, to))?;
+            if spent >= cap {
+                checks.push(held(
+                    "budget",
+                    format!("daily cost cap reached: ${spent:.2} of ${cap:.2}"),
+                    Hold::Wait,
+                ));
+                return Ok(SwitchOutcome { checks, probe });
+            }
+        }
+        checks.push(clear("budget"));
+        // Overlap with a run of the same schedule still running.
+        let running = facts.running_schedule(&self.store, &s.id)?;
+        if running > 0 && s.overlap != Overlap::Allow {
+            let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
+            let prev = others.first().map(|r| r.window_key.clone()).unwrap_or_default();
+            match s.overlap {
+                Overlap::Skip => {
+                    checks.push(held(
+                        "overlap",
+                        format!("window {prev} still running (overlap = skip)"),
+                        Hold::Skip,
+                    ));
+                    return Ok(SwitchOutcome { checks, probe });
+                }
+                Overlap::BufferOne => {
+                    let buffered = self.store.read(|tx| tx.buffered_runs(&s.tenant, &s.id))?;
+                    // The oldest buffered window waits; any other is skipped.
+                    if buffered.first().is_some_and(|f| *f != run.id) {
+                        checks.push(held(
+                            "overlap",
+                            format!("window {prev} still running and one window is already buffered (overlap = buffer_one)"),
+                            Hold::Skip,
+                        ));
+                    } else {
+                        checks.push(held(
+                            "overlap",
+                            format!("buffered until window {prev} finishes (overlap = buffer_one)"),
+                            Hold::Wait,
+                        ));
+                    }
+                    return Ok(SwitchOutcome { checks, probe });
+                }
+                Overlap::BufferAll => {
+                    checks.push(held(
+                        "overlap",
+                        format!("buffered until window {prev} finishes (overlap = buffer_all)"),
+                        Hold::Wait,
+                    ));
+                    return Ok(SwitchOutcome { checks, probe });
+                }
+                Overlap::CancelPrevious => {
+                    for r in &others {
+                        if let Some(mine) = self.running.get_mut(&r.id)
+                            && mine.cancel.is_none()
+                        {
+                            mine.cancel = Some(CancelCause::Superseded(run.window_key.clone()));
+                            mine.handle.cancel();
+                        }
+                    }
+                    checks.push(held(
+                        "overlap",
+                        format!("cancelling window {prev} (overlap = cancel_previous)"),
+                        Hold::Wait,
+                    ));
+                    return Ok(SwitchOutcome { checks, probe });
+                }
+                Overlap::Allow => {}
+            }
+        }
+        checks.push(clear("overlap"));
+        // Quotas: schedule concurrency (halved after rate limits), tenant, pool.
+        let divisor = st.concurrency_divisor.max(1);
+        let limit = (s.max_concurrency / divisor).max(1);
+        if running >= limit {
+            let halved = if divisor > 1 {
+                format!(
+                    " (max_concurrency {} halved after rate limiting)",
+                    s.max_concurrency
+                )
+            } else {
+                String::new()
+            };
+            checks.push(held(
+                "quota",
+                format!("schedule at {running}/{limit} running{halved}"),
+                Hold::Wait,
+            ));
+            return Ok(SwitchOutcome { checks, probe });
+        }
+        if let Some(max) = self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent) {
+            let n = facts.running_tenant(&self.store, &s.tenant)?;
+            if n >= max {
+                checks.push(held(
+                    "quota",
+                    format!("tenant {} at {n}/{max} running", s.tenant),
+                    Hold::Wait,
+                ));
+                return Ok(SwitchOutcome { checks, probe });
+            }
+        }
+        let pool = run.pool;
+        let pool_size = match pool {
+            Pool::OnTime => self.cfg.scheduler.workers,
+            Pool::Backfill => self.cfg.scheduler.backfill_workers,
+        };
+        let in_pool = self.running.values().filter(|r| r.pool == pool).count();
+        if in_pool >= pool_size {
+            checks.push(held(
+                "quota",
+                format!("{} pool full ({in_pool}/{pool_size})", pool.as_str()),
+                Hold::Wait,
+            ));
+            return Ok(SwitchOutcome { checks, probe });
+        }
+        checks.push(clear("quota"));
+        Ok(SwitchOutcome { checks, probe })
+    }
+
+    fn run_gates(&self, idx: usize, run: &Run, now: DateTime<Utc>) -> Result<Vec<GateResult>> {
+        let s = self.schedule(idx);
+        let gates = &self.gates[idx];
+        if gates.is_empty() {
+            return Ok(vec![]);
+        }
+        let previous = self
+            .store
+            .read(|tx| tx.previous_run(&run.tenant, &run.schedule, run.window_start))?;
+        let mut out = vec![];
+        for (i, gate) in gates.iter().enumerate() {
+            let cfg = s.gates.get(i);
+            let ctx = GateContext {
+                tenant: &run.tenant,
+                schedule: s,
+                window_key: &run.window_key,
+                window_start: run.window_start,
+                window_end: run.window_end,
+                now,
+                previous_run: previous.as_ref(),
+                calendars: &self.cfg.calendars,
+                timeout: cfg.map_or(std::time::Duration::from_secs(30), |g| g.timeout),
+            };
+            let on_fail = cfg.map(|g| g.on_fail).unwrap_or_default();
+            let r = crate::gates::evaluate(gate.as_ref(), on_fail, &ctx);
+            let pass = r.verdict == crate::gates::GateVerdict::Pass;
+            out.push(r);
+            if !pass {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies a decision: events first (the trace explains every outcome), then
+    /// the state change or the next check.
+    fn apply(&mut self, idx: usize, run: &Run, d: Decision, probe: bool, now: DateTime<Utc>) -> Result<()> {
+        let s = self.schedule(idx).clone();
+        let mut events = vec![];
+        for g in &d.gates {
+            events.push(
+                NewEvent::new(
+                    now,
+                    "gate",
+                    json!({"name": g.name, "kind": g.kind, "result": g.verdict.as_str(), "reason": g.reason,
+                           "ms": g.elapsed_ms, "on_fail": g.on_fail}),
+                )
+                .for_run(run),
+            );
+        }
+        let held = d.switches.iter().find(|c| c.held);
+        let reason_changed = run.state_reason.as_deref() != Some(d.reason.as_str());
+        if let Some(c) = held
+            && reason_changed
+        {
+            events.push(
+                NewEvent::new(
+                    now,
+                    "switch_held",
+                    json!({"switch": c.name, "reason": c.reason, "verdict": d.verdict.as_str()}),
+                )
+                .for_run(run),
+            );
+        }
+        // Every evaluation with gates is recorded; repeated identical holds are not.
+        if !d.gates.is_empty() || reason_changed || d.verdict != Verdict::Wait {
+            events.push(NewEvent::new(now, "decision", d.to_json()).for_run(run));
+        }
+        match d.verdict {
+            Verdict::Claim => {
+                let lease_until = now + self.lease();
+                let reason = match run.state {
+                    RunState::RetryWait => RunReason::Retry,
+                    _ => run.reason,
+                };
+                let owner = self.opts.owner.clone();
+                let claim = self.store.write(|tx| {
+                    append_all(tx, &events)?;
+                    tx.claim(run.id, run.state, &owner, lease_until, reason, run.due_at, now)
+                })?;
+                if let Some(claim) = claim {
+                    if probe {
+                        self.set_circuit(
+                            idx,
+                            CircuitState::HalfOpen,
+                            now,
+                            "cool-down over; probe run claimed",
+                        )?;
+                    }
+                    self.dispatch(idx, claim, now)?;
+                }
+            }
+            Verdict::Wait => {
+                let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
+                let mut next = now + check;
+                if run.state == RunState::Pending {
+                    let end = if run.reason == RunReason::Catchup {
+                        run.window_start + to_delta(s.catchup_window)
+                    } else {
+                        run.window_end
+                    };
+                    if end > now {
+                        next = next.min(end);
+                    }
+                }
+                self.store.write(|tx| {
+                    append_all(tx, &events)?;
+                    tx.set_next_check(run.id, next, Some(&d.reason))?;
+                    Ok(())
+                })?;
+            }
+            Verdict::Skip => {
+                events.push(NewEvent::new(now, "skipped", json!({"reason": d.reason})).for_run(run));
+                self.transition(run, RunState::Skipped, change_reason(&d.reason), now, &events)?;
+            }
+            Verdict::Fail => {
+                events.push(
+                    NewEvent::new(
+                        now,
+                        "failed",
+                        json!({"class": "non_retryable", "reason": d.reason, "final": true}),
+                    )
+                    .for_run(run),
+                );
+                let mut c = change_reason(&d.reason);
+                c.error_class = Some(crate::config::model::ErrorClass::NonRetryable);
+                c.last_error = Some(d.reason.clone());
+                self.transition(run, RunState::Failed, c, now, &events)?;
+                self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "failed", &d.reason)?;
+                self.circuit_after_run(idx, false, now)?;
+            }
+            Verdict::Human => {
+                events.push(NewEvent::new(now, "parked_for_human", json!({"reason": d.reason})).for_run(run));
+                let mut c = change_reason(&d.reason);
+                c.error_class = Some(crate::config::model::ErrorClass::NeedsHuman);
+                c.last_error = Some(d.reason.clone());
+                self.transition(run, RunState::NeedsHuman, c, now, &events)?;
+                self.raise_alert(
+                    now,
+                    &run.tenant,
+                    &run.schedule,
+                    Some(run.id),
+                    "needs_human",
+                    &d.reason,
+                )?;
+            }
+            Verdict::Expired => {
+                events.push(NewEvent::new(now, "expired", json!({"reason": d.reason})).for_run(run));
+                self.transition(run, RunState::Expired, change_reason(&d.reason), now, &events)?;
+                self.raise_alert(
+                    now,
+                    &run.tenant,
+                    &run.schedule,
+                    Some(run.id),
+                    "expired",
+                    &d.reason,
+                )?;
+            }
+            Verdict::Missed => {
+                events.push(
+                    NewEvent::new(
+                        now,
+                        "missed",
+                        json!({"reason": d.reason, "window_end": rfc3339(run.window_end)}),
+                    )
+                    .for_run(run),
+                );
+                let missed =
+                    self.transition(run, RunState::Missed, change_reason(&d.reason), now, &events)?;
+                if let Some(missed) = missed {
+                    self.catch_up_missed(idx, &missed, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A window closed before its gates passed: the catch-up rules take it.
+    fn catch_up_missed(&mut self, idx: usize, run: &Run, now: DateTime<Utc>) -> Result<()> {
+        let s = self.schedule(idx).clone();
+        let expires = run.window_start + to_delta(s.catchup_window);
+        let newer = self
+            .store
+            .read(|tx| tx.has_newer_run(&run.tenant, &run.schedule, run.window_start))?;
+        let policy = s.catchup;
+        if now >= expires {
+            let why = "expired: older than the catch-up window".to_string();
+            let ev = NewEvent::new(now, "expired", json!({"reason": why})).for_run(run);
+            self.transition(run, RunState::Expired, change_reason(&why), now, &[ev])?;
+            return Ok(());
+        }
+        match policy {
+            Catchup::All | Catchup::Latest if policy == Catchup::All || !newer => {
+                let c = Change {
+                    reason: Some(RunReason::Catchup),
+                    pool: Some(Pool::Backfill),
+                    next_check_at: Some(now),
+                    state_reason: Some(format!("catch-up of missed window until {}", rfc3339(expires))),
+                    ..Change::default()
+                };
+                let ev = NewEvent::new(
+                    now,
+                    "catchup_queued",
+                    json!({"window_key": run.window_key, "pool": "backfill", "expires": rfc3339(expires)}),
+                )
+                .for_run(run);
+                self.transition(run, RunState::Pending, c, now, &[ev])?;
+            }
+            Catchup::Latest => {
+                let why = "coalesced: a newer window runs instead (catchup = \"latest\")".to_string();
+                let ev = NewEvent::new(now, "skipped", json!({"reason": why})).for_run(run);
+                self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
+            }
+            _ => {
+                let why = "missed and not caught up (catchup = \"none\")".to_string();
+                let ev = NewEvent::new(now, "skipped", json!({"reason": why})).for_run(run);
+                self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
+                self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "missed", &why)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes a run's state through the store's one transition function. A
+    /// conflict (someone else moved it first) is not an error: the run moved on.
+    pub(crate) fn transition(
+        &self,
+        run: &Run,
+        to: RunState,
+        change: Change,
+        now: DateTime<Utc>,
+        events: &[NewEvent],
+    ) -> Result<Option<Run>> {
+        match self
+            .store
+            .write(|tx| tx.transition(run.id, run.state, to, &change, now, events))
+        {
+            Ok(r) => Ok(Some(r)),
+            Err(crate::store::StoreError::StateConflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+pub(crate) fn append_all(tx: &Tx<'_>, events: &[NewEvent]) -> crate::store::Result<()> {
+    for e in events {
+        tx.append_event(e)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn change_reason(reason: &str) -> Change {
+    Change {
+        state_reason: Some(reason.to_string()),
+        ..Change::default()
+    }
+}
+
+/// The schedule-local calendar day containing `now`, as UTC bounds.
+pub(crate) fn local_day(now: DateTime<Utc>, tz: chrono_tz::Tz) -> (DateTime<Utc>, DateTime<Utc>) {
+    let date = now.with_timezone(&tz).date_naive();
+    let start = |d: chrono::NaiveDate| {
+        crate::time::fire::resolve_local(tz, d.and_hms_opt(0, 0, 0).unwrap_or_default()).earliest()
+    };
+    let next = date.succ_opt().unwrap_or(date);
+    (start(date), start(next))
+}

@@ -1,0 +1,67 @@
+//! Alerts: every alert is an `alert` event in the store, and is also sent to the
+//! configured sink (file, webhook or command). A sink failure is itself recorded,
+//! never fatal.
+
+use crate::config::model::AlertSink;
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+
+/// Sends one alert to the sink. Errors are returned as text for the trace.
+pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), String> {
+    let line = alert.to_string();
+    match sink {
+        AlertSink::File { path } => {
+            let path = config_dir.join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
+        }
+        AlertSink::Webhook { url } => {
+            let agent = ureq::Agent::config_builder()
+                .timeout_global(Some(std::time::Duration::from_secs(10)))
+                .http_status_as_error(false)
+                .build()
+                .new_agent();
+            let resp = agent
+                .post(url)
+                .header("Content-Type", "application/json")
+                .send(line.as_bytes())
+                .map_err(|e| format!("POST {url}: {e}"))?;
+            let status = resp.status().as_u16();
+            if (200..300).contains(&status) {
+                Ok(())
+            } else {
+                Err(format!("POST {url} → {status}"))
+            }
+        }
+        AlertSink::Command { command } => {
+            let Some((prog, args)) = command.split_first() else {
+                return Err("alert command is empty".into());
+            };
+            let mut child = std::process::Command::new(prog)
+                .args(args)
+                .current_dir(config_dir)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("{prog}: {e}"))?;
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = writeln!(stdin, "{line}");
+            }
+            let status = child.wait().map_err(|e| format!("{prog}: {e}"))?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!("{prog} exited with {status}"))
+            }
+        }
+    }
+}

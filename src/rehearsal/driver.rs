@@ -1,0 +1,193 @@
+//! Drives one or more real engines on a virtual clock: the clock jumps from
+//! one thing-to-do to the next (a window opens, a run is due, a simulated agent
+//! reports, a scripted fault fires), so a month runs in seconds.
+
+use super::sim::{SimAgent, SimRunner};
+use crate::config::model::Config;
+use crate::engine::{Engine, EngineError, EngineOptions};
+use crate::gates::Gate;
+use crate::store::Store;
+use crate::time::{Clock, VirtualClock};
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Builds the gates of every schedule (simulated in rehearsals, real in tests).
+pub type GateFactory = Box<dyn Fn(&Config) -> Vec<Vec<Box<dyn Gate>>>>;
+
+/// One scheduler process in the rehearsal.
+pub struct Scheduler {
+    pub name: String,
+    pub engine: Option<Engine>,
+}
+
+pub struct Driver {
+    pub clock: VirtualClock,
+    pub sim: SimRunner,
+    pub cfg: Arc<Config>,
+    db: PathBuf,
+    gates: GateFactory,
+    pub schedulers: Vec<Scheduler>,
+    /// Safety valve: work items handled at one instant before giving up.
+    max_rounds_per_instant: usize,
+}
+
+impl Driver {
+    /// A driver with one scheduler named `main` on the database file `db`.
+    pub fn new(
+        cfg: Arc<Config>,
+        db: &Path,
+        start: DateTime<Utc>,
+        agents: BTreeMap<String, SimAgent>,
+        gates: GateFactory,
+    ) -> Result<Self, EngineError> {
+        let clock = VirtualClock::new(start);
+        let sim = SimRunner::new(Arc::new(clock.clone()), agents);
+        let mut d = Self {
+            clock,
+            sim,
+            cfg,
+            db: db.to_path_buf(),
+            gates,
+            schedulers: vec![],
+            max_rounds_per_instant: 10_000,
+        };
+        d.add_scheduler("main")?;
+        Ok(d)
+    }
+
+    /// Starts another scheduler process on the same database.
+    pub fn add_scheduler(&mut self, name: &str) -> Result<(), EngineError> {
+        let engine = self.build_engine(name)?;
+        if let Some(s) = self.schedulers.iter_mut().find(|s| s.name == name) {
+            s.engine = Some(engine);
+        } else {
+            self.schedulers.push(Scheduler {
+                name: name.to_string(),
+                engine: Some(engine),
+            });
+        }
+        Ok(())
+    }
+
+    fn build_engine(&self, name: &str) -> Result<Engine, EngineError> {
+        let store = Arc::new(Store::open(&self.db)?);
+        let opts = EngineOptions {
+            owner: name.to_string(),
+            ..EngineOptions::default()
+        };
+        let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
+        Ok(Engine::with_gates(
+            self.cfg.clone(),
+            store,
+            clock,
+            Arc::new(self.sim.clone()),
+            opts,
+            (self.gates)(&self.cfg),
+        ))
+    }
+
+    /// The scheduler process dies: in-memory state and its agents are gone; the
+    /// database keeps what was committed.
+    pub fn crash(&mut self, name: &str) {
+        if let Some(s) = self.schedulers.iter_mut().find(|s| s.name == name) {
+            s.engine = None;
+        }
+        if self.schedulers.iter().all(|s| s.engine.is_none()) {
+            self.sim.crash();
+        }
+    }
+
+    /// The process starts again: the database is reopened, nothing else survives.
+    pub fn restart(&mut self, name: &str) -> Result<(), EngineError> {
+        self.add_scheduler(name)
+    }
+
+    /// A store handle for expectations and scripted operator actions.
+    pub fn store(&self) -> Result<Store, EngineError> {
+        Ok(Store::open(&self.db)?)
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Handles everything due at the current instant, on every live scheduler.
+    pub fn settle(&mut self) -> Result<(), EngineError> {
+        for _ in 0..self.max_rounds_per_instant {
+            let now = self.clock.now();
+            let released = self.sim.release_due(now);
+            let mut handled = 0;
+            for s in &mut self.schedulers {
+                if let Some(e) = s.engine.as_mut() {
+                    handled += e.drain_reports()?;
+                    e.tick()?;
+                    handled += e.drain_reports()?;
+                }
+            }
+            let more_sim = self.sim.next_due().is_some_and(|t| t <= now);
+            let more_engine = self.next_engine_wakeup()?.is_some_and(|t| t <= now);
+            if released == 0 && handled == 0 && !more_sim && !more_engine {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn next_engine_wakeup(&self) -> Result<Option<DateTime<Utc>>, EngineError> {
+        let mut next: Option<DateTime<Utc>> = None;
+        for s in &self.schedulers {
+            if let Some(e) = s.engine.as_ref()
+                && let Some(t) = e.next_wakeup()?
+            {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        Ok(next)
+    }
+
+    /// The next instant anything is due (engine or simulated agent).
+    pub fn next_event(&self) -> Result<Option<DateTime<Utc>>, EngineError> {
+        let e = self.next_engine_wakeup()?;
+        let s = self.sim.next_due();
+        Ok(match (e, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// Moves to the next instant with something to do, if it is at or before
+    /// `limit`, and handles it. Returns the instant, or `None` when nothing is due
+    /// by `limit` (the clock is then left at `limit`).
+    pub fn step(&mut self, limit: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, EngineError> {
+        self.settle()?;
+        match self.next_event()? {
+            Some(t) if t <= limit => {
+                let t = t.max(self.clock.now());
+                self.clock.set(t);
+                self.settle()?;
+                Ok(Some(t))
+            }
+            _ => {
+                if limit > self.clock.now() {
+                    self.clock.set(limit);
+                    self.settle()?;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs until `t`, event by event.
+    pub fn run_until(&mut self, t: DateTime<Utc>) -> Result<(), EngineError> {
+        while self.step(t)?.is_some() {}
+        Ok(())
+    }
+
+    /// Jumps the wall clock (a clock jump fault): no time "passes" for timers.
+    pub fn jump_clock(&mut self, to: DateTime<Utc>) -> Result<(), EngineError> {
+        self.clock.set(to);
+        self.settle()
+    }
+}
