@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod gates;
+pub mod operator;
 pub mod recovery;
 pub mod rehearsal;
 pub mod store;

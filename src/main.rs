@@ -26,6 +26,27 @@ struct Cli {
 enum Command {
     /// Validate the config.
     Check,
+    /// Run the scheduler without the console, until SIGINT/SIGTERM.
+    Run {
+        /// Required: the console is the default mode.
+        #[arg(long, required = true)]
+        headless: bool,
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormatArg,
+    },
+    /// Queue a manual run of a schedule (through its gates and switches).
+    Trigger {
+        schedule: String,
+        /// Window key (default manual-<now>).
+        #[arg(long)]
+        window: Option<String>,
+    },
+    /// Named events for on_event / after_event triggers.
+    Event {
+        #[command(subcommand)]
+        command: EventCommand,
+    },
     /// Upcoming fires of a schedule, or of an ad-hoc --cron expression.
     #[command(group = clap::ArgGroup::new("what").required(true).args(["schedule", "cron"]))]
     Next {
@@ -53,6 +74,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum EventCommand {
+    /// Post a named event (deduped by id) for on_event / after_event schedules.
+    Post {
+        name: String,
+        /// Event id (default: generated); the window key of the runs it opens.
+        #[arg(long)]
+        id: Option<String>,
+        /// JSON payload handed to the agent as payload.event.payload.
+        #[arg(long)]
+        payload: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -107,6 +148,19 @@ fn main() {
                 json: *json,
             };
             cli::next::run(&cli.config, &opts)
+        }
+        Some(Command::Run { headless: _, log_format }) => {
+            let format = match log_format {
+                LogFormatArg::Text => cli::run::LogFormat::Text,
+                LogFormatArg::Json => cli::run::LogFormat::Json,
+            };
+            cli::run::run(&cli.config, cli.db.as_deref(), format)
+        }
+        Some(Command::Trigger { schedule, window }) => {
+            cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
+        }
+        Some(Command::Event { command: EventCommand::Post { name, id, payload } }) => {
+            cli::trigger::post_event(&cli.config, cli.db.as_deref(), name, id.as_deref(), payload.as_deref())
         }
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");

@@ -2,7 +2,10 @@
 //! 0 ok; 1 what was checked does not hold; 2 usage error or nothing could be opened.
 
 pub mod check;
+pub mod db;
 pub mod next;
+pub mod run;
+pub mod trigger;
 
 /// Exit codes of DESIGN.md "Command line".
 pub mod exit {

@@ -10,7 +10,8 @@
 
 pub mod decision;
 mod dispatch;
-mod open;
+mod live;
+pub(crate) mod open;
 mod outcome;
 mod pipeline;
 

@@ -187,7 +187,13 @@ impl Driver {
 
     /// Jumps the wall clock (a clock jump fault): no time "passes" for timers.
     pub fn jump_clock(&mut self, to: DateTime<Utc>) -> Result<(), EngineError> {
+        let from = self.clock.now();
         self.clock.set(to);
+        for s in &self.schedulers {
+            if let Some(e) = s.engine.as_ref() {
+                e.note_clock_jump(from, to)?;
+            }
+        }
         self.settle()
     }
 }

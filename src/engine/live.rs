@@ -1,0 +1,127 @@
+//! The live loop: tick, sleep until the next thing to do (or an agent report,
+//! or at most a second so other processes' changes are seen), stop gracefully.
+
+use super::{Engine, Result};
+use crate::store::types::{EventFilter, NewEvent};
+use chrono::TimeDelta;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Longest sleep: switches, approvals and runs created by other processes
+/// (CLI, console, other schedulers) are seen within this.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Wall clock and monotonic clock disagreeing by more than this is a clock jump.
+const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
+
+impl Engine {
+    /// Records a detected clock jump; the next tick plans any windows it skipped.
+    pub fn note_clock_jump(&self, from: chrono::DateTime<chrono::Utc>, to: chrono::DateTime<chrono::Utc>) -> Result<()> {
+        let delta = to - from;
+        let detail = json!({"from": super::open::rfc3339(from), "to": super::open::rfc3339(to),
+                            "delta_s": delta.num_seconds(), "owner": self.opts.owner});
+        self.store.write(|tx| tx.append_event(&NewEvent::new(to, "clock_jump", detail)).map(|_| ()))?;
+        Ok(())
+    }
+
+    /// Runs until `shutdown` resolves, then stops claiming, waits up to `grace`
+    /// for running attempts, and leaves the rest to lease expiry.
+    pub async fn run_live(&mut self, shutdown: impl std::future::Future<Output = ()>, grace: Duration) -> Result<()> {
+        tokio::pin!(shutdown);
+        let mut log_after = self.store.read(|tx| tx.max_event_id())?;
+        let mut last_wall = self.clock.now();
+        let mut last_mono = Instant::now();
+        loop {
+            let wall = self.clock.now();
+            let mono = Instant::now();
+            let expected = TimeDelta::from_std(mono - last_mono).unwrap_or_default();
+            let drift = (wall - last_wall) - expected;
+            if drift > JUMP_THRESHOLD || drift < -JUMP_THRESHOLD {
+                self.note_clock_jump(last_wall + expected, wall)?;
+            }
+            last_wall = wall;
+            last_mono = mono;
+            self.tick_blocking()?;
+            log_after = self.log_events(log_after)?;
+            let now = self.clock.now();
+            let wait = self
+                .next_wakeup()?
+                .map(|t| (t - now).to_std().unwrap_or(Duration::ZERO))
+                .unwrap_or(POLL)
+                .min(POLL);
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep(wait) => {}
+                report = self.recv_report() => {
+                    if let Some(r) = report {
+                        self.handle(r)?;
+                    }
+                }
+            }
+        }
+        self.stop_claiming();
+        tracing::info!(running = self.running_count(), "stopping: claiming nothing new");
+        let deadline = Instant::now() + grace;
+        while self.running_count() > 0 && Instant::now() < deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::select! {
+                report = self.recv_report() => {
+                    if let Some(r) = report {
+                        self.handle(r)?;
+                    }
+                }
+                _ = tokio::time::sleep(left.min(POLL)) => { self.tick_blocking()?; }
+            }
+        }
+        let left = self.running_count();
+        if left > 0 {
+            tracing::warn!(left, "grace period over; leaving running attempts to lease expiry");
+        }
+        let now = self.clock.now();
+        let detail = json!({"owner": self.opts.owner, "left_running": left});
+        self.store.write(|tx| tx.append_event(&NewEvent::new(now, "scheduler_stopped", detail)).map(|_| ()))?;
+        self.log_events(log_after)?;
+        self.abandon_running();
+        Ok(())
+    }
+
+    /// `tick` may block on gates and SQLite: on a multi-threaded runtime, tell
+    /// tokio so other tasks (agent output readers) keep running.
+    fn tick_blocking(&mut self) -> Result<()> {
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| self.tick()),
+            _ => self.tick(),
+        }
+    }
+
+    /// Mirrors new trace events to the log (tracing), so `run --headless` shows
+    /// what happens; the store stays the record.
+    fn log_events(&self, after: i64) -> Result<i64> {
+        if !tracing::enabled!(tracing::Level::INFO) {
+            return Ok(self.store.read(|tx| tx.max_event_id())?);
+        }
+        let events = self.store.read(|tx| {
+            tx.events(&EventFilter {
+                after_id: Some(after),
+                limit: Some(2000),
+                ..EventFilter::default()
+            })
+        })?;
+        let mut last = after;
+        for e in events {
+            last = last.max(e.id);
+            let quiet = matches!(e.kind.as_str(), "gate" | "decision" | "heartbeat" | "tick");
+            let detail = e.detail.to_string();
+            let run = e.run_id.unwrap_or(0);
+            let schedule = e.schedule.as_deref().unwrap_or("-");
+            if quiet {
+                tracing::debug!(kind = %e.kind, schedule, run, %detail, "event");
+            } else if matches!(e.kind.as_str(), "failed" | "dead_lettered" | "alert" | "lost" | "circuit_opened") {
+                tracing::warn!(kind = %e.kind, schedule, run, %detail, "event");
+            } else {
+                tracing::info!(kind = %e.kind, schedule, run, %detail, "event");
+            }
+        }
+        Ok(last)
+    }
+}
