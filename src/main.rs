@@ -149,7 +149,10 @@ fn main() {
             };
             cli::next::run(&cli.config, &opts)
         }
-        Some(Command::Run { headless: _, log_format }) => {
+        Some(Command::Run {
+            headless: _,
+            log_format,
+        }) => {
             let format = match log_format {
                 LogFormatArg::Text => cli::run::LogFormat::Text,
                 LogFormatArg::Json => cli::run::LogFormat::Json,
@@ -159,9 +162,15 @@ fn main() {
         Some(Command::Trigger { schedule, window }) => {
             cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
         }
-        Some(Command::Event { command: EventCommand::Post { name, id, payload } }) => {
-            cli::trigger::post_event(&cli.config, cli.db.as_deref(), name, id.as_deref(), payload.as_deref())
-        }
+        Some(Command::Event {
+            command: EventCommand::Post { name, id, payload },
+        }) => cli::trigger::post_event(
+            &cli.config,
+            cli.db.as_deref(),
+            name,
+            id.as_deref(),
+            payload.as_deref(),
+        ),
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
             cli::exit::USAGE

@@ -238,7 +238,7 @@ async fn run_process(
     cancel: watch::Receiver<bool>,
 ) -> (Ending, String) {
     let log = Arc::new(Mutex::new(BoundedLog::new(spec.log_limit)));
-    let mut child = match spawn(&spec) {
+    let mut child = match spawn(&spec).await {
         Ok(child) => child,
         Err(message) => return (Ending::SpawnFailed(message), String::new()),
     };
@@ -378,7 +378,7 @@ fn kill_group(pgid: Option<i32>, signal: i32) {
     }
 }
 
-fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
+async fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
     let AgentKind::Command { command } = &spec.agent.kind else {
         return Err(format!("agent `{}` is not a command agent", spec.agent.id));
     };
@@ -404,13 +404,62 @@ fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    cmd.spawn().map_err(|e| match e.kind() {
+    // The agent dies with the scheduler (even on kill -9), so an orphaned agent
+    // never repeats side effects beside the retry of its lost attempt.
+    let parent = std::process::id();
+    // SAFETY: only async-signal-safe libc calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    spawn_on_spawner_thread(cmd).await.map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => format!("agent command `{program}` not found: {e}"),
         io::ErrorKind::PermissionDenied => {
             format!("agent command `{program}` is not executable: {e}")
         }
         _ => format!("agent command `{program}` could not be started: {e}"),
     })
+}
+
+/// PR_SET_PDEATHSIG fires when the *thread* that forked exits, so agents are
+/// forked from one thread that lives as long as the process, never from a
+/// tokio blocking-pool thread that may retire after an idle spell.
+async fn spawn_on_spawner_thread(cmd: tokio::process::Command) -> io::Result<tokio::process::Child> {
+    type Job = (
+        tokio::process::Command,
+        tokio::runtime::Handle,
+        tokio::sync::oneshot::Sender<io::Result<tokio::process::Child>>,
+    );
+    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> = std::sync::OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let _ = std::thread::Builder::new()
+            .name("agent-spawner".into())
+            .spawn(move || {
+                for (mut cmd, handle, reply) in rx {
+                    let _guard = handle.enter();
+                    let _ = reply.send(cmd.spawn());
+                }
+            });
+        Mutex::new(tx)
+    });
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = (cmd, tokio::runtime::Handle::current(), reply);
+    let sent = sender
+        .lock()
+        .map_err(|_| io::Error::other("agent spawner lock poisoned"))?
+        .send(job);
+    if sent.is_err() {
+        return Err(io::Error::other("agent spawner thread is gone"));
+    }
+    answer
+        .await
+        .map_err(|_| io::Error::other("agent spawner thread is gone"))?
 }
 
 /// Relative paths with a `/` are relative to the config folder; bare names go

@@ -21,10 +21,17 @@ pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(St
         }
     };
     if !write && !path.exists() {
-        eprintln!("agentcron: no database at {}; start the scheduler first or pass --db", path.display());
+        eprintln!(
+            "agentcron: no database at {}; start the scheduler first or pass --db",
+            path.display()
+        );
         return Err(super::exit::USAGE);
     }
-    let store = if write { Store::open(&path) } else { Store::open_read_only(&path) };
+    let store = if write {
+        Store::open(&path)
+    } else {
+        Store::open_read_only(&path)
+    };
     match store {
         Ok(s) => Ok((s, cfg)),
         Err(e) => {

@@ -15,16 +15,32 @@ pub fn trigger(config: &Path, db: Option<&Path>, schedule: &str, window: Option<
         eprintln!("agentcron trigger: needs the config (--config) to know schedule `{schedule}`");
         return exit::USAGE;
     };
-    match operator::trigger(&store, &cfg, schedule, window, &operator::default_actor(), SystemClock.now()) {
+    match operator::trigger(
+        &store,
+        &cfg,
+        schedule,
+        window,
+        &operator::default_actor(),
+        SystemClock.now(),
+    ) {
         Ok(run) => {
-            println!("run {} queued for {} window {}", run.id, run.schedule, run.window_key);
+            println!(
+                "run {} queued for {} window {}",
+                run.id, run.schedule, run.window_key
+            );
             exit::OK
         }
         Err(e) => report(e),
     }
 }
 
-pub fn post_event(config: &Path, db: Option<&Path>, name: &str, id: Option<&str>, payload: Option<&str>) -> i32 {
+pub fn post_event(
+    config: &Path,
+    db: Option<&Path>,
+    name: &str,
+    id: Option<&str>,
+    payload: Option<&str>,
+) -> i32 {
     let payload = match payload {
         None => serde_json::json!({}),
         Some(p) => match serde_json::from_str(p) {

@@ -16,17 +16,28 @@ const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
 
 impl Engine {
     /// Records a detected clock jump; the next tick plans any windows it skipped.
-    pub fn note_clock_jump(&self, from: chrono::DateTime<chrono::Utc>, to: chrono::DateTime<chrono::Utc>) -> Result<()> {
+    pub fn note_clock_jump(
+        &self,
+        from: chrono::DateTime<chrono::Utc>,
+        to: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()> {
         let delta = to - from;
         let detail = json!({"from": super::open::rfc3339(from), "to": super::open::rfc3339(to),
                             "delta_s": delta.num_seconds(), "owner": self.opts.owner});
-        self.store.write(|tx| tx.append_event(&NewEvent::new(to, "clock_jump", detail)).map(|_| ()))?;
+        self.store.write(|tx| {
+            tx.append_event(&NewEvent::new(to, "clock_jump", detail))
+                .map(|_| ())
+        })?;
         Ok(())
     }
 
     /// Runs until `shutdown` resolves, then stops claiming, waits up to `grace`
     /// for running attempts, and leaves the rest to lease expiry.
-    pub async fn run_live(&mut self, shutdown: impl std::future::Future<Output = ()>, grace: Duration) -> Result<()> {
+    pub async fn run_live(
+        &mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+        grace: Duration,
+    ) -> Result<()> {
         tokio::pin!(shutdown);
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut last_wall = self.clock.now();
@@ -75,11 +86,17 @@ impl Engine {
         }
         let left = self.running_count();
         if left > 0 {
-            tracing::warn!(left, "grace period over; leaving running attempts to lease expiry");
+            tracing::warn!(
+                left,
+                "grace period over; leaving running attempts to lease expiry"
+            );
         }
         let now = self.clock.now();
         let detail = json!({"owner": self.opts.owner, "left_running": left});
-        self.store.write(|tx| tx.append_event(&NewEvent::new(now, "scheduler_stopped", detail)).map(|_| ()))?;
+        self.store.write(|tx| {
+            tx.append_event(&NewEvent::new(now, "scheduler_stopped", detail))
+                .map(|_| ())
+        })?;
         self.log_events(log_after)?;
         self.abandon_running();
         Ok(())
@@ -116,7 +133,10 @@ impl Engine {
             let schedule = e.schedule.as_deref().unwrap_or("-");
             if quiet {
                 tracing::debug!(kind = %e.kind, schedule, run, %detail, "event");
-            } else if matches!(e.kind.as_str(), "failed" | "dead_lettered" | "alert" | "lost" | "circuit_opened") {
+            } else if matches!(
+                e.kind.as_str(),
+                "failed" | "dead_lettered" | "alert" | "lost" | "circuit_opened"
+            ) {
                 tracing::warn!(kind = %e.kind, schedule, run, %detail, "event");
             } else {
                 tracing::info!(kind = %e.kind, schedule, run, %detail, "event");

@@ -57,8 +57,8 @@ pub fn trigger(
     let mut new = new_run_for(s, &fire, Disposition::OnTime, now);
     new.reason = RunReason::Manual;
     new.next_check_at = Some(now);
-    store.write(|tx| {
-        match tx.insert_run(&new, now)? {
+    store
+        .write(|tx| match tx.insert_run(&new, now)? {
             Some(run) => {
                 tx.append_event(
                     &NewEvent::new(
@@ -88,9 +88,8 @@ pub fn trigger(
                     None => format!("could not create a run for window {key}"),
                 }))
             }
-        }
-    })?
-    .map_err(ActionError::Refused)
+        })?
+        .map_err(ActionError::Refused)
 }
 
 /// `event post NAME [--id ID] [--payload JSON]`: deduped by id. Returns the id
@@ -102,9 +101,9 @@ pub fn post_event(
     payload: &serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<(String, bool)> {
-    let id = id.map(str::to_string).unwrap_or_else(|| {
-        format!("{}-{}", now.format("%Y%m%dT%H%M%S%3fZ"), std::process::id())
-    });
+    let id = id
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}-{}", now.format("%Y%m%dT%H%M%S%3fZ"), std::process::id()));
     let seq = store.write(|tx| {
         let seq = tx.post_event(name, &id, payload, now)?;
         if let Some(seq) = seq {

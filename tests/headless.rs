@@ -1,0 +1,220 @@
+//! The real binary as a headless scheduler: a crash mid-run (kill -9) and four
+//! schedulers on one database. These wait on the database (polling with a
+//! deadline), never for a fixed time.
+
+use agentcron::store::Store;
+use agentcron::store::types::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
+}
+
+fn start(dir: &Path, log: &str) -> Child {
+    let log = std::fs::File::create(dir.join(log)).unwrap();
+    Command::new(bin())
+        .args(["run", "--headless", "--config"])
+        .arg(dir.join("agentcron.toml"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+/// Polls `f` until it returns Some, or panics after `limit`.
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn store(dir: &Path) -> Option<Store> {
+    let p = dir.join("test.db");
+    if p.exists() { Store::open(&p).ok() } else { None }
+}
+
+fn sigterm(child: &mut Child) {
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
+#[test]
+fn crash_mid_run_then_restart_retries_without_repeating_a_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = std::fs::canonicalize("tests/fixtures/headless/ledger_agent.py").unwrap();
+    let ledger = dir.path().join("ledger.txt");
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!(
+            r#"
+[scheduler]
+database = "test.db"
+lease = "2s"
+shutdown_grace = "1s"
+
+[agents.slow]
+kind = "command"
+command = ["python3", "{agent}"]
+timeout = "60s"
+env = {{ LEDGER = "{ledger}", STEP_SLEEP = "1" }}
+steps = [{{ name = "fetch" }}, {{ name = "summarize" }}, {{ name = "deliver", side_effect = true }}]
+
+[[schedule]]
+id = "report"
+agent = "slow"
+on_event = "go"
+close_after = "10m"
+retry = {{ max_attempts = 3, backoff = "fixed", initial = "1s", max = "1s", jitter = 0.0 }}
+"#,
+            agent = agent.display(),
+            ledger = ledger.display()
+        ),
+    )
+    .unwrap();
+    let mut a = start(dir.path(), "a.log");
+    wait_for("the database", Duration::from_secs(20), || store(dir.path()));
+    let out = Command::new(bin())
+        .args(["event", "post", "go", "--id", "w1", "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Kill the scheduler once `fetch` is journaled as done (and summarize under way).
+    let run_id = wait_for("fetch journaled", Duration::from_secs(30), || {
+        let s = store(dir.path())?;
+        let run = s.read(|tx| tx.find_run("default", "report", "w1")).ok()??;
+        let done = s.read(|tx| tx.completed_steps(run.id)).ok()?;
+        done.contains(&"fetch".to_string()).then_some(run.id)
+    });
+    unsafe {
+        libc::kill(a.id() as i32, libc::SIGKILL);
+    }
+    let _ = a.wait();
+    // The agent died with its scheduler (parent-death signal): give it no chance to finish.
+    let mut b = start(dir.path(), "b.log");
+    let final_run = wait_for("the retry to succeed", Duration::from_secs(60), || {
+        let s = store(dir.path())?;
+        let run = s.read(|tx| tx.run(run_id)).ok()?;
+        (run.state == RunState::Succeeded).then_some(run)
+    });
+    sigterm(&mut b);
+    let s = store(dir.path()).unwrap();
+    let attempts = s.read(|tx| tx.attempts(run_id)).unwrap();
+    assert_eq!(final_run.attempts, 2);
+    assert_eq!(attempts[0].status, AttemptStatus::Lost, "{attempts:?}");
+    assert_eq!(attempts[1].status, AttemptStatus::Succeeded);
+    let kinds: Vec<String> = s
+        .read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(run_id),
+                ..EventFilter::default()
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    for k in ["lost", "retry_scheduled", "succeeded"] {
+        assert!(kinds.contains(&k.to_string()), "{k} missing from {kinds:?}");
+    }
+    let lines = std::fs::read_to_string(&ledger).unwrap();
+    let steps: Vec<&str> = lines.lines().map(|l| l.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(steps, ["fetch", "summarize", "deliver"], "ledger:\n{lines}");
+    assert!(lines.lines().next().unwrap().ends_with("attempt=1"));
+    assert!(
+        lines.lines().nth(1).unwrap().ends_with("attempt=2"),
+        "summarize redone by attempt 2 only"
+    );
+}
+
+#[test]
+fn four_schedulers_on_one_database_claim_every_window_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::from(
+        r#"
+[scheduler]
+database = "test.db"
+lease = "10s"
+shutdown_grace = "5s"
+workers = 64
+
+[agents.fast]
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo \"$AGENTCRON_IDEMPOTENCY_KEY $AGENTCRON_RUN_ID\" >> ledger.txt"]
+timeout = "30s"
+"#,
+    );
+    for i in 0..60 {
+        toml.push_str(&format!(
+            "\n[[schedule]]\nid = \"s{i:02}\"\nagent = \"fast\"\nevery = \"2s\"\ncheck_every = \"1s\"\nclose_after = \"2s\"\noverlap = \"allow\"\nmax_concurrency = 4\n"
+        ));
+    }
+    std::fs::write(dir.path().join("agentcron.toml"), toml).unwrap();
+    let mut procs: Vec<Child> = (0..4).map(|i| start(dir.path(), &format!("p{i}.log"))).collect();
+    wait_for("at least 240 windows", Duration::from_secs(90), || {
+        let s = store(dir.path())?;
+        let n: u64 = s
+            .read(|tx| tx.count_by_state())
+            .ok()?
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        (n >= 240).then_some(())
+    });
+    for p in &mut procs {
+        sigterm(p);
+    }
+    let s = store(dir.path()).unwrap();
+    let runs = s.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    assert!(runs.len() >= 240);
+    let mut claimed_runs = 0;
+    let mut owners = std::collections::HashSet::new();
+    for r in &runs {
+        let attempts = s.read(|tx| tx.attempts(r.id)).unwrap();
+        assert!(
+            attempts.len() <= 1,
+            "run {} ({}) has {} attempts",
+            r.id,
+            r.window_key,
+            attempts.len()
+        );
+        let claims = s
+            .read(|tx| {
+                tx.events(&EventFilter {
+                    run_id: Some(r.id),
+                    kinds: vec!["claimed".into()],
+                    ..EventFilter::default()
+                })
+            })
+            .unwrap();
+        assert_eq!(claims.len(), attempts.len(), "run {}: claims vs attempts", r.id);
+        if let Some(a) = attempts.first() {
+            claimed_runs += 1;
+            owners.insert(a.owner.clone());
+        }
+    }
+    assert!(claimed_runs >= 200, "only {claimed_runs} runs were claimed");
+    // The ledger: every agent execution wrote one line; no window twice.
+    let ledger = std::fs::read_to_string(dir.path().join("ledger.txt")).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for line in ledger.lines() {
+        let key = line.split(' ').next().unwrap();
+        assert!(seen.insert(key.to_string()), "window {key} executed twice");
+    }
+    let succeeded = runs.iter().filter(|r| r.state == RunState::Succeeded).count();
+    assert_eq!(seen.len(), succeeded, "ledger lines vs succeeded runs");
+    assert!(
+        owners.len() >= 2,
+        "claims should be spread over several schedulers: {owners:?}"
+    );
+}
