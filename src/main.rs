@@ -35,6 +35,80 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormatArg,
     },
+    /// Approve a run waiting for a human: a new attempt.
+    Approve {
+        run: i64,
+        #[arg(long)]
+        reason: String,
+        /// Who approves (default: the OS user).
+        #[arg(long)]
+        by: Option<String>,
+        /// Resume after this step (the agent receives `resume_after`).
+        #[arg(long)]
+        resume_after: Option<String>,
+    },
+    /// Reject a run waiting for a human: it fails.
+    Reject {
+        run: i64,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Global kill switch on: nothing new is claimed.
+    Kill {
+        #[arg(long)]
+        reason: String,
+        /// Also stop running attempts (they retry after unkill).
+        #[arg(long)]
+        cancel_running: bool,
+    },
+    /// Global kill switch off.
+    Unkill {
+        #[arg(long)]
+        reason: String,
+    },
+    /// Pause a schedule.
+    Pause {
+        schedule: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Resume a paused schedule (shows what it would start; needs --yes).
+    Resume {
+        schedule: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Queue the windows of a range on purpose (shows the plan with --dry-run).
+    Backfill {
+        schedule: String,
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The dead-letter queue.
+    Dlq {
+        #[command(subcommand)]
+        command: Option<DlqCommand>,
+    },
+    /// Ad-hoc maintenance windows.
+    Maintenance {
+        #[command(subcommand)]
+        command: MaintenanceCommand,
+    },
+    /// Circuit breakers.
+    Circuit {
+        #[command(subcommand)]
+        command: CircuitCommand,
+    },
     /// Queue a manual run of a schedule (through its gates and switches).
     Trigger {
         schedule: String,
@@ -73,6 +147,49 @@ enum Command {
         /// JSON on stdout.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DlqCommand {
+    /// Runs whose retries are exhausted.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a dead (or failed) run back: one more attempt, now.
+    Requeue {
+        run: i64,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        by: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum MaintenanceCommand {
+    /// Hold every schedule (or the named ones) between two instants.
+    Add {
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+        #[arg(long)]
+        reason: String,
+        /// Only these schedules (repeatable); default all.
+        #[arg(long = "schedule")]
+        schedules: Vec<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CircuitCommand {
+    /// Close an open circuit by hand.
+    Close {
+        schedule: String,
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -171,6 +288,69 @@ fn main() {
             id.as_deref(),
             payload.as_deref(),
         ),
+        Some(Command::Approve {
+            run,
+            reason,
+            by,
+            resume_after,
+        }) => cli::actions::approve(
+            &cli.config,
+            cli.db.as_deref(),
+            *run,
+            reason,
+            by.as_deref(),
+            resume_after.as_deref(),
+        ),
+        Some(Command::Reject { run, reason, by }) => {
+            cli::actions::reject(&cli.config, cli.db.as_deref(), *run, reason, by.as_deref())
+        }
+        Some(Command::Kill {
+            reason,
+            cancel_running,
+        }) => cli::actions::kill(&cli.config, cli.db.as_deref(), reason, *cancel_running),
+        Some(Command::Unkill { reason }) => cli::actions::unkill(&cli.config, cli.db.as_deref(), reason),
+        Some(Command::Pause { schedule, reason }) => {
+            cli::actions::pause(&cli.config, cli.db.as_deref(), schedule, reason)
+        }
+        Some(Command::Resume {
+            schedule,
+            yes,
+            reason,
+        }) => cli::actions::resume(&cli.config, cli.db.as_deref(), schedule, *yes, reason.as_deref()),
+        Some(Command::Backfill {
+            schedule,
+            from,
+            to,
+            dry_run,
+            json,
+        }) => cli::actions::backfill(
+            &cli.config,
+            cli.db.as_deref(),
+            schedule,
+            from,
+            to,
+            *dry_run,
+            *json,
+        ),
+        Some(Command::Dlq { command }) => match command {
+            None => cli::actions::dlq_list(&cli.config, cli.db.as_deref(), false),
+            Some(DlqCommand::List { json }) => cli::actions::dlq_list(&cli.config, cli.db.as_deref(), *json),
+            Some(DlqCommand::Requeue { run, reason, by }) => {
+                cli::actions::dlq_requeue(&cli.config, cli.db.as_deref(), *run, reason, by.as_deref())
+            }
+        },
+        Some(Command::Maintenance {
+            command:
+                MaintenanceCommand::Add {
+                    from,
+                    to,
+                    reason,
+                    schedules,
+                },
+        }) => cli::actions::maintenance_add(&cli.config, cli.db.as_deref(), from, to, reason, schedules),
+        Some(Command::Circuit {
+            command: CircuitCommand::Close { schedule, reason },
+        }) => cli::actions::close_circuit(&cli.config, cli.db.as_deref(), schedule, reason),
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
             cli::exit::USAGE

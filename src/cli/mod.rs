@@ -1,6 +1,7 @@
 //! Command-line verbs. Each verb lives in its own file and returns an exit code:
 //! 0 ok; 1 what was checked does not hold; 2 usage error or nothing could be opened.
 
+pub mod actions;
 pub mod check;
 pub mod db;
 pub mod next;

@@ -140,6 +140,15 @@ impl Engine {
                 ),
                 None,
             ),
+            (_, RunReason::Manual) => {
+                // An operator asked for it: it may wait on its gates for a catch-up
+                // window counted from the request, whatever its window's age.
+                let exp = run.created_at + to_delta(s.catchup_window);
+                (
+                    format!("manual run of window {}; gives up {}", run.window_key, local(exp)),
+                    Some((exp, Verdict::Expired)),
+                )
+            }
             (_, RunReason::Catchup) => {
                 let exp = run.window_start + to_delta(s.catchup_window);
                 (
@@ -518,10 +527,10 @@ impl Engine {
                 let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
                 let mut next = now + check;
                 if run.state == RunState::Pending {
-                    let end = if run.reason == RunReason::Catchup {
-                        run.window_start + to_delta(s.catchup_window)
-                    } else {
-                        run.window_end
+                    let end = match run.reason {
+                        RunReason::Catchup => run.window_start + to_delta(s.catchup_window),
+                        RunReason::Manual => run.created_at + to_delta(s.catchup_window),
+                        _ => run.window_end,
                     };
                     if end > now {
                         next = next.min(end);

@@ -117,3 +117,434 @@ pub fn post_event(
     })?;
     Ok((id, seq.is_some()))
 }
+
+fn run_or_refuse(store: &Store, run_id: i64) -> Result<Run> {
+    store
+        .read(|tx| tx.try_run(run_id))?
+        .ok_or_else(|| ActionError::Refused(format!("run {run_id} not found")))
+}
+
+fn require_reason(reason: &str) -> Result<()> {
+    if reason.trim().is_empty() {
+        return Err(ActionError::Refused("a reason is required".into()));
+    }
+    Ok(())
+}
+
+/// Maps a store refusal of the state machine to a plain operator message.
+fn refused(e: StoreError) -> ActionError {
+    match e {
+        StoreError::IllegalTransition { .. }
+        | StoreError::StateConflict { .. }
+        | StoreError::RunNotFound(_) => ActionError::Refused(e.to_string()),
+        other => ActionError::Store(other),
+    }
+}
+
+/// Approves a `needs_human` run: a new attempt (optionally resuming after a
+/// step), or back to the gates if it never ran.
+pub fn approve(
+    store: &Store,
+    run_id: i64,
+    actor: &str,
+    reason: &str,
+    resume_after: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Run> {
+    require_reason(reason)?;
+    let run = run_or_refuse(store, run_id)?;
+    if run.state != RunState::NeedsHuman {
+        return Err(ActionError::Refused(format!(
+            "run {run_id} is {}, not waiting for approval (needs_human)",
+            run.state
+        )));
+    }
+    let to = if run.attempts > 0 {
+        RunState::RetryWait
+    } else {
+        RunState::Pending
+    };
+    let change = Change {
+        not_before: Some(now),
+        next_check_at: Some(now),
+        resume_after: resume_after.map(str::to_string),
+        state_reason: Some(format!("approved by {actor}: {reason}")),
+        operator: Some(actor.to_string()),
+        ..Change::default()
+    };
+    let ev = NewEvent::new(
+        now,
+        "approved",
+        json!({"by": actor, "reason": reason, "resume_after": resume_after, "at": rfc3339(now)}),
+    )
+    .for_run(&run);
+    store
+        .write(|tx| {
+            tx.record_approval(&Approval {
+                run_id,
+                approved: true,
+                actor: actor.to_string(),
+                reason: reason.to_string(),
+                resume_after: resume_after.map(str::to_string),
+                at: now,
+            })?;
+            tx.transition(run_id, RunState::NeedsHuman, to, &change, now, &[ev])
+        })
+        .map_err(refused)
+}
+
+/// Rejects a `needs_human` run: it fails with the reason.
+pub fn reject(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<Run> {
+    require_reason(reason)?;
+    let run = run_or_refuse(store, run_id)?;
+    if run.state != RunState::NeedsHuman {
+        return Err(ActionError::Refused(format!(
+            "run {run_id} is {}, not waiting for approval (needs_human)",
+            run.state
+        )));
+    }
+    let change = Change {
+        state_reason: Some(format!("rejected by {actor}: {reason}")),
+        operator: Some(actor.to_string()),
+        ..Change::default()
+    };
+    let ev = NewEvent::new(
+        now,
+        "rejected",
+        json!({"by": actor, "reason": reason, "at": rfc3339(now)}),
+    )
+    .for_run(&run);
+    store
+        .write(|tx| {
+            tx.record_approval(&Approval {
+                run_id,
+                approved: false,
+                actor: actor.to_string(),
+                reason: reason.to_string(),
+                resume_after: None,
+                at: now,
+            })?;
+            tx.transition(
+                run_id,
+                RunState::NeedsHuman,
+                RunState::Failed,
+                &change,
+                now,
+                &[ev],
+            )
+        })
+        .map_err(refused)
+}
+
+/// Requeues a failed or dead run (dead-letter queue): one more attempt, now.
+pub fn requeue(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<Run> {
+    require_reason(reason)?;
+    let run = run_or_refuse(store, run_id)?;
+    if !matches!(run.state, RunState::Failed | RunState::Dead) {
+        return Err(ActionError::Refused(format!(
+            "run {run_id} is {}; only failed or dead runs can be requeued",
+            run.state
+        )));
+    }
+    let change = Change {
+        not_before: Some(now),
+        next_check_at: Some(now),
+        state_reason: Some(format!("requeued by {actor}: {reason}")),
+        operator: Some(actor.to_string()),
+        ..Change::default()
+    };
+    let ev = NewEvent::new(
+        now,
+        "requeued",
+        json!({"by": actor, "reason": reason, "from": run.state.as_str(), "at": rfc3339(now)}),
+    )
+    .for_run(&run);
+    store
+        .write(|tx| tx.transition(run_id, run.state, RunState::RetryWait, &change, now, &[ev]))
+        .map_err(refused)
+}
+
+/// Turns the global kill switch on: nothing new is claimed anywhere; with
+/// `cancel_running` running attempts are stopped too (and retried after unkill).
+pub fn kill(
+    store: &Store,
+    actor: &str,
+    reason: &str,
+    cancel_running: bool,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    require_reason(reason)?;
+    store.write(|tx| {
+        tx.set_switch("kill", true, actor, reason, now)?;
+        if cancel_running {
+            tx.set_switch("cancel_running", true, actor, reason, now)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Turns the global kill switch off.
+pub fn unkill(store: &Store, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<()> {
+    require_reason(reason)?;
+    store.write(|tx| {
+        if tx.switch("cancel_running")?.is_some_and(|s| s.on) {
+            tx.set_switch("cancel_running", false, actor, reason, now)?;
+        }
+        tx.set_switch("kill", false, actor, reason, now)
+    })?;
+    Ok(())
+}
+
+fn schedule_or_refuse<'a>(cfg: &'a Config, id: &str) -> Result<&'a crate::config::ScheduleConfig> {
+    cfg.schedule(id)
+        .ok_or_else(|| ActionError::Refused(format!("no schedule `{id}` in the config")))
+}
+
+/// Pauses a schedule: its windows still open (and explain why they wait) but
+/// nothing is claimed until it is resumed.
+pub fn pause(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    require_reason(reason)?;
+    let s = schedule_or_refuse(cfg, schedule)?;
+    store.write(|tx| {
+        let mut st = tx.schedule_state(schedule)?;
+        st.paused = true;
+        st.paused_reason = Some(format!("by {actor}: {reason}"));
+        tx.put_schedule_state(&st)?;
+        tx.append_event(
+            &NewEvent::new(
+                now,
+                "switch_changed",
+                json!({"name": "paused", "schedule": schedule, "on": true, "actor": actor, "reason": reason}),
+            )
+            .for_schedule(&s.tenant, &s.id),
+        )?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// What resuming a paused schedule would start: its held windows, oldest first.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ResumePlan {
+    pub schedule: String,
+    pub paused: bool,
+    pub paused_reason: Option<String>,
+    /// Held runs that will be evaluated at once: (run id, window key, state, reason).
+    pub held: Vec<(i64, String, String, String)>,
+    /// Windows that expired or were missed while paused.
+    pub lost_while_paused: usize,
+}
+
+pub fn resume_plan(store: &Store, cfg: &Config, schedule: &str) -> Result<ResumePlan> {
+    let s = schedule_or_refuse(cfg, schedule)?;
+    let (st, runs) = store.read(|tx| {
+        let st = tx.schedule_state(schedule)?;
+        let runs = tx.runs(&RunFilter {
+            schedule: Some(schedule.to_string()),
+            tenant: Some(s.tenant.clone()),
+            ..RunFilter::default()
+        })?;
+        Ok((st, runs))
+    })?;
+    let mut held: Vec<&Run> = runs
+        .iter()
+        .filter(|r| matches!(r.state, RunState::Pending | RunState::RetryWait))
+        .collect();
+    held.sort_by_key(|r| (r.window_start, r.id));
+    let paused_since = runs
+        .iter()
+        .filter(|_| st.paused)
+        .filter(|r| r.state_reason.as_deref().is_some_and(|x| x.starts_with("paused")))
+        .count();
+    let lost = runs
+        .iter()
+        .filter(|r| {
+            matches!(r.state, RunState::Expired | RunState::Missed)
+                && r.state_reason.as_deref().is_some_and(|x| x.contains("paused"))
+        })
+        .count();
+    let _ = paused_since;
+    Ok(ResumePlan {
+        schedule: schedule.to_string(),
+        paused: st.paused,
+        paused_reason: st.paused_reason.clone(),
+        held: held
+            .into_iter()
+            .map(|r| {
+                (
+                    r.id,
+                    r.window_key.clone(),
+                    r.state.as_str().to_string(),
+                    format!("{} ({})", r.reason.as_str(), r.pool.as_str()),
+                )
+            })
+            .collect(),
+        lost_while_paused: lost,
+    })
+}
+
+/// Resumes a paused schedule; held windows are evaluated at the next tick.
+pub fn resume(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let s = schedule_or_refuse(cfg, schedule)?;
+    store.write(|tx| {
+        let mut st = tx.schedule_state(schedule)?;
+        if !st.paused {
+            return Ok(Err(format!("{schedule} is not paused")));
+        }
+        st.paused = false;
+        st.paused_reason = None;
+        tx.put_schedule_state(&st)?;
+        tx.append_event(
+            &NewEvent::new(
+                now,
+                "switch_changed",
+                json!({"name": "paused", "schedule": schedule, "on": false, "actor": actor, "reason": reason}),
+            )
+            .for_schedule(&s.tenant, &s.id),
+        )?;
+        // Held windows are checked again now rather than at their next tick.
+        tx.recheck_all(schedule, now)?;
+        Ok(Ok(()))
+    })?
+    .map_err(ActionError::Refused)
+}
+
+/// Closes an open (or half-open) circuit by hand.
+pub fn close_circuit(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    require_reason(reason)?;
+    let s = schedule_or_refuse(cfg, schedule)?;
+    store
+        .write(|tx| {
+            let mut st = tx.schedule_state(schedule)?;
+            if st.circuit == CircuitState::Closed {
+                return Ok(Err(format!("the circuit of {schedule} is already closed")));
+            }
+            st.circuit = CircuitState::Closed;
+            st.circuit_changed_at = Some(now);
+            st.consecutive_failures = 0;
+            tx.put_schedule_state(&st)?;
+            tx.append_event(
+                &NewEvent::new(now, "circuit_closed", json!({"by": actor, "reason": reason}))
+                    .for_schedule(&s.tenant, &s.id),
+            )?;
+            Ok(Ok(()))
+        })?
+        .map_err(ActionError::Refused)
+}
+
+/// Adds an ad-hoc maintenance window (empty `schedules` = all).
+pub fn add_maintenance(
+    store: &Store,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    reason: &str,
+    actor: &str,
+    schedules: &[String],
+    now: DateTime<Utc>,
+) -> Result<i64> {
+    require_reason(reason)?;
+    if to <= from {
+        return Err(ActionError::Refused("--to must be after --from".into()));
+    }
+    Ok(store.write(|tx| tx.add_maintenance(from, to, reason, actor, schedules, now))?)
+}
+
+/// One window of an operator backfill plan.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BackfillWindow {
+    pub window_key: String,
+    pub start: String,
+    /// `queue` (new run), or the state of the run that already exists (left alone).
+    pub action: String,
+    pub existing_run: Option<i64>,
+}
+
+/// Plans (and unless `dry_run`, queues) a backfill of `[from, to]`: windows
+/// without a run are queued in the backfill pool oldest first; windows that
+/// already ran (or are running) are left alone.
+#[allow(clippy::too_many_arguments)]
+pub fn backfill(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    dry_run: bool,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<BackfillWindow>> {
+    let s = schedule_or_refuse(cfg, schedule)?;
+    if to < from {
+        return Err(ActionError::Refused("--to must not be before --from".into()));
+    }
+    let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+    let Some(rule) = crate::time::fire::FireRule::for_schedule(s, cal) else {
+        return Err(ActionError::Refused(format!(
+            "{schedule} has an event trigger; post the events instead of backfilling"
+        )));
+    };
+    let fires: Vec<Fire> = rule
+        .fires_after(from - chrono::TimeDelta::milliseconds(1))
+        .take_while(|f| f.at <= to)
+        .take(100_000)
+        .collect();
+    let mut plan = vec![];
+    store.write(|tx| {
+        for f in &fires {
+            let existing = tx.find_run(&s.tenant, &s.id, &f.window_key)?;
+            let action = match &existing {
+                Some(r) => r.state.as_str().to_string(),
+                None if f.note == Some(crate::time::fire::FireNote::CalendarSkipped) => {
+                    "calendar_skipped".into()
+                }
+                None => "queue".into(),
+            };
+            if action == "queue" && !dry_run {
+                let mut new = new_run_for(s, f, Disposition::CatchUp, now);
+                new.reason = RunReason::Manual;
+                if let Some(run) = tx.insert_run(&new, now)? {
+                    tx.append_event(
+                        &NewEvent::new(
+                            now,
+                            "window_opened",
+                            json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
+                                   "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
+                                   "pool": "backfill", "reason": "manual", "by": actor, "backfill": true}),
+                        )
+                        .for_run(&run),
+                    )?;
+                }
+            }
+            plan.push(BackfillWindow {
+                window_key: f.window_key.clone(),
+                start: rfc3339(f.at),
+                action,
+                existing_run: existing.map(|r| r.id),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(plan)
+}

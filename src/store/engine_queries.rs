@@ -73,3 +73,15 @@ impl Tx<'_> {
             .is_some())
     }
 }
+
+impl Tx<'_> {
+    /// Brings forward the next check of every pending / retry_wait run of a
+    /// schedule to `now` (after a resume). Does not touch their state.
+    pub fn recheck_all(&self, schedule: &str, now: DateTime<Utc>) -> Result<usize> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
+             AND schedule = ?2 AND next_check_at > ?1",
+        )?;
+        Ok(stmt.execute(rusqlite::params![Ms(now), schedule])?)
+    }
+}

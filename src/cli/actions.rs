@@ -1,0 +1,366 @@
+//! Operator verbs on the command line: the same actions as the console, for
+//! scripts. Each writes to the database; a running scheduler honours it within
+//! a tick.
+
+use super::exit;
+use super::trigger::report;
+use crate::operator;
+use crate::store::types::{RunFilter, RunState};
+use crate::time::{Clock, SystemClock};
+use std::path::Path;
+
+fn actor(by: Option<&str>) -> String {
+    by.map(str::to_string).unwrap_or_else(operator::default_actor)
+}
+
+pub fn approve(
+    config: &Path,
+    db: Option<&Path>,
+    run: i64,
+    reason: &str,
+    by: Option<&str>,
+    resume_after: Option<&str>,
+) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let who = actor(by);
+    match operator::approve(&store, run, &who, reason, resume_after, SystemClock.now()) {
+        Ok(r) => {
+            println!(
+                "run {run} approved by {who}; now {} ({})",
+                r.state,
+                r.state_reason.unwrap_or_default()
+            );
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn reject(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let who = actor(by);
+    match operator::reject(&store, run, &who, reason, SystemClock.now()) {
+        Ok(_) => {
+            println!("run {run} rejected by {who}: failed");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    match operator::kill(
+        &store,
+        &operator::default_actor(),
+        reason,
+        cancel_running,
+        SystemClock.now(),
+    ) {
+        Ok(()) => {
+            println!(
+                "kill switch ON: nothing new will be claimed{}",
+                if cancel_running {
+                    "; running attempts are being cancelled"
+                } else {
+                    ""
+                }
+            );
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn unkill(config: &Path, db: Option<&Path>, reason: &str) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    match operator::unkill(&store, &operator::default_actor(), reason, SystemClock.now()) {
+        Ok(()) => {
+            println!("kill switch off");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn pause(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
+    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
+        Ok((s, Some(c))) => (s, c),
+        Ok((_, None)) => return needs_config(),
+        Err(c) => return c,
+    };
+    match operator::pause(
+        &store,
+        &cfg,
+        schedule,
+        &operator::default_actor(),
+        reason,
+        SystemClock.now(),
+    ) {
+        Ok(()) => {
+            println!("{schedule} paused");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reason: Option<&str>) -> i32 {
+    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
+        Ok((s, Some(c))) => (s, c),
+        Ok((_, None)) => return needs_config(),
+        Err(c) => return c,
+    };
+    let plan = match operator::resume_plan(&store, &cfg, schedule) {
+        Ok(p) => p,
+        Err(e) => return report(e),
+    };
+    if !plan.paused {
+        eprintln!("agentcron: {schedule} is not paused");
+        return exit::DOES_NOT_HOLD;
+    }
+    println!(
+        "{schedule} is paused ({}).",
+        plan.paused_reason.clone().unwrap_or_default()
+    );
+    if plan.held.is_empty() {
+        println!("Resuming starts nothing at once; the next window opens on schedule.");
+    } else {
+        println!(
+            "Resuming re-evaluates {} held window(s) at once, oldest first:",
+            plan.held.len()
+        );
+        for (id, key, state, why) in &plan.held {
+            println!("  run {id:>6}  {key:<28} {state:<10} {why}");
+        }
+    }
+    if plan.lost_while_paused > 0 {
+        println!(
+            "{} window(s) were missed or expired while paused and will not run.",
+            plan.lost_while_paused
+        );
+    }
+    if !yes {
+        eprintln!("not resumed: re-run with --yes to resume {schedule}");
+        return exit::DOES_NOT_HOLD;
+    }
+    let reason = reason.unwrap_or("resumed from the command line");
+    match operator::resume(
+        &store,
+        &cfg,
+        schedule,
+        &operator::default_actor(),
+        reason,
+        SystemClock.now(),
+    ) {
+        Ok(()) => {
+            println!("{schedule} resumed");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn close_circuit(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
+    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
+        Ok((s, Some(c))) => (s, c),
+        Ok((_, None)) => return needs_config(),
+        Err(c) => return c,
+    };
+    match operator::close_circuit(
+        &store,
+        &cfg,
+        schedule,
+        &operator::default_actor(),
+        reason,
+        SystemClock.now(),
+    ) {
+        Ok(()) => {
+            println!("circuit of {schedule} closed");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn maintenance_add(
+    config: &Path,
+    db: Option<&Path>,
+    from: &str,
+    to: &str,
+    reason: &str,
+    schedules: &[String],
+) -> i32 {
+    let (from, to) = match (super::next::parse_instant(from), super::next::parse_instant(to)) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("agentcron maintenance add: {e}");
+            return exit::USAGE;
+        }
+    };
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    match operator::add_maintenance(
+        &store,
+        from,
+        to,
+        reason,
+        &operator::default_actor(),
+        schedules,
+        SystemClock.now(),
+    ) {
+        Ok(id) => {
+            println!("maintenance window {id} added");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+pub fn backfill(
+    config: &Path,
+    db: Option<&Path>,
+    schedule: &str,
+    from: &str,
+    to: &str,
+    dry_run: bool,
+    json: bool,
+) -> i32 {
+    let (from, to) = match (super::next::parse_instant(from), super::next::parse_instant(to)) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("agentcron backfill: {e}");
+            return exit::USAGE;
+        }
+    };
+    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
+        Ok((s, Some(c))) => (s, c),
+        Ok((_, None)) => return needs_config(),
+        Err(c) => return c,
+    };
+    let plan = match operator::backfill(
+        &store,
+        &cfg,
+        schedule,
+        from,
+        to,
+        dry_run,
+        &operator::default_actor(),
+        SystemClock.now(),
+    ) {
+        Ok(p) => p,
+        Err(e) => return report(e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
+        return exit::OK;
+    }
+    let queued = plan.iter().filter(|w| w.action == "queue").count();
+    println!("{:<28} {:<26} ACTION", "WINDOW", "START");
+    for w in &plan {
+        let action = match w.action.as_str() {
+            "queue" if dry_run => "would queue (backfill pool)".to_string(),
+            "queue" => "queued (backfill pool)".to_string(),
+            "calendar_skipped" => "not a business day".to_string(),
+            state => format!(
+                "left alone: run {} is {state}",
+                w.existing_run.unwrap_or_default()
+            ),
+        };
+        println!("{:<28} {:<26} {action}", w.window_key, w.start);
+    }
+    if dry_run {
+        println!(
+            "dry run: {queued} of {} window(s) would be queued; nothing changed",
+            plan.len()
+        );
+    } else {
+        println!("{queued} of {} window(s) queued, oldest first", plan.len());
+    }
+    exit::OK
+}
+
+pub fn dlq_list(config: &Path, db: Option<&Path>, json: bool) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, false) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let runs = match store.read(|tx| {
+        tx.runs(&RunFilter {
+            states: vec![RunState::Dead],
+            newest_first: true,
+            ..RunFilter::default()
+        })
+    }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agentcron: {e}");
+            return exit::USAGE;
+        }
+    };
+    if json {
+        let rows: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({"id": r.id, "tenant": r.tenant, "schedule": r.schedule, "window_key": r.window_key,
+                    "attempts": r.attempts, "error_class": r.error_class.map(|c| c.as_str()),
+                    "last_error": r.last_error, "updated_at": crate::engine::open::rfc3339(r.updated_at)})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        return exit::OK;
+    }
+    if runs.is_empty() {
+        println!("the dead-letter queue is empty");
+        return exit::OK;
+    }
+    println!(
+        "{:>6}  {:<24} {:<26} {:>8}  LAST ERROR",
+        "RUN", "SCHEDULE", "WINDOW", "ATTEMPTS"
+    );
+    for r in runs {
+        println!(
+            "{:>6}  {:<24} {:<26} {:>8}  {}",
+            r.id,
+            r.schedule,
+            r.window_key,
+            r.attempts,
+            r.last_error.unwrap_or_default()
+        );
+    }
+    exit::OK
+}
+
+pub fn dlq_requeue(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    let who = actor(by);
+    match operator::requeue(&store, run, &who, reason, SystemClock.now()) {
+        Ok(_) => {
+            println!("run {run} requeued by {who}: retry_wait, due now");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
+}
+
+fn needs_config() -> i32 {
+    eprintln!("agentcron: this verb needs the config (--config)");
+    exit::USAGE
+}
