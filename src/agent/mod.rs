@@ -2,6 +2,7 @@
 //! receives, the JSON-lines protocol it answers with, and the runners that start
 //! it as a process or call it over HTTP.
 
+pub mod delivery;
 pub mod envelope;
 mod log;
 pub mod protocol;

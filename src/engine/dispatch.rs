@@ -45,9 +45,11 @@ impl Engine {
         })?;
         // An uncertain side-effect step is never blindly repeated: an agent that
         // can verify is first asked whether it landed.
+        // Deliveries check themselves (see agent::delivery); only the agent's own
+        // side-effect steps need its verify mode.
         let verify_step = uncertain
             .iter()
-            .find(|st| agent.is_side_effect(st) || s.deliveries.iter().any(|d| d.name == **st))
+            .find(|st| agent.is_side_effect(st) && !s.deliveries.iter().any(|d| d.name == **st))
             .filter(|_| agent.verify)
             .cloned();
         let reason = if verify_step.is_some() {

@@ -146,6 +146,20 @@ impl Engine {
             .iter()
             .map(|s| s.gates.iter().map(crate::gates::build).collect())
             .collect();
+        let deliveries: HashMap<String, Vec<crate::config::model::DeliveryConfig>> = cfg
+            .schedules
+            .iter()
+            .filter(|s| !s.deliveries.is_empty())
+            .map(|s| (s.id.clone(), s.deliveries.clone()))
+            .collect();
+        let runner: Arc<dyn AgentRunner> = if deliveries.is_empty() {
+            runner
+        } else {
+            Arc::new(crate::agent::delivery::DeliveringRunner {
+                inner: runner,
+                deliveries,
+            })
+        };
         Self::with_gates(cfg, store, clock, runner, opts, gates)
     }
 

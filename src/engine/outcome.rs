@@ -356,22 +356,25 @@ impl Engine {
     ) -> Result<()> {
         let s = self.schedule(idx).clone();
         let agent = self.cfg.agents.get(&s.agent).cloned();
+        // Side effects whose outcome is unknown and that nobody can check: the
+        // agent's own steps when it cannot verify, and command deliveries.
+        // (File and webhook deliveries check themselves on the next attempt.)
+        let can_verify = agent.as_ref().is_some_and(|a| a.verify);
         let uncertain: Vec<String> = self
             .store
             .read(|tx| tx.uncertain_steps(run.id))?
             .into_iter()
-            .filter(|st| {
-                agent.as_ref().is_some_and(|a| a.is_side_effect(st))
-                    || s.deliveries.iter().any(|d| d.name == *st)
+            .filter(|st| match s.deliveries.iter().find(|d| d.name == *st) {
+                Some(d) => matches!(d.kind, crate::config::model::DeliveryKind::Command { .. }),
+                None => !can_verify && agent.as_ref().is_some_and(|a| a.is_side_effect(st)),
             })
             .collect();
-        let can_verify = agent.as_ref().is_some_and(|a| a.verify);
         let mut class = class;
         let mut reason = reason.to_string();
-        if class == ErrorClass::Retryable && !uncertain.is_empty() && !can_verify {
+        if class == ErrorClass::Retryable && !uncertain.is_empty() {
             class = ErrorClass::NeedsHuman;
             reason = format!(
-                "{reason}; side-effect step {} started but was not confirmed and the agent cannot verify it",
+                "{reason}; side-effect step {} started but was not confirmed and cannot be verified",
                 uncertain.join(", ")
             );
         }
