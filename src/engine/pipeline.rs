@@ -328,6 +328,19 @@ impl Engine {
         if running > 0 && s.overlap != Overlap::Allow {
             let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
             let prev = others.first().map(|r| r.window_key.clone()).unwrap_or_default();
+            // The overlap policy is about a new on-time window meeting a running
+            // one. Catch-up windows and retries were already decided to run: they
+            // queue behind the running window instead of being skipped or
+            // cancelling it.
+            let on_time_window = run.state == RunState::Pending && run.pool == Pool::OnTime;
+            if !on_time_window {
+                checks.push(held(
+                    "overlap",
+                    format!("waits for window {prev} of the same schedule to finish"),
+                    Hold::Wait,
+                ));
+                return Ok(SwitchOutcome { checks, probe });
+            }
             match s.overlap {
                 Overlap::Skip => {
                     checks.push(held(
