@@ -120,7 +120,7 @@ backfill_workers = 2
 [agents.sim]
 kind = "command"
 command = ["true"]
-timeout = "10m"
+timeout = "1h"
 steps = [{ name = "fetch" }, { name = "deliver", side_effect = true }]
 "#;
 
