@@ -109,6 +109,20 @@ enum Command {
         #[command(subcommand)]
         command: CircuitCommand,
     },
+    /// Run failure rehearsals (scenario files) on a virtual clock.
+    Rehearse {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON verdict object per file on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Step through the rehearsal in the console.
+        #[arg(long)]
+        console: bool,
+        /// Only the verdicts, not the timeline.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Queue a manual run of a schedule (through its gates and switches).
     Trigger {
         schedule: String,
@@ -351,6 +365,14 @@ fn main() {
         Some(Command::Circuit {
             command: CircuitCommand::Close { schedule, reason },
         }) => cli::actions::close_circuit(&cli.config, cli.db.as_deref(), schedule, reason),
+        Some(Command::Rehearse { files, json, console, quiet }) => {
+            if *console {
+                eprintln!("agentcron rehearse: --console needs the console, which is not built yet");
+                cli::exit::USAGE
+            } else {
+                cli::rehearse::run(files, *json, *quiet)
+            }
+        }
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
             cli::exit::USAGE

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod check;
 pub mod db;
 pub mod next;
+pub mod rehearse;
 pub mod run;
 pub mod trigger;
 

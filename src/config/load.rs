@@ -54,7 +54,14 @@ pub fn load_file(path: &Path) -> Result<Config, LoadError> {
 /// Validates config `text` as if read from `path`: `path` names the file in
 /// diagnostics, and its folder is where relative paths resolve.
 pub fn load_str(text: &str, path: &Path) -> Result<Config, LoadError> {
+    load_str_with(text, path, &[])
+}
+
+/// Like [`load_str`], but top-level tables named in `extra` belong to someone
+/// else (a rehearsal scenario embeds its config this way) and are not errors.
+pub fn load_str_with(text: &str, path: &Path, extra: &[&str]) -> Result<Config, LoadError> {
     let mut loader = Loader::new(text, path);
+    loader.extra_top = extra.iter().map(|s| s.to_string()).collect();
     let config = match DeTable::parse(text) {
         Ok(root) => Some(loader.config(root.get_ref())),
         Err(e) => {
@@ -245,6 +252,8 @@ struct Loader<'s> {
     dir: PathBuf,
     /// Sort key (offset in the config) and the diagnostic.
     diags: Vec<(usize, Diagnostic)>,
+    /// Top-level keys owned by an embedding document (see [`load_str_with`]).
+    extra_top: Vec<String>,
 }
 
 impl<'s> Loader<'s> {
@@ -260,6 +269,7 @@ impl<'s> Loader<'s> {
             abs_path,
             dir,
             diags: vec![],
+            extra_top: vec![],
         }
     }
 
@@ -322,7 +332,9 @@ impl<'s> Loader<'s> {
             at: 0,
             label: "the top level".into(),
         };
-        self.check_keys(&root, TOP_KEYS, &[], None);
+        let extra = self.extra_top.clone();
+        let allowed: Vec<&str> = TOP_KEYS.iter().copied().chain(extra.iter().map(String::as_str)).collect();
+        self.check_keys(&root, &allowed, &[], None);
         let scheduler = self.scheduler(&root);
         let calendars = self.calendars(&root);
         let tenants = self.tenants(&root);

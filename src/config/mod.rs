@@ -7,5 +7,5 @@ pub mod model;
 
 pub use diagnostic::{Diagnostic, LoadError};
 pub use expect::parse_expect;
-pub use load::{load_file, load_str};
+pub use load::{load_file, load_str, load_str_with};
 pub use model::*;

@@ -2,5 +2,9 @@
 //! simulated agents and gates (DESIGN.md "Rehearsals").
 
 pub mod driver;
+pub mod run;
+pub mod scenario;
 pub mod sim;
 pub mod sim_gate;
+
+pub use run::{Rehearsal, Report, Verdict};

@@ -122,6 +122,11 @@ impl SimRunner {
         due.sort_by_key(|q| (q.due, q.seq));
         let n = due.len();
         for q in due {
+            // An agent whose scheduler is gone died with it (parent-death signal):
+            // nothing it would have done afterwards lands.
+            if q.tx.is_closed() {
+                continue;
+            }
             if let Some(effect) = q.ledger {
                 st.ledger.push((q.due, effect));
             }

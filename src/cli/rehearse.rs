@@ -1,0 +1,80 @@
+//! `agentcron rehearse FILE... [--json]`: run failure rehearsals headless and
+//! print the timeline and a verdict per expectation.
+
+use super::exit;
+use crate::rehearsal::{Rehearsal, Report, scenario};
+use std::path::PathBuf;
+
+pub fn run(files: &[PathBuf], json: bool, quiet: bool) -> i32 {
+    let mut worst = exit::OK;
+    for file in files {
+        let sc = match scenario::load(file) {
+            Ok(s) => s,
+            Err(e) => {
+                super::check::report_load_error(file, &e);
+                worst = exit::USAGE;
+                continue;
+            }
+        };
+        let name = sc.name.clone();
+        let tz = sc.config.scheduler.timezone;
+        let mut r = match Rehearsal::new(sc) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("agentcron rehearse: {}: {e}", file.display());
+                worst = exit::USAGE;
+                continue;
+            }
+        };
+        if let Err(e) = r.run_to_end() {
+            eprintln!("agentcron rehearse: {}: {e}", file.display());
+            worst = exit::USAGE;
+            continue;
+        }
+        let verdicts = match r.verdicts() {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("agentcron rehearse: {}: {e}", file.display());
+                worst = exit::USAGE;
+                continue;
+            }
+        };
+        let report = Report::from_verdicts(&name, &verdicts);
+        if !report.passed && worst == exit::OK {
+            worst = exit::DOES_NOT_HOLD;
+        }
+        if json {
+            println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            continue;
+        }
+        println!("== {name} ({})", file.display());
+        if !quiet {
+            match r.timeline() {
+                Ok(lines) => {
+                    for l in lines {
+                        let at = l.at.with_timezone(&tz).format("%m-%d %H:%M:%S");
+                        let who = match (&l.schedule, &l.window) {
+                            (Some(s), Some(w)) => format!("{s} {w}"),
+                            (Some(s), None) => s.clone(),
+                            _ => String::new(),
+                        };
+                        println!("  {at}  {:<16} {:<40} {}", l.kind, who, l.text);
+                    }
+                }
+                Err(e) => eprintln!("agentcron rehearse: timeline: {e}"),
+            }
+        }
+        println!("Expectations:");
+        for e in &report.expectations {
+            let mark = if e.passed { "✓ pass" } else { "✗ FAIL" };
+            println!("  {mark}  {}  — {}", e.text, e.detail);
+        }
+        let ok = report.expectations.iter().filter(|e| e.passed).count();
+        println!(
+            "{}: {ok}/{} expectations hold\n",
+            if report.passed { "PASSED" } else { "BROKEN" },
+            report.expectations.len()
+        );
+    }
+    worst
+}
