@@ -365,7 +365,12 @@ fn main() {
         Some(Command::Circuit {
             command: CircuitCommand::Close { schedule, reason },
         }) => cli::actions::close_circuit(&cli.config, cli.db.as_deref(), schedule, reason),
-        Some(Command::Rehearse { files, json, console, quiet }) => {
+        Some(Command::Rehearse {
+            files,
+            json,
+            console,
+            quiet,
+        }) => {
             if *console {
                 eprintln!("agentcron rehearse: --console needs the console, which is not built yet");
                 cli::exit::USAGE

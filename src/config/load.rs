@@ -333,7 +333,11 @@ impl<'s> Loader<'s> {
             label: "the top level".into(),
         };
         let extra = self.extra_top.clone();
-        let allowed: Vec<&str> = TOP_KEYS.iter().copied().chain(extra.iter().map(String::as_str)).collect();
+        let allowed: Vec<&str> = TOP_KEYS
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+            .collect();
         self.check_keys(&root, &allowed, &[], None);
         let scheduler = self.scheduler(&root);
         let calendars = self.calendars(&root);

@@ -257,7 +257,16 @@ impl Engine {
                     // A schedule seen for the first time starts with the windows
                     // still open now; history before it is not backfilled.
                     let close = crate::time::duration::to_delta(s.close_after);
-                    let cursor = st.and_then(|st| st.last_evaluated).unwrap_or(now - close);
+                    let cursor = match st.and_then(|st| st.last_evaluated) {
+                        Some(c) => c,
+                        None => {
+                            // Remember from when we looked, so a crash before the
+                            // first window still leaves a gap to plan on restart.
+                            let c = now - close;
+                            self.store.write(|tx| tx.set_last_evaluated(&s.id, c))?;
+                            c
+                        }
+                    };
                     self.cursor[idx] = Some(cursor);
                     if let Some(f) = self.rules[idx].as_ref().and_then(|r| r.next_after(cursor)) {
                         self.heap.push(Reverse((f.at, idx)));

@@ -560,8 +560,18 @@ impl Engine {
                 self.transition(run, RunState::Skipped, change_reason(&d.reason), now, &events)?;
                 // A gate that fails (expired credential, …) needs the owner's
                 // attention even when the window is only skipped.
-                if d.gates.iter().any(|g| g.verdict == crate::gates::GateVerdict::Fail) {
-                    self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "gate_failed", &d.reason)?;
+                if d.gates
+                    .iter()
+                    .any(|g| g.verdict == crate::gates::GateVerdict::Fail)
+                {
+                    self.raise_alert(
+                        now,
+                        &run.tenant,
+                        &run.schedule,
+                        Some(run.id),
+                        "gate_failed",
+                        &d.reason,
+                    )?;
                 }
             }
             Verdict::Fail => {

@@ -87,35 +87,54 @@ fn sim_agents(sc: &Scenario) -> BTreeMap<String, SimAgent> {
                 .config
                 .agents
                 .get(&s.agent)
-                .map(|a| a.steps.iter().map(|st| (st.name.clone(), st.side_effect)).collect())
+                .map(|a| {
+                    a.steps
+                        .iter()
+                        .map(|st| (st.name.clone(), st.side_effect))
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
-        let attempts = spec
-            .attempts
+        let convert = |list: &[scenario::AttemptSpecToml]| -> Vec<SimAttempt> {
+            list.iter()
+                .map(|a| {
+                    let end = if let Some(code) = a.exit {
+                        SimEnd::Exit(code)
+                    } else if a.hang {
+                        SimEnd::Hang
+                    } else if let Some(step) = &a.crash_after_starting {
+                        SimEnd::CrashAfterStarting(step.clone())
+                    } else if a.rate_limited {
+                        SimEnd::RateLimited
+                    } else if a.result.as_deref() == Some("failure") {
+                        SimEnd::Fail(a.class.as_deref().and_then(ErrorClass::parse).unwrap_or_default())
+                    } else {
+                        SimEnd::Success
+                    };
+                    SimAttempt {
+                        latency: scenario::delta(&a.latency, TimeDelta::seconds(30)),
+                        end,
+                        tokens: a.tokens,
+                        cost_usd: a.cost_usd,
+                    }
+                })
+                .collect()
+        };
+        let attempts = convert(&spec.attempts);
+        let mut phases: Vec<(DateTime<Utc>, Vec<SimAttempt>)> = spec
+            .phases
             .iter()
-            .map(|a| {
-                let end = if let Some(code) = a.exit {
-                    SimEnd::Exit(code)
-                } else if a.hang {
-                    SimEnd::Hang
-                } else if let Some(step) = &a.crash_after_starting {
-                    SimEnd::CrashAfterStarting(step.clone())
-                } else if a.rate_limited {
-                    SimEnd::RateLimited
-                } else if a.result.as_deref() == Some("failure") {
-                    SimEnd::Fail(a.class.as_deref().and_then(ErrorClass::parse).unwrap_or_default())
-                } else {
-                    SimEnd::Success
-                };
-                SimAttempt {
-                    latency: scenario::delta(&a.latency, TimeDelta::seconds(30)),
-                    end,
-                    tokens: a.tokens,
-                    cost_usd: a.cost_usd,
-                }
-            })
+            .map(|p| (scenario::instant(&p.from), convert(&p.attempts)))
             .collect();
-        out.insert(s.id.clone(), SimAgent { steps, attempts });
+        phases.sort_by_key(|(t, _)| *t);
+        out.insert(
+            s.id.clone(),
+            SimAgent {
+                steps,
+                attempts,
+                phases,
+            },
+        );
     }
     out
 }
@@ -133,20 +152,32 @@ fn gate_factory(sc: &Scenario) -> GateFactory {
                             let rule = if let Some(t) = &o.pass_from {
                                 SimGateRule::PassFrom(scenario::instant(t))
                             } else if let Some(t) = &o.fail_from {
-                                SimGateRule::FailFrom(scenario::instant(t), o.fail.clone().unwrap_or_else(|| "failed".into()))
+                                SimGateRule::FailFrom(
+                                    scenario::instant(t),
+                                    o.fail.clone().unwrap_or_else(|| "failed".into()),
+                                )
                             } else if let Some(why) = &o.fail {
                                 SimGateRule::Fail(why.clone())
                             } else {
                                 SimGateRule::Pass
                             };
-                            return Box::new(SimGate { name: g.name.clone(), kind: "simulated", rule })
-                                as Box<dyn crate::gates::Gate>;
+                            return Box::new(SimGate {
+                                name: g.name.clone(),
+                                kind: "simulated",
+                                rule,
+                            }) as Box<dyn crate::gates::Gate>;
                         }
                         match g.kind {
                             // Internal gates are real; anything touching the outside
                             // world is simulated as ready unless the scenario says otherwise.
-                            GateKind::PreviousRunFinished | GateKind::Calendar { .. } => crate::gates::build(g),
-                            _ => Box::new(SimGate { name: g.name.clone(), kind: "simulated", rule: SimGateRule::Pass }),
+                            GateKind::PreviousRunFinished | GateKind::Calendar { .. } => {
+                                crate::gates::build(g)
+                            }
+                            _ => Box::new(SimGate {
+                                name: g.name.clone(),
+                                kind: "simulated",
+                                rule: SimGateRule::Pass,
+                            }),
                         }
                     })
                     .collect()
@@ -166,12 +197,22 @@ impl Rehearsal {
         cfg.scheduler.database = db.clone();
         // Alerts go to the trace only: a rehearsal never writes to the real sink.
         cfg.scheduler.alert = None;
-        let driver = Driver::new(Arc::new(cfg), &db, scenario.start, sim_agents(&scenario), gate_factory(&scenario))?;
+        let driver = Driver::new(
+            Arc::new(cfg),
+            &db,
+            scenario.start,
+            sim_agents(&scenario),
+            gate_factory(&scenario),
+        )?;
         let mut items: Vec<(DateTime<Utc>, usize, Item)> = vec![];
         for (i, f) in scenario.faults.iter().enumerate() {
             items.push((scenario::instant(&f.at), i, Item::Fault(f.clone())));
             if let Some(r) = &f.restart_at {
-                items.push((scenario::instant(r), i, Item::Restart(f.scheduler.clone().unwrap_or_else(|| "main".into()))));
+                items.push((
+                    scenario::instant(r),
+                    i,
+                    Item::Restart(f.scheduler.clone().unwrap_or_else(|| "main".into())),
+                ));
             }
         }
         for (i, a) in scenario.actions.iter().enumerate() {
@@ -248,7 +289,9 @@ impl Rehearsal {
                 match f.kind.as_str() {
                     "crash" => {
                         self.driver.crash(&name);
-                        self.note(format!("FAULT scheduler {name} crashed (in-memory state and its agents lost)"));
+                        self.note(format!(
+                            "FAULT scheduler {name} crashed (in-memory state and its agents lost)"
+                        ));
                     }
                     "restart" => {
                         self.driver.restart(&name)?;
@@ -256,12 +299,18 @@ impl Rehearsal {
                     }
                     "second_scheduler" => {
                         self.driver.add_scheduler(&name)?;
-                        self.note(format!("FAULT second scheduler {name} started on the same database"));
+                        self.note(format!(
+                            "FAULT second scheduler {name} started on the same database"
+                        ));
                     }
                     "clock_jump" => {
                         let to = scenario::instant(f.to.as_deref().unwrap_or_default());
                         let from = self.driver.now();
-                        self.note(format!("FAULT wall clock jumps from {} to {}", rfc3339(from), rfc3339(to)));
+                        self.note(format!(
+                            "FAULT wall clock jumps from {} to {}",
+                            rfc3339(from),
+                            rfc3339(to)
+                        ));
                         self.driver.jump_clock(to)?;
                         // Items scheduled before the new "now" happen at once, in order.
                     }
@@ -270,7 +319,9 @@ impl Rehearsal {
             }
             Item::Restart(name) => {
                 self.driver.restart(&name)?;
-                self.note(format!("FAULT scheduler {name} restarted after downtime (database reopened)"));
+                self.note(format!(
+                    "FAULT scheduler {name} restarted after downtime (database reopened)"
+                ));
             }
             Item::Action(a) => {
                 let text = self.act(&a)?;
@@ -285,7 +336,10 @@ impl Rehearsal {
         let store = self.driver.store()?;
         let now = self.driver.now();
         let by = a.by.clone().unwrap_or_else(|| "rehearsal".into());
-        let reason = a.reason.clone().unwrap_or_else(|| format!("rehearsal {}", a.kind));
+        let reason = a
+            .reason
+            .clone()
+            .unwrap_or_else(|| format!("rehearsal {}", a.kind));
         let cfg = &self.driver.cfg;
         let find = || -> Result<i64, String> {
             let s = a.schedule.as_deref().ok_or("needs `schedule`")?;
@@ -320,15 +374,41 @@ impl Rehearsal {
             "unkill" => operator::unkill(&store, &by, &reason, now)
                 .map(|_| format!("ACTION {by} released the kill switch: {reason}"))
                 .map_err(|e| e.to_string()),
-            "pause" => operator::pause(&store, cfg, a.schedule.as_deref().unwrap_or_default(), &by, &reason, now)
-                .map(|_| format!("ACTION {by} paused {}", a.schedule.as_deref().unwrap_or_default()))
-                .map_err(|e| e.to_string()),
-            "resume" => operator::resume(&store, cfg, a.schedule.as_deref().unwrap_or_default(), &by, &reason, now)
-                .map(|_| format!("ACTION {by} resumed {}", a.schedule.as_deref().unwrap_or_default()))
-                .map_err(|e| e.to_string()),
-            "trigger" => operator::trigger(&store, cfg, a.schedule.as_deref().unwrap_or_default(), a.window.as_deref(), &by, now)
-                .map(|r| format!("ACTION {by} triggered {} window {}", r.schedule, r.window_key))
-                .map_err(|e| e.to_string()),
+            "pause" => operator::pause(
+                &store,
+                cfg,
+                a.schedule.as_deref().unwrap_or_default(),
+                &by,
+                &reason,
+                now,
+            )
+            .map(|_| format!("ACTION {by} paused {}", a.schedule.as_deref().unwrap_or_default()))
+            .map_err(|e| e.to_string()),
+            "resume" => operator::resume(
+                &store,
+                cfg,
+                a.schedule.as_deref().unwrap_or_default(),
+                &by,
+                &reason,
+                now,
+            )
+            .map(|_| {
+                format!(
+                    "ACTION {by} resumed {}",
+                    a.schedule.as_deref().unwrap_or_default()
+                )
+            })
+            .map_err(|e| e.to_string()),
+            "trigger" => operator::trigger(
+                &store,
+                cfg,
+                a.schedule.as_deref().unwrap_or_default(),
+                a.window.as_deref(),
+                &by,
+                now,
+            )
+            .map(|r| format!("ACTION {by} triggered {} window {}", r.schedule, r.window_key))
+            .map_err(|e| e.to_string()),
             "post_event" => operator::post_event(
                 &store,
                 a.event.as_deref().unwrap_or_default(),
@@ -336,7 +416,12 @@ impl Rehearsal {
                 &serde_json::json!({}),
                 now,
             )
-            .map(|(id, _)| format!("ACTION posted event {} {id}", a.event.as_deref().unwrap_or_default()))
+            .map(|(id, _)| {
+                format!(
+                    "ACTION posted event {} {id}",
+                    a.event.as_deref().unwrap_or_default()
+                )
+            })
             .map_err(|e| e.to_string()),
             other => Err(format!("unknown action {other}")),
         };
@@ -347,7 +432,12 @@ impl Rehearsal {
     pub fn timeline(&self) -> Result<Vec<Line>, RehearsalError> {
         let store = self.driver.store()?;
         let (events, runs) = store
-            .read(|tx| Ok((tx.events(&EventFilter::default())?, tx.runs(&RunFilter::default())?)))
+            .read(|tx| {
+                Ok((
+                    tx.events(&EventFilter::default())?,
+                    tx.runs(&RunFilter::default())?,
+                ))
+            })
             .map_err(EngineError::from)?;
         let keys: BTreeMap<i64, String> = runs.into_iter().map(|r| (r.id, r.window_key)).collect();
         let mut lines: Vec<Line> = events
@@ -399,13 +489,22 @@ pub fn describe(e: &Event) -> String {
             s("window_key"),
             s("reason"),
             s("pool"),
-            d.get("note").and_then(|n| n.as_str()).map(|n| format!(", {n}")).unwrap_or_default()
+            d.get("note")
+                .and_then(|n| n.as_str())
+                .map(|n| format!(", {n}"))
+                .unwrap_or_default()
         ),
-        "catchup_planned" => format!("catch-up planned after a gap: {} window(s), {}", d["windows"], d["summary"]),
+        "catchup_planned" => format!(
+            "catch-up planned after a gap: {} window(s), {}",
+            d["windows"], d["summary"]
+        ),
         "catchup_queued" => format!("missed window queued for catch-up until {}", s("expires")),
         "lost" => format!("attempt {} lost: {}", d["attempt"], s("reason")),
         "dead_lettered" => format!("dead-lettered after {} attempts: {}", d["attempts"], s("reason")),
-        "circuit_opened" => format!("circuit opened after {} consecutive failures", d["consecutive_failures"]),
+        "circuit_opened" => format!(
+            "circuit opened after {} consecutive failures",
+            d["consecutive_failures"]
+        ),
         "circuit_closed" | "circuit_half_open" => format!("{}: {}", e.kind, s("reason")),
         "concurrency_halved" => format!("concurrency halved: effective {}", d["effective"]),
         "clock_jump" => format!("clock jumped from {} to {}", s("from"), s("to")),
@@ -416,26 +515,52 @@ pub fn describe(e: &Event) -> String {
         "claimed" => format!("claimed by {} (attempt {})", s("owner"), d["attempt"]),
         "started" => format!("attempt {} started ({})", d["attempt"], s("reason")),
         "succeeded" => format!("succeeded: {}", s("summary")),
-        "failed" => format!("attempt {} failed ({}): {}", d["attempt"], s("class"), s("reason")),
+        "failed" => format!(
+            "attempt {} failed ({}): {}",
+            d["attempt"],
+            s("class"),
+            s("reason")
+        ),
         "retry_scheduled" => format!("retry not before {}", s("not_before")),
         "skipped" | "missed" | "expired" | "parked_for_human" => s("reason"),
         "alert" => format!("ALERT {}", s("message")),
-        "switch_changed" => format!("{} {} by {}: {}", s("name"), if d["on"] == true { "on" } else { "off" }, s("actor"), s("reason")),
+        "switch_changed" => format!(
+            "{} {} by {}: {}",
+            s("name"),
+            if d["on"] == true { "on" } else { "off" },
+            s("actor"),
+            s("reason")
+        ),
         "approved" | "rejected" => format!("{} by {}: {}", e.kind, s("by"), s("reason")),
         _ => {
             let t = d.to_string();
-            if t.len() > 160 { format!("{}…", &t[..t.char_indices().nth(160).map_or(t.len(), |(i, _)| i)]) } else { t }
+            if t.len() > 160 {
+                format!("{}…", &t[..t.char_indices().nth(160).map_or(t.len(), |(i, _)| i)])
+            } else {
+                t
+            }
         }
     }
 }
 
 fn terminal_event(events: &[Event]) -> Option<&Event> {
-    events.iter().rev().find(|e| matches!(e.kind.as_str(), "succeeded" | "dead_lettered" | "skipped" | "expired")
-        || (e.kind == "failed" && e.detail.get("final").is_some_and(|f| f == true))
-        || e.kind == "rejected")
+    events.iter().rev().find(|e| {
+        matches!(
+            e.kind.as_str(),
+            "succeeded" | "dead_lettered" | "skipped" | "expired"
+        ) || (e.kind == "failed" && e.detail.get("final").is_some_and(|f| f == true))
+            || e.kind == "rejected"
+    })
 }
 
-fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[String], now: DateTime<Utc>, final_: bool) -> Verdict {
+fn check(
+    e: &ExpectSpec,
+    store: &Store,
+    cfg: &crate::config::Config,
+    ledger: &[String],
+    now: DateTime<Utc>,
+    final_: bool,
+) -> Verdict {
     let target = match (&e.schedule, &e.window) {
         (Some(s), Some(w)) => format!("{s} window {w}"),
         (Some(s), None) => s.clone(),
@@ -443,19 +568,43 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
     };
     let run = match (&e.schedule, &e.window) {
         (Some(s), Some(w)) => {
-            let tenant = cfg.schedule(s).map(|x| x.tenant.clone()).unwrap_or_else(|| "default".into());
+            let tenant = cfg
+                .schedule(s)
+                .map(|x| x.tenant.clone())
+                .unwrap_or_else(|| "default".into());
             store.read(|tx| tx.find_run(&tenant, s, w)).ok().flatten()
         }
         _ => None,
     };
     let run_events = run
         .as_ref()
-        .and_then(|r| store.read(|tx| tx.events(&EventFilter { run_id: Some(r.id), ..EventFilter::default() })).ok())
+        .and_then(|r| {
+            store
+                .read(|tx| {
+                    tx.events(&EventFilter {
+                        run_id: Some(r.id),
+                        ..EventFilter::default()
+                    })
+                })
+                .ok()
+        })
         .unwrap_or_default();
-    let pending = |text: String, detail: String| Verdict { text, passed: None, detail };
-    let decide = |text: String, ok: bool, detail: String| Verdict { text, passed: Some(ok), detail };
+    let pending = |text: String, detail: String| Verdict {
+        text,
+        passed: None,
+        detail,
+    };
+    let decide = |text: String, ok: bool, detail: String| Verdict {
+        text,
+        passed: Some(ok),
+        detail,
+    };
     let undecided = |text: String, detail: String| {
-        if final_ { decide(text, false, detail) } else { pending(text, detail) }
+        if final_ {
+            decide(text, false, detail)
+        } else {
+            pending(text, detail)
+        }
     };
     let text = |default: String| e.text.clone().unwrap_or(default);
 
@@ -464,12 +613,28 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
         return match &run {
             None => undecided(t, "no run was ever opened for that window".into()),
             Some(r) if r.state.as_str() == state => {
-                if r.state.is_terminal() || final_ { decide(t, true, format!("{} ({})", r.state, r.state_reason.clone().unwrap_or_default())) }
-                else { pending(t, format!("now {}", r.state)) }
+                if r.state.is_terminal() || final_ {
+                    decide(
+                        t,
+                        true,
+                        format!("{} ({})", r.state, r.state_reason.clone().unwrap_or_default()),
+                    )
+                } else {
+                    pending(t, format!("now {}", r.state))
+                }
             }
-            Some(r) if r.state.is_terminal() || final_ => {
-                decide(t, false, format!("it ended {} instead ({})", r.state, r.state_reason.clone().or(r.last_error.clone()).unwrap_or_default()))
-            }
+            Some(r) if r.state.is_terminal() || final_ => decide(
+                t,
+                false,
+                format!(
+                    "it ended {} instead ({})",
+                    r.state,
+                    r.state_reason
+                        .clone()
+                        .or(r.last_error.clone())
+                        .unwrap_or_default()
+                ),
+            ),
             Some(r) => pending(t, format!("now {}", r.state)),
         };
     }
@@ -478,7 +643,11 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
         return match &run {
             None => undecided(t, "no run".into()),
             Some(r) if r.attempts > n => decide(t, false, format!("{} attempts", r.attempts)),
-            Some(r) if r.state.is_terminal() || final_ => decide(t, r.attempts == n, format!("{} attempt(s), {}", r.attempts, r.state)),
+            Some(r) if r.state.is_terminal() || final_ => decide(
+                t,
+                r.attempts == n,
+                format!("{} attempt(s), {}", r.attempts, r.state),
+            ),
             Some(r) => pending(t, format!("{} so far", r.attempts)),
         };
     }
@@ -486,16 +655,23 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
         let want = e.count.unwrap_or(1);
         let prefix = match (&e.schedule, &e.window) {
             (Some(s), Some(w)) => {
-                let tenant = cfg.schedule(s).map(|x| x.tenant.clone()).unwrap_or_else(|| "default".into());
+                let tenant = cfg
+                    .schedule(s)
+                    .map(|x| x.tenant.clone())
+                    .unwrap_or_else(|| "default".into());
                 Some(format!("{tenant}/{s}/{w} "))
             }
             _ => None,
         };
         let n = ledger
             .iter()
-            .filter(|l| l.ends_with(&format!(" {step}")) && prefix.as_ref().is_none_or(|p| l.starts_with(p.as_str())))
+            .filter(|l| {
+                l.ends_with(&format!(" {step}")) && prefix.as_ref().is_none_or(|p| l.starts_with(p.as_str()))
+            })
             .count();
-        let t = text(format!("side effect {step} of {target} lands exactly {want} time(s)"));
+        let t = text(format!(
+            "side effect {step} of {target} lands exactly {want} time(s)"
+        ));
         return if n > want {
             decide(t, false, format!("it landed {n} times"))
         } else if final_ {
@@ -508,40 +684,64 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
         let limit = scenario::instant(before);
         let t = text(format!("{target} finishes before {before}"));
         return match terminal_event(&run_events) {
-            Some(ev) => decide(t, ev.at < limit && ev.kind == "succeeded", format!("{} at {}", ev.kind, rfc3339(ev.at))),
+            Some(ev) => decide(
+                t,
+                ev.at < limit && ev.kind == "succeeded",
+                format!("{} at {}", ev.kind, rfc3339(ev.at)),
+            ),
             None if now >= limit || final_ => decide(t, false, "not finished".into()),
             None => pending(t, "not finished yet".into()),
         };
     }
     if e.no_unexplained_skips {
         let t = text("nothing is skipped without a reason".into());
-        let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap_or_default();
+        let runs = store
+            .read(|tx| tx.runs(&RunFilter::default()))
+            .unwrap_or_default();
         let bad: Vec<String> = runs
             .iter()
             .filter(|r| matches!(r.state, RunState::Skipped | RunState::Missed | RunState::Expired))
             .filter(|r| r.state_reason.as_deref().is_none_or(|x| x.trim().is_empty()))
             .map(|r| format!("{} {}", r.schedule, r.window_key))
             .collect();
-        let skipped = runs.iter().filter(|r| matches!(r.state, RunState::Skipped | RunState::Missed | RunState::Expired)).count();
+        let skipped = runs
+            .iter()
+            .filter(|r| matches!(r.state, RunState::Skipped | RunState::Missed | RunState::Expired))
+            .count();
         return if !bad.is_empty() {
             decide(t, false, format!("no reason for: {}", bad.join(", ")))
         } else if final_ {
-            decide(t, true, format!("{skipped} skipped/missed/expired run(s), each with a reason"))
+            decide(
+                t,
+                true,
+                format!("{skipped} skipped/missed/expired run(s), each with a reason"),
+            )
         } else {
             pending(t, format!("{skipped} so far, all explained"))
         };
     }
     if e.no_double_claim {
         let t = text("no window is claimed twice for one attempt; no side effect runs twice".into());
-        let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap_or_default();
+        let runs = store
+            .read(|tx| tx.runs(&RunFilter::default()))
+            .unwrap_or_default();
         let mut bad = vec![];
         for r in &runs {
             let claims = store
-                .read(|tx| tx.events(&EventFilter { run_id: Some(r.id), kinds: vec!["claimed".into()], ..EventFilter::default() }))
+                .read(|tx| {
+                    tx.events(&EventFilter {
+                        run_id: Some(r.id),
+                        kinds: vec!["claimed".into()],
+                        ..EventFilter::default()
+                    })
+                })
                 .map(|v| v.len())
                 .unwrap_or(0);
             if claims != r.attempts as usize {
-                bad.push(format!("{} {}: {claims} claims for {} attempts", r.schedule, r.window_key, r.attempts));
+                bad.push(format!(
+                    "{} {}: {claims} claims for {} attempts",
+                    r.schedule, r.window_key, r.attempts
+                ));
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -550,12 +750,28 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
                 bad.push(format!("side effect twice: {l}"));
             }
         }
-        let owners: std::collections::BTreeSet<String> = runs.iter().filter_map(|r| r.lease_owner.clone()).collect();
+        let owners: std::collections::BTreeSet<String> =
+            runs.iter().filter_map(|r| r.lease_owner.clone()).collect();
         return if !bad.is_empty() {
             decide(t, false, bad.join("; "))
         } else if final_ {
-            decide(t, true, format!("{} runs, {} side effects, no duplicates{}", runs.len(), ledger.len(),
-                if owners.len() > 1 { format!(" (claimed by {})", owners.into_iter().collect::<Vec<_>>().join(", ")) } else { String::new() }))
+            decide(
+                t,
+                true,
+                format!(
+                    "{} runs, {} side effects, no duplicates{}",
+                    runs.len(),
+                    ledger.len(),
+                    if owners.len() > 1 {
+                        format!(
+                            " (claimed by {})",
+                            owners.into_iter().collect::<Vec<_>>().join(", ")
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
         } else {
             pending(t, "no duplicate so far".into())
         };
@@ -564,43 +780,107 @@ fn check(e: &ExpectSpec, store: &Store, cfg: &crate::config::Config, ledger: &[S
         let contains = e.detail_contains.clone().unwrap_or_default();
         let t = text(format!(
             "an event {kind}{} exists for {target}",
-            if contains.is_empty() { String::new() } else { format!(" mentioning \"{contains}\"") }
+            if contains.is_empty() {
+                String::new()
+            } else {
+                format!(" mentioning \"{contains}\"")
+            }
         ));
         let pool: Vec<Event> = if run.is_some() {
             run_events.clone()
         } else {
             store
-                .read(|tx| tx.events(&EventFilter { schedule: e.schedule.clone(), kinds: vec![kind.clone()], ..EventFilter::default() }))
+                .read(|tx| {
+                    tx.events(&EventFilter {
+                        schedule: e.schedule.clone(),
+                        kinds: vec![kind.clone()],
+                        ..EventFilter::default()
+                    })
+                })
                 .unwrap_or_default()
         };
-        let found = pool.iter().find(|ev| ev.kind == *kind && ev.detail.to_string().contains(&contains));
+        let found = pool
+            .iter()
+            .find(|ev| ev.kind == *kind && ev.detail.to_string().contains(&contains));
         return match found {
             Some(ev) => decide(t, true, format!("at {}: {}", rfc3339(ev.at), describe(ev))),
             None => undecided(t, format!("no such event (saw {} event(s))", pool.len())),
         };
     }
     if let (Some(order), Some(s)) = (&e.claimed_in_order, &e.schedule) {
-        let t = text(format!("{s} windows {} are claimed in this order", order.join(", ")));
-        let tenant = cfg.schedule(s).map(|x| x.tenant.clone()).unwrap_or_else(|| "default".into());
+        let t = text(format!(
+            "{s} windows {} are claimed in this order",
+            order.join(", ")
+        ));
+        let tenant = cfg
+            .schedule(s)
+            .map(|x| x.tenant.clone())
+            .unwrap_or_else(|| "default".into());
         let mut times = vec![];
         for w in order {
             let at = store
                 .read(|tx| tx.find_run(&tenant, s, w))
                 .ok()
                 .flatten()
-                .and_then(|r| store.read(|tx| tx.events(&EventFilter { run_id: Some(r.id), kinds: vec!["claimed".into()], ..EventFilter::default() })).ok())
+                .and_then(|r| {
+                    store
+                        .read(|tx| {
+                            tx.events(&EventFilter {
+                                run_id: Some(r.id),
+                                kinds: vec!["claimed".into()],
+                                ..EventFilter::default()
+                            })
+                        })
+                        .ok()
+                })
                 .and_then(|v| v.first().map(|e| e.at));
             times.push((w.clone(), at));
         }
         if times.iter().any(|(_, at)| at.is_none()) {
-            let missing: Vec<String> = times.iter().filter(|(_, at)| at.is_none()).map(|(w, _)| w.clone()).collect();
+            let missing: Vec<String> = times
+                .iter()
+                .filter(|(_, at)| at.is_none())
+                .map(|(w, _)| w.clone())
+                .collect();
             return undecided(t, format!("not claimed: {}", missing.join(", ")));
         }
         let ordered = times.windows(2).all(|p| p[0].1 <= p[1].1);
-        let detail = times.iter().map(|(w, at)| format!("{w} at {}", at.map(rfc3339).unwrap_or_default())).collect::<Vec<_>>().join(", ");
+        let detail = times
+            .iter()
+            .map(|(w, at)| format!("{w} at {}", at.map(rfc3339).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", ");
         return decide(t, ordered, detail);
     }
-    decide(text("(empty expectation)".into()), false, "the expectation sets nothing to check".into())
+    if let (Some(s), true) = (&e.schedule, e.run_count.is_some() || e.windows.is_some()) {
+        let mut runs = store
+            .read(|tx| {
+                tx.runs(&RunFilter {
+                    schedule: Some(s.clone()),
+                    ..RunFilter::default()
+                })
+            })
+            .unwrap_or_default();
+        runs.sort_by_key(|r| (r.window_start, r.id));
+        let keys: Vec<String> = runs.iter().map(|r| r.window_key.clone()).collect();
+        let t = text(match (&e.windows, e.run_count) {
+            (Some(w), _) => format!("{s} opens exactly the windows {}", w.join(", ")),
+            (None, Some(n)) => format!("{s} opens exactly {n} window(s)"),
+            _ => unreachable!("guarded above"),
+        });
+        let ok = e.windows.as_ref().is_none_or(|w| *w == keys) && e.run_count.is_none_or(|n| n == keys.len());
+        let detail = format!("{} window(s): {}", keys.len(), keys.join(", "));
+        return if final_ || !ok {
+            decide(t, ok, detail)
+        } else {
+            pending(t, detail)
+        };
+    }
+    decide(
+        text("(empty expectation)".into()),
+        false,
+        "the expectation sets nothing to check".into(),
+    )
 }
 
 /// Summary of a finished rehearsal (`rehearse --json` prints this per file).
@@ -622,7 +902,11 @@ impl Report {
     pub fn from_verdicts(name: &str, verdicts: &[Verdict]) -> Self {
         let expectations: Vec<ReportLine> = verdicts
             .iter()
-            .map(|v| ReportLine { text: v.text.clone(), passed: v.passed == Some(true), detail: v.detail.clone() })
+            .map(|v| ReportLine {
+                text: v.text.clone(),
+                passed: v.passed == Some(true),
+                detail: v.detail.clone(),
+            })
             .collect();
         Self {
             scenario: name.to_string(),

@@ -28,8 +28,8 @@
 //! state = "succeeded"
 //! ```
 
-use crate::config::{Config, Diagnostic, LoadError, load_file, load_str_with};
 use crate::config::model::ErrorClass;
+use crate::config::{Config, Diagnostic, LoadError, load_file, load_str_with};
 use crate::time::duration::parse_duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
@@ -73,6 +73,16 @@ pub struct SimAgentSpec {
     pub steps: Option<Vec<StepSpec>>,
     /// One per attempt; the last one repeats.
     #[serde(default)]
+    pub attempts: Vec<AttemptSpecToml>,
+    /// From `from` on, attempts follow these scripts instead.
+    #[serde(default)]
+    pub phases: Vec<PhaseSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    pub from: String,
     pub attempts: Vec<AttemptSpecToml>,
 }
 
@@ -215,6 +225,12 @@ pub struct ExpectSpec {
     /// These windows of `schedule` were claimed in this order.
     #[serde(default)]
     pub claimed_in_order: Option<Vec<String>>,
+    /// `schedule` opened exactly this many windows (runs).
+    #[serde(default)]
+    pub run_count: Option<usize>,
+    /// ... with exactly these window keys (in window order).
+    #[serde(default)]
+    pub windows: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -282,7 +298,10 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     if let Some(only) = &doc.rehearsal.only {
         for id in only {
             if config.schedule(id).is_none() {
-                return Err(diag(key_at(id), format!("rehearsal.only: no schedule `{id}` in the config")));
+                return Err(diag(
+                    key_at(id),
+                    format!("rehearsal.only: no schedule `{id}` in the config"),
+                ));
             }
         }
         config.schedules.retain(|s| only.contains(&s.id));
@@ -293,39 +312,69 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     let instant = |s: &str, what: &str| {
         DateTime::parse_from_rfc3339(s)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| diag(key_at(s), format!("{what}: `{s}` is not an RFC 3339 instant ({e})")))
+            .map_err(|e| {
+                diag(
+                    key_at(s),
+                    format!("{what}: `{s}` is not an RFC 3339 instant ({e})"),
+                )
+            })
     };
     let start = instant(&doc.rehearsal.start, "rehearsal.start")?;
     let end = instant(&doc.rehearsal.end, "rehearsal.end")?;
     if end <= start {
-        return Err(diag(key_at(&doc.rehearsal.end), "rehearsal.end must be after rehearsal.start".into()));
+        return Err(diag(
+            key_at(&doc.rehearsal.end),
+            "rehearsal.end must be after rehearsal.start".into(),
+        ));
     }
     for (id, a) in &doc.sim.agents {
         if config.schedule(id).is_none() {
-            return Err(diag(key_at(id), format!("sim.agents.{id}: no schedule `{id}` in the config")));
+            return Err(diag(
+                key_at(id),
+                format!("sim.agents.{id}: no schedule `{id}` in the config"),
+            ));
         }
-        for at in &a.attempts {
+        for p in &a.phases {
+            instant(&p.from, "sim phase from")?;
+        }
+        for at in a
+            .attempts
+            .iter()
+            .chain(a.phases.iter().flat_map(|p| p.attempts.iter()))
+        {
             if let Some(l) = &at.latency {
                 parse_duration(l).map_err(|e| diag(key_at(l), format!("sim.agents.{id}: latency: {e}")))?;
             }
             if let Some(c) = &at.class
                 && ErrorClass::parse(c).is_none()
             {
-                return Err(diag(key_at(c), format!("sim.agents.{id}: unknown class `{c}` (retryable, non_retryable, needs_human)")));
+                return Err(diag(
+                    key_at(c),
+                    format!("sim.agents.{id}: unknown class `{c}` (retryable, non_retryable, needs_human)"),
+                ));
             }
             if let Some(r) = &at.result
                 && !matches!(r.as_str(), "success" | "failure")
             {
-                return Err(diag(key_at(r), format!("sim.agents.{id}: result must be `success` or `failure`, not `{r}`")));
+                return Err(diag(
+                    key_at(r),
+                    format!("sim.agents.{id}: result must be `success` or `failure`, not `{r}`"),
+                ));
             }
         }
     }
     for g in &doc.sim.gate {
         let Some(s) = config.schedule(&g.schedule) else {
-            return Err(diag(key_at(&g.schedule), format!("sim.gate: no schedule `{}`", g.schedule)));
+            return Err(diag(
+                key_at(&g.schedule),
+                format!("sim.gate: no schedule `{}`", g.schedule),
+            ));
         };
         if !s.gates.iter().any(|x| x.name == g.name) {
-            return Err(diag(key_at(&g.name), format!("sim.gate: schedule {} has no gate `{}`", g.schedule, g.name)));
+            return Err(diag(
+                key_at(&g.name),
+                format!("sim.gate: schedule {} has no gate `{}`", g.schedule, g.name),
+            ));
         }
         for t in [&g.pass_from, &g.fail_from].into_iter().flatten() {
             instant(t, "sim.gate")?;
@@ -336,13 +385,16 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
         match f.kind.as_str() {
             "crash" | "restart" | "second_scheduler" => {}
             "clock_jump" => {
-                let to = f.to.as_deref().ok_or_else(|| diag(key_at(&f.at), "fault clock_jump needs `to`".into()))?;
+                let to =
+                    f.to.as_deref()
+                        .ok_or_else(|| diag(key_at(&f.at), "fault clock_jump needs `to`".into()))?;
                 instant(to, "fault.to")?;
             }
             other => {
-                return Err(diag(key_at(other), format!(
-                    "unknown fault kind `{other}` (crash, restart, clock_jump, second_scheduler)"
-                )));
+                return Err(diag(
+                    key_at(other),
+                    format!("unknown fault kind `{other}` (crash, restart, clock_jump, second_scheduler)"),
+                ));
             }
         }
         if let Some(r) = &f.restart_at {
@@ -351,9 +403,22 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     }
     for a in &doc.action {
         instant(&a.at, "action.at")?;
-        let known = ["approve", "reject", "kill", "unkill", "pause", "resume", "trigger", "post_event", "requeue"];
+        let known = [
+            "approve",
+            "reject",
+            "kill",
+            "unkill",
+            "pause",
+            "resume",
+            "trigger",
+            "post_event",
+            "requeue",
+        ];
         if !known.contains(&a.kind.as_str()) {
-            return Err(diag(key_at(&a.kind), format!("unknown action kind `{}` ({})", a.kind, known.join(", "))));
+            return Err(diag(
+                key_at(&a.kind),
+                format!("unknown action kind `{}` ({})", a.kind, known.join(", ")),
+            ));
         }
     }
     for e in &doc.expect {
@@ -398,5 +463,7 @@ pub fn delta(s: &Option<String>, default: TimeDelta) -> TimeDelta {
 
 /// An instant from a scenario (validated at load).
 pub fn instant(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_default()
 }

@@ -62,6 +62,9 @@ pub struct SimAgent {
     /// `(name, side_effect)` in order.
     pub steps: Vec<(String, bool)>,
     pub attempts: Vec<SimAttempt>,
+    /// From each instant on, attempts follow another script (e.g. the upstream
+    /// gets fixed at 13:00). Sorted by instant.
+    pub phases: Vec<(DateTime<Utc>, Vec<SimAttempt>)>,
 }
 
 struct Queued {
@@ -150,12 +153,15 @@ impl SimRunner {
     fn script(&self, schedule: &str, attempt: u32) -> (Vec<(String, bool)>, SimAttempt) {
         let agent = self.agents.get(schedule).cloned().unwrap_or_default();
         let idx = (attempt as usize).saturating_sub(1);
-        let a = agent
-            .attempts
-            .get(idx)
-            .or(agent.attempts.last())
-            .cloned()
-            .unwrap_or_default();
+        let now = self.clock.now();
+        let attempts = agent
+            .phases
+            .iter()
+            .rev()
+            .find(|(from, _)| now >= *from)
+            .map(|(_, a)| a.clone())
+            .unwrap_or(agent.attempts.clone());
+        let a = attempts.get(idx).or(attempts.last()).cloned().unwrap_or_default();
         (agent.steps, a)
     }
 

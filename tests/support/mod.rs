@@ -128,5 +128,6 @@ pub fn sim_agent(attempts: Vec<agentcron::rehearsal::sim::SimAttempt>) -> SimAge
     SimAgent {
         steps: vec![("fetch".into(), false), ("deliver".into(), true)],
         attempts,
+        phases: vec![],
     }
 }
