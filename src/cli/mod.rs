@@ -2,7 +2,12 @@
 //! 0 ok; 1 what was checked does not hold; 2 usage error or nothing could be opened.
 
 pub mod check;
+pub mod db;
+pub mod events;
+pub mod explain;
 pub mod next;
+pub mod runs;
+pub mod show;
 
 /// Exit codes of DESIGN.md "Command line".
 pub mod exit {
