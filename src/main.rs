@@ -162,6 +162,55 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Runs, newest window first, with why each is in its state.
+    Runs {
+        /// Only this schedule's runs.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Only runs in these states (comma-separated, e.g. failed,dead).
+        #[arg(long)]
+        state: Option<String>,
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// At most this many runs (0 = all).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One run: its fields, attempts (with log tail), steps and events.
+    Show {
+        /// Run id (see `agentcron runs`).
+        run: String,
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The event trail, oldest first.
+    Events {
+        /// Only this run's events.
+        #[arg(long, conflicts_with = "schedule")]
+        run: Option<String>,
+        /// Only this schedule's events.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Only these kinds (repeatable or comma-separated, e.g. gate,claimed).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Only the latest N events (0 = all).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Why did a window run, or not? Read from the events alone.
+    Explain {
+        /// Schedule id.
+        schedule: String,
+        /// The window key (default: the schedule's most recent window).
+        #[arg(long)]
+        window: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -378,6 +427,51 @@ fn main() {
                 cli::rehearse::run(files, *json, *quiet)
             }
         }
+        Some(Command::Runs {
+            schedule,
+            state,
+            json,
+            limit,
+        }) => cli::runs::run(
+            &cli.config,
+            cli.db.as_deref(),
+            &cli::runs::Options {
+                schedule: schedule.as_deref(),
+                state: state.as_deref(),
+                json: *json,
+                limit: *limit,
+            },
+        ),
+        Some(Command::Show { run, json }) => cli::show::run(
+            &cli.config,
+            cli.db.as_deref(),
+            &cli::show::Options { run, json: *json },
+        ),
+        Some(Command::Events {
+            run,
+            schedule,
+            kinds,
+            json,
+            limit,
+        }) => cli::events::run(
+            &cli.config,
+            cli.db.as_deref(),
+            &cli::events::Options {
+                run: run.as_deref(),
+                schedule: schedule.as_deref(),
+                kinds,
+                json: *json,
+                limit: *limit,
+            },
+        ),
+        Some(Command::Explain { schedule, window }) => cli::explain::run(
+            &cli.config,
+            cli.db.as_deref(),
+            &cli::explain::Options {
+                schedule,
+                window: window.as_deref(),
+            },
+        ),
         None => {
             eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
             cli::exit::USAGE

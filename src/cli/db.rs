@@ -1,42 +1,175 @@
-//! Opening the database for a CLI verb.
+//! What the read verbs (`runs`, `show`, `events`, `explain`) share: finding and
+//! opening the database, the zone times are shown in, and plain aligned tables.
+//!
+//! The database is `--db` if given, else the config's `[scheduler] database`.
+//! With `--db` the config is optional: the verbs only read the database, and
+//! without a config times are shown in UTC.
 
-use crate::config::Config;
+use super::exit;
+use crate::config::{Config, LoadError, load_file};
 use crate::store::Store;
+use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use std::path::Path;
 
-/// Opens the store named by `--db`, or by the config's `scheduler.database`.
-/// Prints a plain error and returns exit code 2 when nothing can be opened.
+/// Opens the database for a CLI verb, printing a plain error and returning the
+/// exit code when it cannot: 2 when nothing can be opened (no config to find it
+/// in, no file, locked, corrupt, too new), or the config loader's code when the
+/// config names the database but does not load. Reads never create a file.
 pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(Store, Option<Config>), i32> {
-    let cfg = if db.is_some() && !config.exists() {
-        None
-    } else {
-        Some(super::load_config(config)?)
+    let cfg = match db {
+        Some(_) => optional_config(config),
+        None => {
+            if !config.exists() {
+                eprintln!(
+                    "agentcron: no config at {}; pass --config FILE, or --db FILE to read a database directly",
+                    config.display()
+                );
+                return Err(exit::USAGE);
+            }
+            Some(super::load_config(config)?)
+        }
     };
     let path = match (db, &cfg) {
         (Some(p), _) => p.to_path_buf(),
         (None, Some(c)) => c.scheduler.database.clone(),
-        (None, None) => {
-            eprintln!("agentcron: no database: pass --db or a config");
-            return Err(super::exit::USAGE);
-        }
+        // `cfg` is always loaded when `--db` is absent (see above).
+        (None, None) => return Err(exit::USAGE),
     };
     if !write && !path.exists() {
         eprintln!(
             "agentcron: no database at {}; start the scheduler first or pass --db",
             path.display()
         );
-        return Err(super::exit::USAGE);
+        return Err(exit::USAGE);
     }
-    let store = if write {
+    let opened = if write {
         Store::open(&path)
     } else {
         Store::open_read_only(&path)
     };
-    match store {
-        Ok(s) => Ok((s, cfg)),
+    match opened {
+        Ok(store) => Ok((store, cfg)),
         Err(e) => {
             eprintln!("agentcron: {e}");
-            Err(super::exit::USAGE)
+            Err(exit::USAGE)
         }
+    }
+}
+
+/// The config when `--db` already names the database: used for time zones only,
+/// so a missing file is fine and a broken one is a note, not an error.
+fn optional_config(config: &Path) -> Option<Config> {
+    if !config.exists() {
+        return None;
+    }
+    match load_file(config) {
+        Ok(c) => Some(c),
+        Err(LoadError::Invalid(_)) => {
+            eprintln!(
+                "agentcron: note: {} is not valid (see `agentcron check`); showing times in UTC",
+                config.display()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("agentcron: note: {e}; showing times in UTC");
+            None
+        }
+    }
+}
+
+/// The zone a schedule's times are shown in: its own when the config knows it,
+/// else UTC.
+pub fn zone(cfg: Option<&Config>, schedule: Option<&str>) -> Tz {
+    cfg.zip(schedule)
+        .and_then(|(c, s)| c.schedule(s))
+        .map_or(Tz::UTC, |s| s.timezone)
+}
+
+/// An instant for JSON: RFC 3339 UTC with milliseconds, like the event details.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// An instant for tables: local date and time with the offset.
+pub fn local(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %:z").to_string()
+}
+
+/// One line of text for a table cell: control characters become spaces, and
+/// text longer than `max` characters is cut with an ellipsis.
+pub fn cell(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Aligned columns separated by two spaces; the last column is not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(c);
+            if i + 1 < row.len() {
+                let pad = widths[i].saturating_sub(c.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Prints `value` as pretty JSON on stdout; a serialization failure (not
+/// expected for plain values) is reported and becomes exit 1.
+pub fn print_json(verb: &str, value: &serde_json::Value) -> i32 {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => {
+            println!("{s}");
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("agentcron {verb}: {e}");
+            exit::DOES_NOT_HOLD
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_and_cells_stay_on_one_line() {
+        let rows = vec![
+            vec!["ID".to_string(), "NAME".into(), "X".into()],
+            vec!["12".to_string(), "a".into(), "long last".into()],
+        ];
+        assert_eq!(table(&rows), "ID  NAME  X\n12  a     long last\n");
+        assert_eq!(cell("a\nb", 10), "a b");
+        assert_eq!(cell("abcdef", 4), "abc…");
     }
 }

@@ -4,9 +4,13 @@
 pub mod actions;
 pub mod check;
 pub mod db;
+pub mod events;
+pub mod explain;
 pub mod next;
 pub mod rehearse;
 pub mod run;
+pub mod runs;
+pub mod show;
 pub mod trigger;
 
 /// Exit codes of DESIGN.md "Command line".
