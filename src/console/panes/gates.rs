@@ -198,7 +198,7 @@ fn label(text: &str, t: &Theme) -> Span<'static> {
     Span::styled(format!("{text:<10}"), t.style(Token::Muted))
 }
 
-/// Every line of the pane for `run` (also used by the run detail).
+/// Every line of the pane for `run`.
 pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mk = marks::run_state(run.state);
