@@ -1,0 +1,850 @@
+//! The console's state machine, The Elm Architecture style: a [`Model`], the
+//! [`Msg`]s that arrive (keys, ticks, snapshots, results), a pure
+//! [`update`] that returns [`Cmd`]s for the shell to perform. No IO and no clock
+//! reads here: `now` arrives in [`Msg::Tick`], data in [`Msg::Snapshot`].
+
+use super::command::{self, Command};
+use super::dialogs::{Dialog, Intent, Outcome};
+use super::input::LineInput;
+use super::keymap::{self, Action, Layer};
+use super::panes::{self, ListCursor, Pane, RowKey};
+use super::snapshot::{RunDetail, Snapshot};
+use crate::store::{Run, RunState};
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::path::PathBuf;
+
+/// How long an informational status line stays.
+const STATUS_TTL: Duration = Duration::seconds(10);
+
+/// Something that happened.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    /// The clock moved (1–4 Hz); relative times are recomputed from this.
+    Tick {
+        now: DateTime<Utc>,
+    },
+    Resize {
+        width: u16,
+        height: u16,
+    },
+    Snapshot(Box<Snapshot>),
+    SnapshotFailed(String),
+    RunDetail(Box<RunDetail>),
+    RunDetailFailed {
+        run: i64,
+        error: String,
+    },
+    /// An operator action finished: what happened, or why not.
+    ActionResult(Result<String, String>),
+    /// `:theme` was applied (the theme's name) or refused.
+    ThemeChanged(Result<String, String>),
+}
+
+/// Something for the shell to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cmd {
+    Quit,
+    /// Reload the snapshot now (all tiers).
+    Refresh,
+    /// The selected run changed: load its events and decision with snapshots.
+    Focus(Option<i64>),
+    LoadRunDetail(i64),
+    SetTheme(String),
+    Rehearse(PathBuf),
+    // Operator actions.
+    Approve {
+        run: i64,
+        reason: String,
+    },
+    Reject {
+        run: i64,
+        reason: String,
+    },
+    SetKill {
+        on: bool,
+        reason: String,
+    },
+    Pause {
+        schedule: String,
+        reason: String,
+    },
+    Resume {
+        schedule: String,
+    },
+    Trigger {
+        schedule: String,
+    },
+    Requeue {
+        run: i64,
+        reason: String,
+    },
+    CloseCircuit {
+        schedule: String,
+        reason: String,
+    },
+}
+
+impl Cmd {
+    /// Changes the world (as opposed to loading or showing).
+    pub fn is_operator_action(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Approve { .. }
+                | Cmd::Reject { .. }
+                | Cmd::SetKill { .. }
+                | Cmd::Pause { .. }
+                | Cmd::Resume { .. }
+                | Cmd::Trigger { .. }
+                | Cmd::Requeue { .. }
+                | Cmd::CloseCircuit { .. }
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailSection {
+    Attempts,
+    Steps,
+    Events,
+    Log,
+    Envelope,
+}
+
+impl DetailSection {
+    pub const ALL: [DetailSection; 5] = [
+        DetailSection::Attempts,
+        DetailSection::Steps,
+        DetailSection::Events,
+        DetailSection::Log,
+        DetailSection::Envelope,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            DetailSection::Attempts => "Attempts",
+            DetailSection::Steps => "Steps",
+            DetailSection::Events => "Events",
+            DetailSection::Log => "Log",
+            DetailSection::Envelope => "Envelope",
+        }
+    }
+
+    fn shift(self, forward: bool) -> Self {
+        let n = Self::ALL.len();
+        let i = Self::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Self::ALL[if forward { (i + 1) % n } else { (i + n - 1) % n }]
+    }
+}
+
+/// The run detail screen.
+#[derive(Debug, Clone)]
+pub struct DetailState {
+    pub run: i64,
+    pub detail: Option<Box<RunDetail>>,
+    pub error: Option<String>,
+    pub section: DetailSection,
+    pub scroll: u16,
+}
+
+#[derive(Debug, Clone)]
+pub enum Screen {
+    Main,
+    Detail(DetailState),
+}
+
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    None,
+    Help { scroll: u16 },
+    Dialog(Box<Dialog>),
+}
+
+/// The filter or command bar being typed into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bar {
+    Filter(LineInput),
+    Command(LineInput),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub text: String,
+    pub level: Level,
+    pub at: DateTime<Utc>,
+}
+
+/// The timeline's selection: a lane (schedule) and a window in it, counted
+/// from the newest; `run` keeps the same window selected while new ones arrive.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GridCursor {
+    pub lane: ListCursor,
+    pub run: Option<i64>,
+    pub from_newest: usize,
+}
+
+/// What the console starts with.
+#[derive(Debug, Clone)]
+pub struct Init {
+    pub now: DateTime<Utc>,
+    /// The scheduler's time zone (header clock).
+    pub tz: Tz,
+    /// `LIVE` or `REHEARSAL`.
+    pub mode_label: String,
+    pub read_only: bool,
+    pub theme_name: String,
+    pub width: u16,
+    pub height: u16,
+}
+
+/// Everything the console knows.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub now: DateTime<Utc>,
+    pub tz: Tz,
+    pub mode_label: String,
+    pub read_only: bool,
+    pub theme_name: String,
+    pub width: u16,
+    pub height: u16,
+    pub snapshot: Snapshot,
+    /// A snapshot has arrived.
+    pub loaded: bool,
+    pub load_error: Option<String>,
+    pub pane: Pane,
+    pub schedules: ListCursor,
+    pub timeline: GridCursor,
+    pub retries: ListCursor,
+    pub approvals: ListCursor,
+    pub backfill: ListCursor,
+    pub switches: ListCursor,
+    pub gates_scroll: u16,
+    /// The run last selected in a run list; the gates pane shows it.
+    pub last_run: Option<i64>,
+    /// The focus last sent to the shell.
+    pub focus_sent: Option<i64>,
+    pub screen: Screen,
+    pub overlay: Overlay,
+    pub bar: Option<Bar>,
+    pub filter: String,
+    pub status: Option<Status>,
+    pub quitting: bool,
+}
+
+impl Model {
+    pub fn new(init: Init) -> Self {
+        Self {
+            now: init.now,
+            tz: init.tz,
+            mode_label: init.mode_label,
+            read_only: init.read_only,
+            theme_name: init.theme_name,
+            width: init.width,
+            height: init.height,
+            snapshot: Snapshot::default(),
+            loaded: false,
+            load_error: None,
+            pane: Pane::Schedules,
+            schedules: ListCursor::default(),
+            timeline: GridCursor::default(),
+            retries: ListCursor::default(),
+            approvals: ListCursor::default(),
+            backfill: ListCursor::default(),
+            switches: ListCursor::default(),
+            gates_scroll: 0,
+            last_run: None,
+            focus_sent: None,
+            screen: Screen::Main,
+            overlay: Overlay::None,
+            bar: None,
+            filter: String::new(),
+            status: None,
+            quitting: false,
+        }
+    }
+
+    /// The keymap layers that receive keys now, topmost first.
+    pub fn layers(&self) -> Vec<Layer> {
+        if matches!(self.overlay, Overlay::Dialog(_)) {
+            return vec![Layer::Dialog];
+        }
+        if self.bar.is_some() {
+            return vec![Layer::Input];
+        }
+        if matches!(self.overlay, Overlay::Help { .. }) {
+            return vec![Layer::Help];
+        }
+        if matches!(self.screen, Screen::Detail(_)) {
+            return vec![Layer::Detail, Layer::Global];
+        }
+        let mut layers: Vec<Layer> = Layer::of_pane(self.pane).into_iter().collect();
+        layers.extend([Layer::Navigation, Layer::Global]);
+        layers
+    }
+
+    /// Rows a page moves.
+    pub fn page(&self) -> usize {
+        usize::from(self.height).saturating_sub(8).max(1)
+    }
+
+    /// The run selected in the focused pane, if the pane selects runs
+    /// (schedules: the schedule's newest run).
+    pub fn selected_run(&self) -> Option<i64> {
+        match self.pane {
+            Pane::Schedules => {
+                let keys = panes::schedules::keys(self);
+                let id = self.schedules.selected(&keys)?.name()?;
+                self.snapshot.schedule(id)?.last.as_ref().map(|l| l.id)
+            }
+            Pane::Timeline => panes::timeline::selected_run(self).map(|r| r.id),
+            Pane::Retries => self.retries.selected(&panes::retries::keys(self))?.run(),
+            Pane::Approvals => self.approvals.selected(&panes::approvals::keys(self))?.run(),
+            Pane::Backfill => self.backfill.selected(&panes::backfill::keys(self))?.run(),
+            Pane::Gates | Pane::Switches => None,
+        }
+    }
+
+    /// The run the gates pane and the event list show.
+    pub fn focus_run(&self) -> Option<i64> {
+        match self.pane {
+            Pane::Gates | Pane::Switches => self.last_run,
+            _ => self.selected_run().or(self.last_run),
+        }
+    }
+
+    /// The selected schedule of the schedules pane.
+    pub fn selected_schedule(&self) -> Option<String> {
+        let keys = panes::schedules::keys(self);
+        self.schedules.selected(&keys)?.name().map(str::to_string)
+    }
+
+    fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some(Status {
+            text: text.into(),
+            level,
+            at: self.now,
+        });
+    }
+
+    fn info(&mut self, text: impl Into<String>) {
+        self.set_status(Level::Info, text);
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.set_status(Level::Error, text);
+    }
+
+    /// A run the model knows: in the snapshot or the open detail.
+    fn known_run(&self, id: i64) -> Option<&Run> {
+        if let Screen::Detail(d) = &self.screen
+            && let Some(detail) = &d.detail
+            && detail.run.id == id
+        {
+            return Some(&detail.run);
+        }
+        self.snapshot.find_run(id)
+    }
+}
+
+/// The one state transition of the console.
+pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
+    let mut cmds = Vec::new();
+    match msg {
+        Msg::Key(key) => on_key(m, &key, &mut cmds),
+        Msg::Tick { now } => {
+            m.now = now;
+            if m.status.as_ref().is_some_and(|s| now - s.at > STATUS_TTL) {
+                m.status = None;
+            }
+        }
+        Msg::Resize { width, height } => {
+            m.width = width;
+            m.height = height;
+        }
+        Msg::Snapshot(snap) => {
+            let moved = snap.last_event_id != m.snapshot.last_event_id;
+            m.snapshot = *snap;
+            m.loaded = true;
+            m.load_error = None;
+            settle_cursors(m);
+            if let Screen::Detail(d) = &m.screen
+                && (moved || d.detail.is_none())
+            {
+                cmds.push(Cmd::LoadRunDetail(d.run));
+            }
+        }
+        Msg::SnapshotFailed(e) => {
+            m.load_error = Some(e.clone());
+            m.error(format!("cannot read the store: {e}"));
+        }
+        Msg::RunDetail(detail) => {
+            if let Screen::Detail(d) = &mut m.screen
+                && d.run == detail.run.id
+            {
+                d.detail = Some(detail);
+                d.error = None;
+            }
+        }
+        Msg::RunDetailFailed { run, error } => {
+            if let Screen::Detail(d) = &mut m.screen
+                && d.run == run
+            {
+                d.error = Some(error);
+            }
+        }
+        Msg::ActionResult(Ok(text)) => {
+            m.set_status(Level::Ok, text);
+            cmds.push(Cmd::Refresh);
+        }
+        Msg::ActionResult(Err(text)) => m.error(text),
+        Msg::ThemeChanged(Ok(name)) => {
+            m.info(format!("theme {name}"));
+            m.theme_name = name;
+        }
+        Msg::ThemeChanged(Err(e)) => m.error(e),
+    }
+    sync_focus(m, &mut cmds);
+    cmds
+}
+
+/// Tells the shell when the selected run changed.
+fn sync_focus(m: &mut Model, cmds: &mut Vec<Cmd>) {
+    if (matches!(m.pane, Pane::Schedules) || m.pane.lists_runs())
+        && let Some(run) = m.selected_run()
+    {
+        m.last_run = Some(run);
+    }
+    let want = m.focus_run();
+    if want != m.focus_sent {
+        m.focus_sent = want;
+        cmds.push(Cmd::Focus(want));
+    }
+}
+
+fn settle_cursors(m: &mut Model) {
+    let keys = panes::schedules::keys(m);
+    m.schedules.settle(&keys);
+    let keys = panes::retries::keys(m);
+    m.retries.settle(&keys);
+    let keys = panes::approvals::keys(m);
+    m.approvals.settle(&keys);
+    let keys = panes::backfill::keys(m);
+    m.backfill.settle(&keys);
+    let keys = panes::switches::keys(m);
+    m.switches.settle(&keys);
+    panes::timeline::settle(m);
+}
+
+fn on_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
+    if key.kind == KeyEventKind::Release {
+        return;
+    }
+    // Ctrl-C quits from anywhere, dialogs and bars included.
+    if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        m.quitting = true;
+        cmds.push(Cmd::Quit);
+        return;
+    }
+    if let Overlay::Dialog(dialog) = &mut m.overlay {
+        match dialog.handle_key(key) {
+            Outcome::Continue => {}
+            Outcome::Cancel => {
+                m.overlay = Overlay::None;
+                m.info("cancelled");
+            }
+            Outcome::Submit(cmd) => {
+                m.overlay = Overlay::None;
+                m.info("sent…");
+                cmds.push(cmd);
+            }
+        }
+        return;
+    }
+    if m.bar.is_some() {
+        on_bar_key(m, key, cmds);
+        return;
+    }
+    let Some(action) = keymap::lookup(&m.layers(), key, false) else {
+        return;
+    };
+    if let Overlay::Help { scroll } = &mut m.overlay {
+        match action {
+            Action::Down => *scroll = scroll.saturating_add(1),
+            Action::Up => *scroll = scroll.saturating_sub(1),
+            Action::PageDown => *scroll = scroll.saturating_add(10),
+            Action::PageUp => *scroll = scroll.saturating_sub(10),
+            _ => m.overlay = Overlay::None,
+        }
+        return;
+    }
+    if action.is_operator_action() && m.read_only {
+        m.error("read-only console: actions are disabled (started with --read-only)");
+        return;
+    }
+    apply(m, action, cmds);
+}
+
+fn on_bar_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
+    let Some(bar) = m.bar.as_mut() else {
+        return;
+    };
+    match keymap::lookup(&[Layer::Input], key, false) {
+        Some(Action::Cancel) => {
+            if matches!(bar, Bar::Filter(_)) {
+                m.filter.clear();
+            }
+            m.bar = None;
+        }
+        Some(Action::Accept) => {
+            let bar = m.bar.take();
+            if let Some(Bar::Command(line)) = bar {
+                match command::parse(&line.text) {
+                    Ok(c) => run_command(m, c, cmds),
+                    Err(e) => m.error(e),
+                }
+            }
+        }
+        _ => match bar {
+            Bar::Filter(line) => {
+                line.edit(key);
+                m.filter = line.text.clone();
+            }
+            Bar::Command(line) => {
+                line.edit(key);
+            }
+        },
+    }
+}
+
+fn open_detail(m: &mut Model, run: i64, cmds: &mut Vec<Cmd>) {
+    m.screen = Screen::Detail(DetailState {
+        run,
+        detail: None,
+        error: None,
+        section: DetailSection::Attempts,
+        scroll: 0,
+    });
+    cmds.push(Cmd::LoadRunDetail(run));
+}
+
+fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
+    match action {
+        Action::ForceQuit | Action::Quit => {
+            m.quitting = true;
+            cmds.push(Cmd::Quit);
+        }
+        Action::Help => m.overlay = Overlay::Help { scroll: 0 },
+        Action::Back => back(m),
+        Action::Filter => m.bar = Some(Bar::Filter(LineInput::with_text(&m.filter))),
+        Action::Command => m.bar = Some(Bar::Command(LineInput::default())),
+        Action::Refresh => {
+            m.info("reloading…");
+            cmds.push(Cmd::Refresh);
+        }
+        Action::NextPane => goto_pane(m, m.pane.next()),
+        Action::PrevPane => goto_pane(m, m.pane.prev()),
+        Action::GotoPane(p) => goto_pane(m, p),
+        Action::NextSection | Action::PrevSection => {
+            if let Screen::Detail(d) = &mut m.screen {
+                d.section = d.section.shift(action == Action::NextSection);
+                d.scroll = 0;
+            }
+        }
+        Action::Down
+        | Action::Up
+        | Action::Left
+        | Action::Right
+        | Action::Top
+        | Action::Bottom
+        | Action::PageDown
+        | Action::PageUp => navigate(m, action),
+        Action::Open => open(m, cmds),
+        Action::Approve | Action::Reject | Action::Requeue => run_action(m, action),
+        Action::Pause | Action::Resume | Action::Trigger | Action::CloseCircuit => schedule_action(m, action),
+        Action::Kill => {
+            let intent = if m.snapshot.kill_on() {
+                Intent::KillOff
+            } else {
+                Intent::KillOn
+            };
+            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+        }
+        // Dialog and bar keys are handled by their owners.
+        Action::NextField | Action::PrevField | Action::Confirm | Action::Cancel | Action::Accept => {}
+    }
+}
+
+fn goto_pane(m: &mut Model, p: Pane) {
+    m.pane = p;
+    m.screen = Screen::Main;
+}
+
+/// Esc: leave the detail, else clear the filter, else the status line.
+fn back(m: &mut Model) {
+    if matches!(m.screen, Screen::Detail(_)) {
+        m.screen = Screen::Main;
+    } else if !m.filter.is_empty() {
+        m.filter.clear();
+        settle_cursors(m);
+    } else {
+        m.status = None;
+    }
+}
+
+fn navigate(m: &mut Model, action: Action) {
+    let page = m.page();
+    if let Screen::Detail(d) = &mut m.screen {
+        let by = u16::try_from(page).unwrap_or(u16::MAX);
+        d.scroll = match action {
+            Action::Down => d.scroll.saturating_add(1),
+            Action::Up => d.scroll.saturating_sub(1),
+            Action::PageDown => d.scroll.saturating_add(by),
+            Action::PageUp => d.scroll.saturating_sub(by),
+            Action::Top => 0,
+            // The view clamps to the last screenful.
+            Action::Bottom => u16::MAX,
+            _ => d.scroll,
+        };
+        return;
+    }
+    let step = |c: &mut ListCursor, keys: &[RowKey]| match action {
+        Action::Down => c.move_by(keys, 1),
+        Action::Up => c.move_by(keys, -1),
+        Action::PageDown => c.move_by(keys, page as isize),
+        Action::PageUp => c.move_by(keys, -(page as isize)),
+        Action::Top => c.top(keys),
+        Action::Bottom => c.bottom(keys),
+        _ => {}
+    };
+    match m.pane {
+        Pane::Schedules => {
+            let keys = panes::schedules::keys(m);
+            step(&mut m.schedules, &keys);
+        }
+        Pane::Retries => {
+            let keys = panes::retries::keys(m);
+            step(&mut m.retries, &keys);
+        }
+        Pane::Approvals => {
+            let keys = panes::approvals::keys(m);
+            step(&mut m.approvals, &keys);
+        }
+        Pane::Backfill => {
+            let keys = panes::backfill::keys(m);
+            step(&mut m.backfill, &keys);
+        }
+        Pane::Switches => {
+            let keys = panes::switches::keys(m);
+            step(&mut m.switches, &keys);
+        }
+        Pane::Timeline => panes::timeline::navigate(m, action, page),
+        Pane::Gates => {
+            let by = u16::try_from(page).unwrap_or(u16::MAX);
+            m.gates_scroll = match action {
+                Action::Down => m.gates_scroll.saturating_add(1),
+                Action::Up => m.gates_scroll.saturating_sub(1),
+                Action::PageDown => m.gates_scroll.saturating_add(by),
+                Action::PageUp => m.gates_scroll.saturating_sub(by),
+                Action::Top => 0,
+                Action::Bottom => u16::MAX,
+                _ => m.gates_scroll,
+            };
+        }
+    }
+}
+
+fn open(m: &mut Model, cmds: &mut Vec<Cmd>) {
+    if m.pane == Pane::Switches {
+        let keys = panes::switches::keys(m);
+        let schedule = m
+            .switches
+            .selected(&keys)
+            .and_then(|k| k.name())
+            .and_then(panes::switches::schedule_of);
+        if let Some(s) = schedule {
+            let skeys = panes::schedules::keys(m);
+            m.schedules.select(&skeys, &RowKey::Name(s.to_string()));
+            m.pane = Pane::Schedules;
+        } else {
+            m.info("nothing to open here (K changes the kill switch)");
+        }
+        return;
+    }
+    let run = match m.pane {
+        Pane::Gates => m.last_run,
+        _ => m.selected_run(),
+    };
+    match run {
+        Some(id) => open_detail(m, id, cmds),
+        None if m.pane == Pane::Schedules => m.info("this schedule has no runs yet"),
+        None => m.info("no run selected"),
+    }
+}
+
+/// The run an approve / reject / requeue is about, from the detail or the pane.
+fn action_run(m: &Model, action: Action) -> Option<i64> {
+    if let Screen::Detail(d) = &m.screen {
+        return Some(d.run);
+    }
+    match (m.pane, action) {
+        (Pane::Approvals, Action::Approve | Action::Reject) => m.selected_run(),
+        (Pane::Timeline, Action::Requeue) => m.selected_run(),
+        _ => None,
+    }
+}
+
+fn run_label(run: Option<&Run>) -> String {
+    match run {
+        Some(r) => format!("{} {}", r.schedule, r.window_key),
+        None => "not in view".to_string(),
+    }
+}
+
+fn run_action(m: &mut Model, action: Action) {
+    let Some(id) = action_run(m, action) else {
+        m.info("select a run first");
+        return;
+    };
+    open_run_dialog(m, action, id);
+}
+
+fn open_run_dialog(m: &mut Model, action: Action, id: i64) {
+    let run = m.known_run(id);
+    let state = run.map(|r| r.state);
+    let label = run_label(run);
+    let intent = match action {
+        Action::Approve | Action::Reject => {
+            if let Some(s) = state.filter(|s| *s != RunState::NeedsHuman) {
+                m.error(format!(
+                    "run #{id} is {s}; only needs_human runs can be approved or rejected"
+                ));
+                return;
+            }
+            if action == Action::Approve {
+                Intent::Approve { run: id, label }
+            } else {
+                Intent::Reject { run: id, label }
+            }
+        }
+        _ => {
+            if let Some(s) = state.filter(|s| !matches!(s, RunState::Failed | RunState::Dead)) {
+                m.error(format!(
+                    "run #{id} is {s}; only failed or dead runs can be requeued"
+                ));
+                return;
+            }
+            Intent::Requeue { run: id, label }
+        }
+    };
+    m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+}
+
+/// The schedule a pause / resume / trigger / close is about.
+fn action_schedule(m: &Model) -> Option<String> {
+    match m.pane {
+        Pane::Schedules => m.selected_schedule(),
+        Pane::Switches => {
+            let keys = panes::switches::keys(m);
+            m.switches
+                .selected(&keys)
+                .and_then(|k| k.name())
+                .and_then(panes::switches::schedule_of)
+                .map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+fn schedule_action(m: &mut Model, action: Action) {
+    let Some(schedule) = action_schedule(m) else {
+        m.info("select a schedule first");
+        return;
+    };
+    open_schedule_dialog(m, action, schedule);
+}
+
+fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String) {
+    let Some(row) = m.snapshot.schedule(&schedule) else {
+        m.error(format!("no schedule `{schedule}` in the config"));
+        return;
+    };
+    let refusal = match action {
+        Action::Pause if row.paused => Some(format!("{schedule} is already paused")),
+        Action::Resume if !row.paused => Some(format!("{schedule} is not paused")),
+        Action::CloseCircuit if row.circuit == crate::store::CircuitState::Closed => {
+            Some(format!("the circuit of {schedule} is already closed"))
+        }
+        _ => None,
+    };
+    if let Some(r) = refusal {
+        m.info(r);
+        return;
+    }
+    let intent = match action {
+        Action::Pause => Intent::Pause { schedule },
+        Action::Resume => Intent::Resume { schedule },
+        Action::Trigger => Intent::Trigger { schedule },
+        _ => Intent::CloseCircuit { schedule },
+    };
+    m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+}
+
+fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
+    let operator = matches!(
+        c,
+        Command::Pause(_)
+            | Command::Resume(_)
+            | Command::Trigger(_)
+            | Command::Close(_)
+            | Command::Approve(_)
+            | Command::Reject(_)
+            | Command::Requeue(_)
+            | Command::Kill
+            | Command::Unkill
+    );
+    if operator && m.read_only {
+        m.error("read-only console: actions are disabled (started with --read-only)");
+        return;
+    }
+    match c {
+        Command::Quit => {
+            m.quitting = true;
+            cmds.push(Cmd::Quit);
+        }
+        Command::Help => m.overlay = Overlay::Help { scroll: 0 },
+        Command::Refresh => cmds.push(Cmd::Refresh),
+        Command::Goto(id) => open_detail(m, id, cmds),
+        Command::Theme(name) => cmds.push(Cmd::SetTheme(name)),
+        Command::Rehearse(file) => cmds.push(Cmd::Rehearse(PathBuf::from(file))),
+        Command::Pause(s) => open_schedule_dialog(m, Action::Pause, s),
+        Command::Resume(s) => open_schedule_dialog(m, Action::Resume, s),
+        Command::Trigger(s) => open_schedule_dialog(m, Action::Trigger, s),
+        Command::Close(s) => open_schedule_dialog(m, Action::CloseCircuit, s),
+        Command::Approve(id) => open_run_dialog(m, Action::Approve, id),
+        Command::Reject(id) => open_run_dialog(m, Action::Reject, id),
+        Command::Requeue(id) => open_run_dialog(m, Action::Requeue, id),
+        Command::Kill => {
+            if m.snapshot.kill_on() {
+                m.info("the kill switch is already on");
+            } else {
+                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn)));
+            }
+        }
+        Command::Unkill => {
+            if m.snapshot.kill_on() {
+                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOff)));
+            } else {
+                m.info("the kill switch is already off");
+            }
+        }
+    }
+}

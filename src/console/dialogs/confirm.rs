@@ -1,0 +1,154 @@
+//! Type to confirm (k9s style), for the global kill switch: a reason, then the
+//! switch's name typed out. The action button stays disabled until both are
+//! there; Enter on the name goes to Cancel, never straight to the action.
+
+use super::{Field, Intent, Outcome, buttons, centered, dialog_action, reason_box, styled_box, typed};
+use crate::console::keymap::Action;
+use crate::console::theme::{Theme, Token};
+use ratatui::Frame;
+use ratatui::crossterm::event::KeyEvent;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use tui_textarea::TextArea;
+
+const FIELDS: [Field; 4] = [Field::Reason, Field::Word, Field::Cancel, Field::Confirm];
+
+#[derive(Debug, Clone)]
+pub struct ConfirmDialog {
+    pub intent: Intent,
+    pub reason: TextArea<'static>,
+    pub word: TextArea<'static>,
+    pub focus: Field,
+    pub error: Option<String>,
+}
+
+impl ConfirmDialog {
+    pub fn new(intent: Intent) -> Self {
+        let expected = intent.confirm_word().unwrap_or("confirm");
+        let mut word = TextArea::default();
+        word.set_placeholder_text(format!("type {expected}"));
+        Self {
+            intent,
+            reason: reason_box("why? (recorded with your name)"),
+            word,
+            focus: Field::Reason,
+            error: None,
+        }
+    }
+
+    fn expected(&self) -> &'static str {
+        self.intent.confirm_word().unwrap_or("confirm")
+    }
+
+    pub fn reason_text(&self) -> String {
+        typed(&self.reason)
+    }
+
+    /// The word matches and a reason is given.
+    pub fn armed(&self) -> bool {
+        typed(&self.word) == self.expected() && !self.reason_text().is_empty()
+    }
+
+    fn cycle(&mut self, forward: bool) {
+        let i = FIELDS.iter().position(|f| *f == self.focus).unwrap_or(0);
+        let n = FIELDS.len();
+        self.focus = FIELDS[if forward { (i + 1) % n } else { (i + n - 1) % n }];
+    }
+
+    pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
+        let on_text = matches!(self.focus, Field::Reason | Field::Word);
+        match dialog_action(key, on_text) {
+            Some(Action::Cancel) => Outcome::Cancel,
+            Some(Action::NextField) => {
+                self.cycle(true);
+                Outcome::Continue
+            }
+            Some(Action::PrevField) => {
+                self.cycle(false);
+                Outcome::Continue
+            }
+            Some(Action::Confirm) => match self.focus {
+                Field::Reason => {
+                    self.focus = Field::Word;
+                    Outcome::Continue
+                }
+                Field::Word => {
+                    self.focus = Field::Cancel;
+                    Outcome::Continue
+                }
+                Field::Cancel => Outcome::Cancel,
+                Field::Confirm => {
+                    if self.armed() {
+                        Outcome::Submit(self.intent.clone().into_cmd(self.reason_text()))
+                    } else if self.reason_text().is_empty() {
+                        self.error = Some("a reason is required".into());
+                        self.focus = Field::Reason;
+                        Outcome::Continue
+                    } else {
+                        self.error = Some(format!("type `{}` to confirm", self.expected()));
+                        self.focus = Field::Word;
+                        Outcome::Continue
+                    }
+                }
+            },
+            Some(_) => Outcome::Continue,
+            None => {
+                match self.focus {
+                    Field::Reason => {
+                        self.reason.input(*key);
+                    }
+                    Field::Word => {
+                        self.word.input(*key);
+                    }
+                    Field::Cancel | Field::Confirm => {}
+                }
+                self.error = None;
+                Outcome::Continue
+            }
+        }
+    }
+
+    pub fn render(&self, theme: &Theme, frame: &mut Frame, screen: Rect) {
+        let area = centered(screen, 64, 16);
+        frame.render_widget(Clear, area);
+        let danger = theme.style(Token::Error);
+        let block = Block::bordered()
+            .border_style(danger)
+            .title(Span::styled(format!(" {} ", self.intent.title()), danger))
+            .style(theme.base());
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [effect, reason, word, error, button_row] = Layout::vertical([
+            Constraint::Min(2),
+            Constraint::Length(5),
+            Constraint::Length(3),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(inner);
+        frame.render_widget(
+            Paragraph::new(vec![
+                Line::from(self.intent.effect()),
+                Line::from(vec![
+                    Span::raw("Type "),
+                    Span::styled(self.expected(), theme.style(Token::Accent)),
+                    Span::raw(" below to enable the button."),
+                ]),
+            ])
+            .wrap(Wrap { trim: true }),
+            effect,
+        );
+        let r = styled_box(&self.reason, "reason", self.focus == Field::Reason, theme);
+        frame.render_widget(&r, reason);
+        let w = styled_box(&self.word, "confirm", self.focus == Field::Word, theme);
+        frame.render_widget(&w, word);
+        if let Some(e) = &self.error {
+            frame.render_widget(Paragraph::new(Span::styled(format!("✗ {e}"), danger)), error);
+        }
+        frame.render_widget(
+            buttons(self.focus, self.intent.button(), self.armed(), theme),
+            button_row,
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! The help overlay (`?`), generated from the keymap table plus the legend of
+//! state glyphs, so it always says what the keys really do.
+
+use super::centered;
+use crate::console::marks;
+use crate::console::theme::{Theme, Token};
+use crate::console::{command, keymap};
+use crate::store::RunState;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+/// Every line of the help text.
+pub fn lines(read_only: bool, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    if read_only {
+        out.push(Line::from(Span::styled(
+            "read-only console: operator actions are hidden",
+            theme.style(Token::Warn),
+        )));
+        out.push(Line::from(""));
+    }
+    for (layer, bindings) in keymap::help_sections(read_only) {
+        out.push(Line::from(Span::styled(
+            layer.title().to_string(),
+            theme.style(Token::Accent),
+        )));
+        for b in bindings {
+            let mut spans = vec![
+                Span::styled(format!("  {:<18}", b.keys_label()), theme.style(Token::Focus)),
+                Span::styled(b.description.to_string(), theme.style(Token::Fg)),
+            ];
+            if b.dangerous {
+                spans.push(Span::styled("  ! confirms", theme.style(Token::Error)));
+            }
+            out.push(Line::from(spans));
+        }
+        out.push(Line::from(""));
+    }
+    out.push(Line::from(Span::styled(
+        "Commands (:)".to_string(),
+        theme.style(Token::Accent),
+    )));
+    for c in command::COMMANDS.iter().filter(|c| !(read_only && c.operator)) {
+        let usage = if c.arg.is_empty() {
+            format!(":{}", c.verb)
+        } else {
+            format!(":{} {}", c.verb, c.arg)
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("  {usage:<18}"), theme.style(Token::Focus)),
+            Span::styled(c.description.to_string(), theme.style(Token::Fg)),
+        ]));
+    }
+    out.push(Line::from(""));
+    out.push(Line::from(Span::styled(
+        "Run states".to_string(),
+        theme.style(Token::Accent),
+    )));
+    for chunk in RunState::ALL.chunks(5) {
+        let mut spans = vec![Span::raw("  ")];
+        for s in chunk {
+            let m = marks::run_state(*s);
+            spans.push(Span::styled(
+                format!("{} {:<13}", m.glyph, m.word),
+                theme.style(m.token),
+            ));
+        }
+        out.push(Line::from(spans));
+    }
+    out
+}
+
+/// The overlay in `screen` (below the header), scrolled by `scroll` lines.
+pub fn render(scroll: u16, read_only: bool, theme: &Theme, frame: &mut Frame, screen: Rect) {
+    let area = centered(screen, 76, screen.height);
+    frame.render_widget(Clear, area);
+    let text = lines(read_only, theme);
+    let visible = area.height.saturating_sub(2);
+    let max = u16::try_from(text.len())
+        .unwrap_or(u16::MAX)
+        .saturating_sub(visible);
+    let block = Block::bordered()
+        .border_style(theme.style(Token::Focus))
+        .title(Span::styled(" Help — Esc closes ", theme.style(Token::Focus)))
+        .style(theme.base());
+    frame.render_widget(
+        Paragraph::new(text).block(block).scroll((scroll.min(max), 0)),
+        area,
+    );
+}

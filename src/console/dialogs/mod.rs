@@ -1,0 +1,271 @@
+//! Overlays that take input: the reason dialog (approve, reject, requeue,
+//! pause, close circuit, kill switch off), the type-to-confirm dialog (kill
+//! switch on) and the help screen.
+//!
+//! A dialog names the exact target and the effect. Dangerous ones start with
+//! Cancel as the default button and refuse to confirm without a typed reason
+//! (and, for the kill switch, without its typed name). Submitting yields the
+//! [`Cmd`] the executor performs; the dialog itself does no IO.
+
+pub mod confirm;
+pub mod help;
+pub mod reason;
+
+use super::app::Cmd;
+use super::keymap::{self, Action, Layer};
+use super::theme::{Theme, Token};
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use tui_textarea::{TextArea, WrapMode};
+
+pub use confirm::ConfirmDialog;
+pub use reason::ReasonDialog;
+
+/// The operator action a dialog is about to ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Intent {
+    Approve { run: i64, label: String },
+    Reject { run: i64, label: String },
+    Requeue { run: i64, label: String },
+    Pause { schedule: String },
+    Resume { schedule: String },
+    Trigger { schedule: String },
+    CloseCircuit { schedule: String },
+    KillOn,
+    KillOff,
+}
+
+impl Intent {
+    /// The dialog title: the action and its exact target.
+    pub fn title(&self) -> String {
+        match self {
+            Intent::Approve { run, label } => format!("Approve run #{run} ({label})"),
+            Intent::Reject { run, label } => format!("Reject run #{run} ({label})"),
+            Intent::Requeue { run, label } => format!("Requeue run #{run} ({label})"),
+            Intent::Pause { schedule } => format!("Pause schedule {schedule}"),
+            Intent::Resume { schedule } => format!("Resume schedule {schedule}"),
+            Intent::Trigger { schedule } => format!("Trigger schedule {schedule} now"),
+            Intent::CloseCircuit { schedule } => format!("Close the circuit of {schedule}"),
+            Intent::KillOn => "Turn the global kill switch ON".to_string(),
+            Intent::KillOff => "Turn the global kill switch OFF".to_string(),
+        }
+    }
+
+    /// What will happen, in the operator's words.
+    pub fn effect(&self) -> &'static str {
+        match self {
+            Intent::Approve { .. } => "A new attempt is allowed; the run goes back to the retry queue.",
+            Intent::Reject { .. } => "The run becomes failed for good; it will not run again by itself.",
+            Intent::Requeue { .. } => "The run reopens as retry_wait and is re-gated before it runs.",
+            Intent::Pause { .. } => "New windows of this schedule are held until it is resumed.",
+            Intent::Resume { .. } => "Held windows of this schedule are evaluated again.",
+            Intent::Trigger { .. } => "A manual run is created for the current window and gated as usual.",
+            Intent::CloseCircuit { .. } => "New windows of this schedule may run again.",
+            Intent::KillOn => "No new run is claimed anywhere until the switch is turned off.",
+            Intent::KillOff => "Runs are claimed again on every schedule.",
+        }
+    }
+
+    /// The label of the confirming button.
+    pub fn button(&self) -> &'static str {
+        match self {
+            Intent::Approve { .. } => "Approve",
+            Intent::Reject { .. } => "Reject",
+            Intent::Requeue { .. } => "Requeue",
+            Intent::Pause { .. } => "Pause",
+            Intent::Resume { .. } => "Resume",
+            Intent::Trigger { .. } => "Trigger",
+            Intent::CloseCircuit { .. } => "Close circuit",
+            Intent::KillOn => "Kill",
+            Intent::KillOff => "Turn off",
+        }
+    }
+
+    /// Whether a typed reason is required (as on the command line).
+    pub fn needs_reason(&self) -> bool {
+        !matches!(self, Intent::Resume { .. } | Intent::Trigger { .. })
+    }
+
+    /// Destructive or global: the default button is Cancel.
+    pub fn dangerous(&self) -> bool {
+        matches!(
+            self,
+            Intent::Reject { .. } | Intent::Requeue { .. } | Intent::KillOn | Intent::KillOff
+        )
+    }
+
+    /// The word to type before the action is enabled (k9s-style).
+    pub fn confirm_word(&self) -> Option<&'static str> {
+        match self {
+            Intent::KillOn => Some("kill"),
+            _ => None,
+        }
+    }
+
+    /// The command the executor performs, with the typed reason.
+    pub fn into_cmd(self, reason: String) -> Cmd {
+        match self {
+            Intent::Approve { run, .. } => Cmd::Approve { run, reason },
+            Intent::Reject { run, .. } => Cmd::Reject { run, reason },
+            Intent::Requeue { run, .. } => Cmd::Requeue { run, reason },
+            Intent::Pause { schedule } => Cmd::Pause { schedule, reason },
+            Intent::Resume { schedule } => Cmd::Resume { schedule },
+            Intent::Trigger { schedule } => Cmd::Trigger { schedule },
+            Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
+            Intent::KillOn => Cmd::SetKill { on: true, reason },
+            Intent::KillOff => Cmd::SetKill { on: false, reason },
+        }
+    }
+}
+
+/// An open dialog.
+#[derive(Debug, Clone)]
+// One dialog is open at a time, and the model keeps it boxed.
+#[allow(clippy::large_enum_variant)]
+pub enum Dialog {
+    Reason(ReasonDialog),
+    Confirm(ConfirmDialog),
+}
+
+impl Dialog {
+    /// The dialog for `intent`: type-to-confirm when it has a confirm word.
+    pub fn open(intent: Intent) -> Dialog {
+        if intent.confirm_word().is_some() {
+            Dialog::Confirm(ConfirmDialog::new(intent))
+        } else {
+            Dialog::Reason(ReasonDialog::new(intent))
+        }
+    }
+
+    pub fn intent(&self) -> &Intent {
+        match self {
+            Dialog::Reason(d) => &d.intent,
+            Dialog::Confirm(d) => &d.intent,
+        }
+    }
+
+    pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
+        match self {
+            Dialog::Reason(d) => d.handle_key(key),
+            Dialog::Confirm(d) => d.handle_key(key),
+        }
+    }
+
+    /// Draws the dialog centred in `area` (the screen below the header, so
+    /// the kill switch state stays visible).
+    pub fn render(&self, theme: &Theme, frame: &mut Frame, area: Rect) {
+        match self {
+            Dialog::Reason(d) => d.render(theme, frame, area),
+            Dialog::Confirm(d) => d.render(theme, frame, area),
+        }
+    }
+}
+
+/// What a key did to a dialog.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Continue,
+    Cancel,
+    Submit(Cmd),
+}
+
+/// Which part of a dialog has the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Reason,
+    /// The typed confirmation word.
+    Word,
+    Cancel,
+    Confirm,
+}
+
+/// What a dialog does with a key on a field: text fields take every key but
+/// the dialog keys; buttons take only dialog keys.
+pub(crate) fn dialog_action(key: &KeyEvent, on_text: bool) -> Option<Action> {
+    if on_text
+        && !matches!(
+            key.code,
+            KeyCode::Tab | KeyCode::BackTab | KeyCode::Enter | KeyCode::Esc
+        )
+    {
+        return None;
+    }
+    keymap::lookup(&[Layer::Dialog], key, false)
+}
+
+/// A one-line-per-row text box for a reason, wrapped at words.
+pub(crate) fn reason_box(placeholder: &str) -> TextArea<'static> {
+    let mut ta = TextArea::default();
+    ta.set_placeholder_text(placeholder);
+    ta.set_wrap_mode(WrapMode::WordOrGlyph);
+    ta
+}
+
+/// The text typed into a box, lines joined with spaces and trimmed.
+pub(crate) fn typed(ta: &TextArea<'_>) -> String {
+    ta.lines().join(" ").trim().to_string()
+}
+
+/// A text box styled for drawing: focused ones show the cursor.
+pub(crate) fn styled_box<'a>(
+    ta: &TextArea<'a>,
+    title: &'a str,
+    focused: bool,
+    theme: &Theme,
+) -> TextArea<'a> {
+    let mut ta = ta.clone();
+    ta.set_style(theme.base());
+    ta.set_cursor_line_style(theme.base());
+    ta.set_placeholder_style(theme.style(Token::Muted));
+    ta.set_cursor_style(if focused {
+        theme.base().add_modifier(Modifier::REVERSED)
+    } else {
+        theme.base()
+    });
+    let border = if focused {
+        theme.style(Token::Focus)
+    } else {
+        theme.style(Token::Muted)
+    };
+    ta.set_block(
+        ratatui::widgets::Block::bordered()
+            .border_style(border)
+            .title(Span::styled(format!(" {title} "), border)),
+    );
+    ta
+}
+
+/// `[ Cancel ]  [ Action ]`, the focused one in the selection style; a
+/// disabled action button is muted.
+pub(crate) fn buttons(focus: Field, action: &str, enabled: bool, theme: &Theme) -> Line<'static> {
+    let style = |f: Field| {
+        if focus == f {
+            theme.style(Token::Selection).add_modifier(Modifier::BOLD)
+        } else if f == Field::Confirm && !enabled {
+            theme.style(Token::Muted)
+        } else {
+            theme.style(Token::Fg)
+        }
+    };
+    Line::from(vec![
+        Span::styled("[ Cancel ]", style(Field::Cancel)),
+        Span::raw("   "),
+        Span::styled(format!("[ {action} ]"), style(Field::Confirm)),
+    ])
+    .centered()
+}
+
+/// A rectangle of at most `w`×`h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}

@@ -1,0 +1,214 @@
+//! Text the panes share: relative and absolute times, durations, and one-line
+//! summaries of trace events. Pure functions of their arguments (`now` is
+//! always passed in).
+
+use crate::store::Event;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde_json::Value;
+
+/// A compact duration: `42s`, `4m12s`, `3h05m`, `2d04h`.
+pub fn duration_short(secs: i64) -> String {
+    let s = secs.unsigned_abs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// `at` relative to `now`: `in 4m12s`, `3h05m ago`, `now`.
+pub fn relative(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
+    let secs = (at - now).num_seconds();
+    if secs == 0 {
+        "now".to_string()
+    } else if secs > 0 {
+        format!("in {}", duration_short(secs))
+    } else {
+        format!("{} ago", duration_short(secs))
+    }
+}
+
+/// A countdown to `at`: `4m12s`, or `due` once it passed.
+pub fn countdown(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
+    let secs = (at - now).num_seconds();
+    if secs <= 0 {
+        "due".to_string()
+    } else {
+        duration_short(secs)
+    }
+}
+
+/// `2026-06-06 09:00` in `tz`.
+pub fn local_minute(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// `06-06 09:00:05` in `tz`: short enough for event lists.
+pub fn local_short(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).format("%m-%d %H:%M:%S").to_string()
+}
+
+/// `09:00:05` when `at` is on today's local date, else `06-05 09:00`: event
+/// times, right-aligned to 11 columns so lists line up.
+pub fn event_time(at: DateTime<Utc>, now: DateTime<Utc>, tz: Tz) -> String {
+    let local = at.with_timezone(&tz);
+    if local.date_naive() == now.with_timezone(&tz).date_naive() {
+        format!("{:>11}", local.format("%H:%M:%S").to_string())
+    } else {
+        local.format("%m-%d %H:%M").to_string()
+    }
+}
+
+/// `2026-06-06 09:00:05 CST` in `tz`: the header clock.
+pub fn clock(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %Z").to_string()
+}
+
+/// At most `width` characters, with `…` when cut.
+pub fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The first line of `s` (agent errors can be long and multi-line).
+pub fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn field<'v>(detail: &'v Value, key: &str) -> Option<&'v Value> {
+    detail.get(key).filter(|v| !v.is_null())
+}
+
+fn field_text(detail: &Value, key: &str) -> Option<String> {
+    field(detail, key).map(text)
+}
+
+/// `k=v k=v` of a JSON object's top-level scalar fields (arrays and objects
+/// summarised by size).
+pub fn detail_pairs(detail: &Value) -> String {
+    match detail {
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| match v {
+                Value::Array(a) => format!("{k}=[{}]", a.len()),
+                Value::Object(o) => format!("{k}={{{}}}", o.len()),
+                other => format!("{k}={}", text(other)),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Null => String::new(),
+        other => text(other),
+    }
+}
+
+/// One line saying what an event means, for event lists.
+pub fn event_summary(ev: &Event) -> String {
+    let d = &ev.detail;
+    let reason = field_text(d, "reason");
+    match ev.kind.as_str() {
+        "gate" => {
+            let name = field_text(d, "name").unwrap_or_else(|| "gate".into());
+            let result = field_text(d, "result").unwrap_or_default();
+            let ms = field(d, "ms")
+                .or_else(|| field(d, "elapsed_ms"))
+                .and_then(Value::as_u64)
+                .map(|ms| format!(" ({ms} ms)"));
+            format!(
+                "{name} {result}: {}{}",
+                reason.unwrap_or_default(),
+                ms.unwrap_or_default()
+            )
+        }
+        "decision" => {
+            let verdict = field_text(d, "verdict").unwrap_or_else(|| "?".into());
+            match reason {
+                Some(r) => format!("{verdict}: {r}"),
+                None => verdict,
+            }
+        }
+        "switch_held" => {
+            let name = field_text(d, "name")
+                .or_else(|| field_text(d, "switch"))
+                .unwrap_or_default();
+            format!("{name}: {}", reason.unwrap_or_default())
+        }
+        "switch_changed" => {
+            let name = field_text(d, "name").unwrap_or_default();
+            let on = match field(d, "on").and_then(Value::as_bool) {
+                Some(true) => "on",
+                Some(false) => "off",
+                None => "?",
+            };
+            let actor = field_text(d, "actor").unwrap_or_else(|| "?".into());
+            format!("{name} {on} by {actor}: {}", reason.unwrap_or_default())
+        }
+        "retry_scheduled" => {
+            let nb = field_text(d, "not_before").unwrap_or_else(|| "?".into());
+            format!("not before {nb}")
+        }
+        "failed" => {
+            let class = field_text(d, "class")
+                .or_else(|| field_text(d, "error_class"))
+                .unwrap_or_default();
+            let msg = field_text(d, "message").or(reason).unwrap_or_default();
+            format!("{class}: {}", first_line(&msg))
+        }
+        "approved" | "rejected" | "requeued" => {
+            let who = field_text(d, "actor")
+                .or_else(|| field_text(d, "by"))
+                .unwrap_or_else(|| "?".into());
+            format!("by {who}: {}", reason.unwrap_or_default())
+        }
+        "step" => {
+            let name = field_text(d, "name").unwrap_or_default();
+            let status = field_text(d, "status").unwrap_or_default();
+            format!("{name} {status}")
+        }
+        "claimed" => {
+            let owner = field_text(d, "owner").unwrap_or_default();
+            let attempt = field_text(d, "attempt").unwrap_or_default();
+            format!("attempt {attempt} by {owner}")
+        }
+        _ => match reason {
+            Some(r) if d.as_object().is_some_and(|o| o.len() == 1) => r,
+            _ => detail_pairs(d),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration_short(42), "42s");
+        assert_eq!(duration_short(252), "4m12s");
+        assert_eq!(duration_short(3 * 3600 + 300), "3h05m");
+        assert_eq!(duration_short(2 * 86_400 + 4 * 3600), "2d04h");
+        let now = DateTime::from_timestamp(1_000_000, 0).expect("valid");
+        assert_eq!(relative(now, now + chrono::Duration::seconds(90)), "in 1m30s");
+        assert_eq!(relative(now, now - chrono::Duration::seconds(90)), "1m30s ago");
+        assert_eq!(countdown(now, now - chrono::Duration::seconds(1)), "due");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+    }
+}

@@ -1,0 +1,52 @@
+//! The full-screen operations console (DESIGN.md "The console").
+//!
+//! It reads only the store and the config — never engine internals — and is
+//! arranged The Elm Architecture way:
+//! - [`app`]: `Model`, `Msg`, `Cmd` and the pure `update`;
+//! - [`view`]: the pure drawing of a model with a [`theme::Theme`];
+//! - [`snapshot`]: the bounded store queries behind every pane;
+//! - [`shell`]: the terminal, the store poller thread, ticks, and the `Cmd`
+//!   executor (the only IO);
+//! - [`keymap`]: the key table that drives `update`, the help and the footer;
+//! - [`panes`], [`detail`], [`dialogs`]: one file per thing on screen.
+
+pub mod app;
+pub mod command;
+pub mod detail;
+pub mod dialogs;
+pub mod format;
+pub mod input;
+pub mod keymap;
+pub mod marks;
+pub mod panes;
+pub mod shell;
+pub mod snapshot;
+pub mod theme;
+pub mod view;
+
+use crate::config::Config;
+use std::path::PathBuf;
+
+/// How the console is started (`agentcron`, `agentcron console --attach`).
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    pub config: Config,
+    /// The SQLite file (`--db`, else `[scheduler] database`).
+    pub db: PathBuf,
+    /// `--theme`: a theme name or a path to a theme file.
+    pub theme: Option<String>,
+    /// `--no-color` (NO_COLOR in the environment does the same).
+    pub no_color: bool,
+    /// `--read-only`: no operator action is offered or performed, and the
+    /// database is opened read-only.
+    pub read_only: bool,
+    /// The mode shown in the header: `LIVE` or `REHEARSAL`.
+    pub mode_label: String,
+}
+
+/// Runs the console until the operator quits (or SIGTERM / SIGHUP). Returns
+/// the process exit code: 0 after a normal quit, 2 when it cannot start (not
+/// a terminal, unknown theme, database cannot be opened).
+pub fn run(opts: ConsoleOptions) -> i32 {
+    shell::run(opts)
+}

@@ -1,0 +1,332 @@
+//! Gates: why the selected run is (or is not) running, layer by layer — the
+//! time layer (its window), the readiness gates of the latest decision (glyph,
+//! name, result, reason, duration, checked at) and the switches that held it.
+//!
+//! Read from the run's own trace: the latest `decision` event (its `gates` and
+//! `switches` lists when it carries them) and otherwise the `gate` and
+//! `switch_held` events between the previous decision and it.
+
+use super::{mark_span, note_line, pane_block};
+use crate::console::app::Model;
+use crate::console::format::{countdown, event_time, fit, relative};
+use crate::console::marks;
+use crate::console::theme::{Theme, Token};
+use crate::store::{Event, Run};
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use serde_json::Value;
+
+/// One decision of the three layers, as the trace recorded it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecisionView {
+    /// When the decision was recorded (`None`: gates seen, no decision yet).
+    pub at: Option<DateTime<Utc>>,
+    pub verdict: Option<String>,
+    pub reason: Option<String>,
+    /// The time layer's own verdict, if the decision states it.
+    pub time: Option<String>,
+    pub gates: Vec<GateRow>,
+    pub switches: Vec<SwitchHold>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateRow {
+    pub name: String,
+    /// `pass`, `wait`, `fail`.
+    pub result: String,
+    pub reason: String,
+    pub ms: Option<u64>,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchHold {
+    pub name: String,
+    pub reason: String,
+    /// False when the decision lists a switch that let the run through.
+    pub held: bool,
+    pub at: DateTime<Utc>,
+}
+
+fn s(v: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| match v.get(k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Null) | None => None,
+        Some(other) => Some(other.to_string()),
+    })
+}
+
+fn instant(v: &Value, key: &str) -> Option<DateTime<Utc>> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn gate_row(v: &Value, at: DateTime<Utc>) -> GateRow {
+    GateRow {
+        name: s(v, &["name", "gate", "kind"]).unwrap_or_else(|| "gate".into()),
+        result: s(v, &["result", "verdict"]).unwrap_or_else(|| "?".into()),
+        reason: s(v, &["reason"]).unwrap_or_default(),
+        ms: v
+            .get("ms")
+            .or_else(|| v.get("elapsed_ms"))
+            .and_then(Value::as_u64),
+        at: instant(v, "at").unwrap_or(at),
+    }
+}
+
+fn switch_hold(v: &Value, at: DateTime<Utc>) -> SwitchHold {
+    if let Value::String(name) = v {
+        return SwitchHold {
+            name: name.clone(),
+            reason: String::new(),
+            held: true,
+            at,
+        };
+    }
+    let held = match v.get("held").and_then(Value::as_bool) {
+        Some(h) => h,
+        None => !matches!(
+            s(v, &["result", "verdict"]).as_deref(),
+            Some("pass" | "ok" | "off")
+        ),
+    };
+    SwitchHold {
+        name: s(v, &["name", "switch", "kind"]).unwrap_or_else(|| "switch".into()),
+        reason: s(v, &["reason"]).unwrap_or_default(),
+        held,
+        at: instant(v, "at").unwrap_or(at),
+    }
+}
+
+fn time_text(v: &Value) -> Option<String> {
+    match v.get("time")? {
+        Value::String(t) => Some(t.clone()),
+        Value::Object(_) => {
+            let t = v.get("time")?;
+            let verdict = s(t, &["verdict", "result"]).unwrap_or_default();
+            match s(t, &["reason"]) {
+                Some(r) => Some(format!("{verdict}: {r}")),
+                None => Some(verdict),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The latest decision in a run's events (oldest first): see the module doc.
+/// `None` when the trace has neither a decision nor gate / switch events.
+pub fn latest_decision(events: &[Event]) -> Option<DecisionView> {
+    let last = events.iter().rposition(|e| e.kind == "decision");
+    let (from, to) = match last {
+        Some(d) => {
+            let prev = events[..d].iter().rposition(|e| e.kind == "decision");
+            (prev.map_or(0, |p| p + 1), d + 1)
+        }
+        None => {
+            let opened = events.iter().rposition(|e| e.kind == "window_opened");
+            (opened.map_or(0, |o| o + 1), events.len())
+        }
+    };
+    let range = &events[from..to];
+    let mut view = DecisionView::default();
+    let decision = last.map(|d| &events[d]);
+    if let Some(d) = decision {
+        view.at = Some(d.at);
+        view.verdict = s(&d.detail, &["verdict", "result"]);
+        view.reason = s(&d.detail, &["reason"]);
+        view.time = time_text(&d.detail);
+        if let Some(Value::Array(gates)) = d.detail.get("gates") {
+            view.gates = gates.iter().map(|g| gate_row(g, d.at)).collect();
+        }
+        if let Some(Value::Array(sw)) = d.detail.get("switches") {
+            view.switches = sw.iter().map(|x| switch_hold(x, d.at)).collect();
+        }
+    }
+    if view.gates.is_empty() {
+        view.gates = range
+            .iter()
+            .filter(|e| e.kind == "gate")
+            .map(|e| gate_row(&e.detail, e.at))
+            .collect();
+    }
+    for e in range.iter().filter(|e| e.kind == "switch_held") {
+        let hold = switch_hold(&e.detail, e.at);
+        if !view.switches.iter().any(|h| h.name == hold.name) {
+            view.switches.push(hold);
+        }
+    }
+    if decision.is_none() && view.gates.is_empty() && view.switches.is_empty() {
+        return None;
+    }
+    Some(view)
+}
+
+/// `06-08 09:00–10:00` (or both dates when the window spans days) in `m.tz`.
+fn window_text(m: &Model, run: &Run) -> String {
+    let (start, end) = (
+        run.window_start.with_timezone(&m.tz),
+        run.window_end.with_timezone(&m.tz),
+    );
+    if start.date_naive() == end.date_naive() {
+        format!("{}–{}", start.format("%m-%d %H:%M"), end.format("%H:%M"))
+    } else {
+        format!("{} – {}", start.format("%m-%d %H:%M"), end.format("%m-%d %H:%M"))
+    }
+}
+
+/// The time layer now: is the run's window open?
+fn time_layer(m: &Model, run: &Run) -> (String, Token) {
+    let (start, end) = (run.window_start, run.window_end);
+    if m.now < start {
+        (
+            format!("◷ not yet: opens {}", relative(m.now, start)),
+            Token::Gated,
+        )
+    } else if m.now < end {
+        (format!("✓ open, closes in {}", countdown(m.now, end)), Token::Ok)
+    } else {
+        (format!("× closed {}", relative(m.now, end)), Token::Muted)
+    }
+}
+
+fn label(text: &str, t: &Theme) -> Span<'static> {
+    Span::styled(format!("{text:<10}"), t.style(Token::Muted))
+}
+
+/// Every line of the pane for `run`.
+pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let mk = marks::run_state(run.state);
+    out.push(Line::from(vec![
+        Span::styled(format!("#{} ", run.id), t.style(Token::Accent)),
+        Span::raw(format!("{} {} · ", run.schedule, run.window_key)),
+        Span::styled(format!("{} {}", mk.glyph, mk.word), t.style(mk.token)),
+    ]));
+    let (now_text, now_token) = time_layer(m, run);
+    out.push(Line::from(vec![
+        label("time", t),
+        Span::raw(format!("window {} ", window_text(m, run))),
+        Span::styled(now_text, t.style(now_token)),
+    ]));
+    let Some(view) = view else {
+        out.push(note_line("no decision recorded for this run yet", t));
+        return out;
+    };
+    if let Some(tv) = &view.time {
+        out.push(Line::from(vec![
+            label("", t),
+            Span::styled(format!("engine said: {tv}"), t.style(Token::Muted)),
+        ]));
+    }
+    match (&view.verdict, view.at) {
+        (Some(v), Some(at)) => {
+            let mut spans = vec![label("decision", t), mark_span(marks::verdict(v), t)];
+            spans.push(Span::styled(
+                format!(
+                    " @{} ({})",
+                    event_time(at, m.now, m.tz).trim_start(),
+                    relative(m.now, at)
+                ),
+                t.style(Token::Muted),
+            ));
+            out.push(Line::from(spans));
+            if let Some(r) = &view.reason {
+                out.push(Line::from(vec![label("", t), Span::raw(r.clone())]));
+            }
+        }
+        _ => out.push(Line::from(vec![
+            label("decision", t),
+            Span::styled("none yet (gates still being checked)", t.style(Token::Muted)),
+        ])),
+    }
+    out.push(Line::from(""));
+    out.push(Line::from(Span::styled(
+        format!("GATES ({}, in order)", view.gates.len()),
+        t.style(Token::Muted),
+    )));
+    if view.gates.is_empty() {
+        out.push(note_line("  no gate was checked", t));
+    }
+    let name_w = view
+        .gates
+        .iter()
+        .map(|g| g.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 28);
+    for g in &view.gates {
+        let mk = marks::gate_result(&g.result);
+        let ms = g.ms.map_or("-".to_string(), |ms| format!("{ms} ms"));
+        out.push(Line::from(vec![
+            Span::styled(format!("{} ", mk.glyph), t.style(mk.token)),
+            Span::raw(format!("{:<name_w$}  ", fit(&g.name, name_w))),
+            Span::styled(format!("{:<5}", mk.word), t.style(mk.token)),
+            Span::styled(
+                format!(" {ms:>6} @{}", event_time(g.at, m.now, m.tz).trim_start()),
+                t.style(Token::Muted),
+            ),
+        ]));
+        if !g.reason.is_empty() {
+            out.push(Line::from(format!("    {}", g.reason)));
+        }
+    }
+    out.push(Line::from(""));
+    let held: Vec<&SwitchHold> = view.switches.iter().filter(|s| s.held).collect();
+    if held.is_empty() {
+        out.push(Line::from(vec![
+            label("switches", t),
+            Span::styled("✓ none held this run", t.style(Token::Ok)),
+        ]));
+    } else {
+        out.push(Line::from(Span::styled(
+            "SWITCHES THAT HELD IT",
+            t.style(Token::Muted),
+        )));
+        for h in held {
+            out.push(Line::from(vec![
+                Span::styled(format!("‖ {:<12} held", fit(&h.name, 12)), t.style(Token::Paused)),
+                Span::styled(
+                    format!(" @{}", event_time(h.at, m.now, m.tz).trim_start()),
+                    t.style(Token::Muted),
+                ),
+            ]));
+            if !h.reason.is_empty() {
+                out.push(Line::from(format!("    {}", h.reason)));
+            }
+        }
+    }
+    out
+}
+
+pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
+    let block = pane_block("3 Gates (selected run)".to_string(), focused, t);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let Some(run_id) = m.focus_run() else {
+        f.render_widget(
+            Paragraph::new(note_line("select a run (timeline, queues) to see its gates", t)),
+            inner,
+        );
+        return;
+    };
+    let Some(focus) = m.snapshot.focus_of(run_id) else {
+        f.render_widget(
+            Paragraph::new(note_line(format!("loading run #{run_id}…"), t)),
+            inner,
+        );
+        return;
+    };
+    let text = lines(m, t, &focus.run, focus.decision.as_ref());
+    let max = super::wrapped_height(&text, inner.width).saturating_sub(inner.height);
+    f.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: false })
+            .scroll((m.gates_scroll.min(max), 0)),
+        inner,
+    );
+}

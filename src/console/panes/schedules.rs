@@ -1,0 +1,110 @@
+//! Schedules: id, tenant, next fire (relative and absolute, in the schedule's
+//! zone), the newest run's state, circuit, paused.
+
+use super::{
+    RowKey, filter_match, list_rows, mark_span, note_line, pane_block, scroll_offset, selected_style,
+};
+use crate::console::app::Model;
+use crate::console::format::{fit, relative};
+use crate::console::marks;
+use crate::console::snapshot::ScheduleRow;
+use crate::console::theme::{Theme, Token};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+
+fn visible(m: &Model) -> impl Iterator<Item = &ScheduleRow> {
+    m.snapshot
+        .schedules
+        .iter()
+        .filter(|s| filter_match(&m.filter, &[&s.id, &s.tenant, &s.trigger]))
+}
+
+/// The listed schedules, in order.
+pub fn keys(m: &Model) -> Vec<RowKey> {
+    visible(m).map(|s| RowKey::Name(s.id.clone())).collect()
+}
+
+/// `in 23h30m Tue 09:00` in the schedule's own zone (with the date when wide).
+fn next_fire(m: &Model, s: &ScheduleRow, wide: bool) -> Line<'static> {
+    match &s.next_fire {
+        Some(f) => {
+            let local = f.at.with_timezone(&s.timezone);
+            let abs = if wide {
+                local.format("%a %m-%d %H:%M")
+            } else {
+                local.format("%a %H:%M")
+            };
+            Line::from(vec![
+                Span::raw(format!("{:<10}", relative(m.now, f.at))),
+                Span::raw(abs.to_string()),
+            ])
+        }
+        None => Line::from(Span::raw(fit(&s.trigger, if wide { 26 } else { 20 }))),
+    }
+}
+
+pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
+    let rows: Vec<&ScheduleRow> = visible(m).collect();
+    let title = format!("1 Schedules ({})", rows.len());
+    let block = pane_block(title, focused, t);
+    if !m.loaded || rows.is_empty() {
+        let text = if !m.loaded {
+            "loading…"
+        } else if m.filter.is_empty() {
+            "no schedules in the config"
+        } else {
+            "no schedule matches the filter"
+        };
+        f.render_widget(Paragraph::new(note_line(text, t)).block(block), area);
+        return;
+    }
+    let wide = area.width >= 110;
+    let roomy = area.width >= 90;
+    let mut header = vec!["SCHEDULE"];
+    if wide {
+        header.extend(["TENANT", "TRIGGER"]);
+    }
+    header.extend(["NEXT FIRE", "LAST RUN", "CIRCUIT", "PAUSED"]);
+    let mut widths = vec![Constraint::Fill(2)];
+    if wide {
+        widths.extend([Constraint::Length(10), Constraint::Fill(2)]);
+    }
+    widths.extend([
+        Constraint::Length(if roomy { 26 } else { 20 }),
+        Constraint::Length(14),
+        Constraint::Length(12),
+        Constraint::Length(9),
+    ]);
+    let table_rows = rows.iter().map(|s| {
+        let mut cells = vec![Cell::from(s.id.clone())];
+        if wide {
+            cells.push(Cell::from(s.tenant.clone()));
+            cells.push(Cell::from(Span::styled(s.trigger.clone(), t.style(Token::Muted))));
+        }
+        cells.push(Cell::from(next_fire(m, s, roomy)));
+        cells.push(match &s.last {
+            Some(l) => Cell::from(mark_span(marks::run_state(l.state), t)),
+            None => Cell::from(Span::styled("· none", t.style(Token::Muted))),
+        });
+        cells.push(Cell::from(mark_span(marks::circuit(s.circuit), t)));
+        cells.push(Cell::from(mark_span(marks::paused(s.paused), t)));
+        Row::new(cells)
+    });
+    let keys = keys(m);
+    let selected = m.schedules.resolve(&keys);
+    let mut state = TableState::default()
+        .with_selected(selected)
+        .with_offset(scroll_offset(selected, list_rows(area)));
+    let table = Table::new(table_rows, widths)
+        .header(Row::new(header).style(t.style(Token::Muted)))
+        .row_highlight_style(if focused {
+            selected_style(t)
+        } else {
+            t.style(Token::Fg)
+        })
+        .highlight_symbol("▌")
+        .block(block);
+    f.render_stateful_widget(table, area, &mut state);
+}

@@ -1,0 +1,684 @@
+//! What the panes show, read from the store and the config in one consistent
+//! read transaction. The console never reaches into the engine: everything the
+//! engine does is in the store (runs, attempts, steps, events, switches).
+//!
+//! Every query is bounded and, except two, index-backed, so a snapshot stays
+//! cheap with a million runs in the database:
+//! - the kill switch and other switches, schedule states, maintenance: small tables;
+//! - one lane per configured schedule: its newest [`LANE_WINDOWS`] runs
+//!   (`runs_window` index, newest first, limited);
+//! - the retry and backfill queues: [`Tx::due_runs`] with an instant far in the
+//!   future, i.e. the pending / retry_wait runs by next check (`runs_due`
+//!   partial index), at most [`QUEUE_LIMIT`];
+//! - running runs for the quotas (`runs_lease` partial index);
+//! - today's cost of schedules with a daily cap (`attempts_cost` index);
+//! - for the selected run only: its newest events and its latest decision
+//!   (`events_run` index).
+//!
+//! The two full scans — run counts by state and the `needs_human` list (the
+//! runs table has no index on state) — form the [`SlowTier`], which the caller
+//! reuses between loads and refreshes only every few seconds (see the shell).
+//! Between slow loads the approvals list is corrected from the fresh lanes.
+
+use super::panes::gates::{DecisionView, latest_decision};
+use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
+use crate::store::{
+    Approval, Attempt, CircuitState, Event, EventFilter, Pool, Run, RunFilter, RunState, Step, Store,
+    StoreError, Switch, Tx,
+};
+use crate::time::duration::{format_duration, to_delta};
+use crate::time::fire::FireRule;
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use std::collections::{BTreeMap, HashMap};
+
+/// Recent windows per schedule in the timeline.
+pub const LANE_WINDOWS: usize = 64;
+/// Pending / retry_wait runs read for the retry and backfill queues.
+pub const QUEUE_LIMIT: usize = 1000;
+/// Rows of the approvals list.
+pub const APPROVALS_LIMIT: usize = 200;
+/// Events of the selected run in the timeline.
+pub const FOCUS_EVENTS: usize = 200;
+/// Decision-related events of the selected run (gates pane).
+pub const DECISION_EVENTS: usize = 100;
+/// Events in a run's detail view.
+pub const DETAIL_EVENTS: usize = 500;
+/// Bytes of each attempt's log kept for the detail view (the tail).
+pub const DETAIL_LOG_BYTES: usize = 64 * 1024;
+/// The name of the global kill switch in the store.
+pub const KILL_SWITCH: &str = "kill";
+
+/// The event kinds that explain a decision.
+const DECISION_KINDS: [&str; 4] = ["decision", "gate", "switch_held", "window_opened"];
+
+/// Everything the panes show.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The `now` it was loaded at (next fires, active maintenance).
+    pub taken_at: DateTime<Utc>,
+    /// The newest event id: when it does not move, nothing was written.
+    pub last_event_id: i64,
+    pub counts: Vec<(RunState, u64)>,
+    /// When the slow tier (counts, needs_human list) was read.
+    pub counts_at: Option<DateTime<Utc>>,
+    pub schedules: Vec<ScheduleRow>,
+    /// One lane per schedule, in the order of `schedules`.
+    pub lanes: Vec<Lane>,
+    pub retries: Vec<RetryRow>,
+    pub approvals: Vec<ApprovalRow>,
+    pub backfill: Vec<BackfillRow>,
+    /// The queues were cut at [`QUEUE_LIMIT`].
+    pub queue_truncated: bool,
+    pub switches: SwitchBoard,
+    /// The selected run, with its events and latest decision.
+    pub focus: Option<FocusRun>,
+}
+
+impl Snapshot {
+    /// The kill switch: on or off.
+    pub fn kill_on(&self) -> bool {
+        self.switches.kill.as_ref().is_some_and(|s| s.on)
+    }
+
+    pub fn schedule(&self, id: &str) -> Option<&ScheduleRow> {
+        self.schedules.iter().find(|s| s.id == id)
+    }
+
+    pub fn lane(&self, schedule: &str) -> Option<&Lane> {
+        self.lanes.iter().find(|l| l.schedule == schedule)
+    }
+
+    /// A run the snapshot holds anywhere (lanes, queues, focus).
+    pub fn find_run(&self, id: i64) -> Option<&Run> {
+        self.lanes
+            .iter()
+            .flat_map(|l| l.runs.iter())
+            .chain(self.retries.iter().map(|r| &r.run))
+            .chain(self.approvals.iter().map(|r| &r.run))
+            .chain(self.backfill.iter().map(|r| &r.run))
+            .chain(self.focus.iter().map(|f| &f.run))
+            .find(|r| r.id == id)
+    }
+
+    /// The focus data, if it is about `run`.
+    pub fn focus_of(&self, run: i64) -> Option<&FocusRun> {
+        self.focus.as_ref().filter(|f| f.run.id == run)
+    }
+}
+
+/// One configured schedule with its durable state.
+#[derive(Debug, Clone)]
+pub struct ScheduleRow {
+    pub id: String,
+    pub tenant: String,
+    /// `cron 0 9 * * MON-FRI`, `every 5m`, `on ticket.created`, …
+    pub trigger: String,
+    pub timezone: Tz,
+    pub next_fire: Option<NextFire>,
+    /// The newest run (by window start).
+    pub last: Option<LastRun>,
+    pub circuit: CircuitState,
+    pub circuit_since: Option<DateTime<Utc>>,
+    pub consecutive_failures: u32,
+    pub paused: bool,
+    pub paused_reason: Option<String>,
+    pub max_attempts: u32,
+    pub catchup_window: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextFire {
+    pub at: DateTime<Utc>,
+    pub window_key: String,
+    /// `dst_shifted`, `calendar_moved`, …
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastRun {
+    pub id: i64,
+    pub state: RunState,
+    pub window_key: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A schedule's recent windows, oldest first.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    pub schedule: String,
+    pub tenant: String,
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetryRow {
+    pub run: Run,
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ApprovalRow {
+    pub run: Run,
+    /// The step journal, oldest first.
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BackfillRow {
+    pub run: Run,
+    /// `window_start + catchup_window`: after this the window expires.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Layer 3 at a glance.
+#[derive(Debug, Clone, Default)]
+pub struct SwitchBoard {
+    /// The global kill switch (`None`: never set, i.e. off).
+    pub kill: Option<Switch>,
+    /// Other named switches in the store.
+    pub others: Vec<Switch>,
+    pub paused: Vec<PausedRow>,
+    /// Circuits that are open or half-open.
+    pub circuits: Vec<CircuitRow>,
+    pub maintenance: Vec<MaintenanceRow>,
+    pub quotas: Vec<QuotaRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PausedRow {
+    pub schedule: String,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CircuitRow {
+    pub schedule: String,
+    pub state: CircuitState,
+    pub since: Option<DateTime<Utc>>,
+    pub consecutive_failures: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaintenanceRow {
+    /// The configured name, or `#id` of an ad-hoc window.
+    pub name: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub reason: String,
+    /// Empty: all schedules.
+    pub schedules: Vec<String>,
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaRow {
+    /// `pool on_time`, `tenant acme`, `schedule daily-report`, `budget daily-report`.
+    pub scope: String,
+    pub used: String,
+    pub limit: String,
+    pub full: bool,
+}
+
+/// The selected run with its trace.
+#[derive(Debug, Clone)]
+pub struct FocusRun {
+    pub run: Run,
+    /// Newest [`FOCUS_EVENTS`] events, oldest first.
+    pub events: Vec<Event>,
+    pub decision: Option<DecisionView>,
+}
+
+/// The expensive part of a snapshot (two full scans), reused between loads.
+#[derive(Debug, Clone, Default)]
+pub struct SlowTier {
+    pub at: DateTime<Utc>,
+    pub counts: Vec<(RunState, u64)>,
+    pub approvals: Vec<ApprovalRow>,
+}
+
+/// What to load besides the fixed panes.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotRequest {
+    /// The selected run (gates pane, timeline events).
+    pub focus: Option<i64>,
+    /// A slow tier to reuse instead of reading it again.
+    pub reuse_slow: Option<SlowTier>,
+}
+
+/// A run's detail view: attempts, steps, events, bounded log, envelope.
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    pub run: Run,
+    pub attempts: Vec<Attempt>,
+    pub steps: Vec<Step>,
+    /// Newest [`DETAIL_EVENTS`], oldest first.
+    pub events: Vec<Event>,
+    pub approvals: Vec<Approval>,
+}
+
+/// Everything the panes show, with nothing selected, reading every tier.
+pub fn load_snapshot(store: &Store, cfg: &Config, now: DateTime<Utc>) -> Result<Snapshot, StoreError> {
+    load_snapshot_with(store, cfg, now, &SnapshotRequest::default()).map(|(s, _)| s)
+}
+
+/// Everything the panes show; returns the slow tier it used so the caller can
+/// reuse it.
+pub fn load_snapshot_with(
+    store: &Store,
+    cfg: &Config,
+    now: DateTime<Utc>,
+    req: &SnapshotRequest,
+) -> Result<(Snapshot, SlowTier), StoreError> {
+    store.read(|tx| {
+        let slow = match &req.reuse_slow {
+            Some(s) => s.clone(),
+            None => load_slow(tx, now)?,
+        };
+        let snap = load_fast(tx, cfg, now, req.focus, &slow)?;
+        Ok((snap, slow))
+    })
+}
+
+/// The newest event id: a cheap "did anything change?" probe.
+pub fn last_event_id(store: &Store) -> Result<i64, StoreError> {
+    store.read(|tx| tx.max_event_id())
+}
+
+fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
+    let counts = tx.count_by_state()?;
+    let runs = tx.runs(&RunFilter {
+        states: vec![RunState::NeedsHuman],
+        limit: Some(APPROVALS_LIMIT),
+        ..RunFilter::default()
+    })?;
+    let approvals = runs
+        .into_iter()
+        .map(|run| {
+            Ok(ApprovalRow {
+                steps: tx.steps(run.id)?,
+                run,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(SlowTier {
+        at: now,
+        counts,
+        approvals,
+    })
+}
+
+fn trigger_text(s: &ScheduleConfig) -> String {
+    match &s.trigger {
+        TriggerConfig::Cron(spec) => format!("cron {}", spec.expr()),
+        TriggerConfig::Every { interval, .. } => format!("every {}", format_duration(*interval)),
+        TriggerConfig::AfterEvent { event, delay } => {
+            format!("after {event} +{}", format_duration(*delay))
+        }
+        TriggerConfig::OnEvent { event } => format!("on {event}"),
+    }
+}
+
+fn next_fire(
+    cfg: &Config,
+    s: &ScheduleConfig,
+    last_start: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<NextFire> {
+    let calendar = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+    let rule = FireRule::for_schedule(s, calendar)?;
+    let after = match &s.trigger {
+        // N after the previous start; before any start, the next interval from now.
+        TriggerConfig::Every {
+            anchor: crate::config::model::Anchor::LastStart,
+            ..
+        } => last_start.unwrap_or(now),
+        _ => now,
+    };
+    rule.next_after(after).map(|f| NextFire {
+        at: f.at,
+        window_key: f.window_key,
+        note: f.note.map(|n| n.as_str().to_string()),
+    })
+}
+
+fn load_fast(
+    tx: &Tx,
+    cfg: &Config,
+    now: DateTime<Utc>,
+    focus: Option<i64>,
+    slow: &SlowTier,
+) -> Result<Snapshot, StoreError> {
+    let last_event_id = tx.max_event_id()?;
+    let states: HashMap<String, crate::store::ScheduleState> = tx
+        .all_schedule_states()?
+        .into_iter()
+        .map(|s| (s.schedule.clone(), s))
+        .collect();
+
+    let mut schedules = Vec::with_capacity(cfg.schedules.len());
+    let mut lanes = Vec::with_capacity(cfg.schedules.len());
+    for s in &cfg.schedules {
+        let mut runs = tx.runs(&RunFilter {
+            schedule: Some(s.id.clone()),
+            tenant: Some(s.tenant.clone()),
+            newest_first: true,
+            limit: Some(LANE_WINDOWS),
+            ..RunFilter::default()
+        })?;
+        runs.reverse();
+        let st = states
+            .get(&s.id)
+            .cloned()
+            .unwrap_or_else(|| crate::store::ScheduleState::new(&s.id));
+        schedules.push(ScheduleRow {
+            id: s.id.clone(),
+            tenant: s.tenant.clone(),
+            trigger: trigger_text(s),
+            timezone: s.timezone,
+            next_fire: next_fire(cfg, s, st.last_start, now),
+            last: runs.last().map(|r| LastRun {
+                id: r.id,
+                state: r.state,
+                window_key: r.window_key.clone(),
+                updated_at: r.updated_at,
+            }),
+            circuit: st.circuit,
+            circuit_since: st.circuit_changed_at,
+            consecutive_failures: st.consecutive_failures,
+            paused: st.paused,
+            paused_reason: st.paused_reason.clone(),
+            max_attempts: s.retry.max_attempts,
+            catchup_window: to_delta(s.catchup_window),
+        });
+        lanes.push(Lane {
+            schedule: s.id.clone(),
+            tenant: s.tenant.clone(),
+            runs,
+        });
+    }
+
+    // The engine's own work queue: pending and retry_wait runs by next check.
+    let far = now + Duration::days(365 * 100);
+    let queued = tx.due_runs(far, QUEUE_LIMIT)?;
+    let queue_truncated = queued.len() >= QUEUE_LIMIT;
+    let by_id: HashMap<&str, &ScheduleConfig> = cfg.schedules.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut retries: Vec<RetryRow> = queued
+        .iter()
+        .filter(|r| r.state == RunState::RetryWait)
+        .map(|r| RetryRow {
+            run: r.clone(),
+            max_attempts: by_id.get(r.schedule.as_str()).map_or(0, |s| s.retry.max_attempts),
+        })
+        .collect();
+    retries.sort_by_key(|r| (r.run.not_before.or(r.run.next_check_at), r.run.id));
+    let mut backfill: Vec<BackfillRow> = queued
+        .iter()
+        .filter(|r| r.state == RunState::Pending && r.pool == Pool::Backfill)
+        .map(|r| BackfillRow {
+            run: r.clone(),
+            expires_at: by_id
+                .get(r.schedule.as_str())
+                .map(|s| r.window_start + to_delta(s.catchup_window)),
+        })
+        .collect();
+    backfill.sort_by_key(|r| (r.run.window_start, r.run.id));
+
+    let approvals = fresh_approvals(tx, &slow.approvals, &lanes)?;
+    let running = tx.running_runs(None)?;
+    let switches = switch_board(tx, cfg, now, &states, &running)?;
+
+    let focus = match focus {
+        Some(id) => match tx.try_run(id)? {
+            Some(run) => Some(focus_run(tx, run)?),
+            None => None,
+        },
+        None => None,
+    };
+
+    Ok(Snapshot {
+        taken_at: now,
+        last_event_id,
+        counts: slow.counts.clone(),
+        counts_at: Some(slow.at),
+        schedules,
+        lanes,
+        retries,
+        approvals,
+        backfill,
+        queue_truncated,
+        switches,
+        focus,
+    })
+}
+
+/// The slow needs_human list corrected by the lanes, which are read every
+/// time: runs that left `needs_human` drop out, new ones come in.
+fn fresh_approvals(tx: &Tx, slow: &[ApprovalRow], lanes: &[Lane]) -> Result<Vec<ApprovalRow>, StoreError> {
+    let lane_runs: HashMap<i64, &Run> = lanes
+        .iter()
+        .flat_map(|l| l.runs.iter())
+        .map(|r| (r.id, r))
+        .collect();
+    let mut out: Vec<ApprovalRow> = Vec::with_capacity(slow.len());
+    for row in slow {
+        match lane_runs.get(&row.run.id) {
+            Some(r) if r.state != RunState::NeedsHuman => {}
+            Some(r) => out.push(ApprovalRow {
+                run: (*r).clone(),
+                steps: row.steps.clone(),
+            }),
+            None => out.push(row.clone()),
+        }
+    }
+    for lane in lanes {
+        for r in lane.runs.iter().filter(|r| r.state == RunState::NeedsHuman) {
+            if !out.iter().any(|a| a.run.id == r.id) && out.len() < APPROVALS_LIMIT {
+                out.push(ApprovalRow {
+                    run: r.clone(),
+                    steps: tx.steps(r.id)?,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|a| (a.run.window_start, a.run.id));
+    Ok(out)
+}
+
+fn focus_run(tx: &Tx, run: Run) -> Result<FocusRun, StoreError> {
+    let mut events = tx.events(&EventFilter {
+        run_id: Some(run.id),
+        newest_first: true,
+        limit: Some(FOCUS_EVENTS),
+        ..EventFilter::default()
+    })?;
+    events.reverse();
+    let mut explaining = tx.events(&EventFilter {
+        run_id: Some(run.id),
+        kinds: DECISION_KINDS.iter().map(|k| k.to_string()).collect(),
+        newest_first: true,
+        limit: Some(DECISION_EVENTS),
+        ..EventFilter::default()
+    })?;
+    explaining.reverse();
+    let decision = latest_decision(&explaining);
+    Ok(FocusRun {
+        run,
+        events,
+        decision,
+    })
+}
+
+fn switch_board(
+    tx: &Tx,
+    cfg: &Config,
+    now: DateTime<Utc>,
+    states: &HashMap<String, crate::store::ScheduleState>,
+    running: &[Run],
+) -> Result<SwitchBoard, StoreError> {
+    let all = tx.switches()?;
+    let kill = all.iter().find(|s| s.name == KILL_SWITCH).cloned();
+    let others = all.into_iter().filter(|s| s.name != KILL_SWITCH).collect();
+
+    let mut sorted: Vec<&crate::store::ScheduleState> = states.values().collect();
+    sorted.sort_by(|a, b| a.schedule.cmp(&b.schedule));
+    let paused = sorted
+        .iter()
+        .filter(|s| s.paused)
+        .map(|s| PausedRow {
+            schedule: s.schedule.clone(),
+            reason: s.paused_reason.clone(),
+        })
+        .collect();
+    let circuits = sorted
+        .iter()
+        .filter(|s| s.circuit != CircuitState::Closed)
+        .map(|s| CircuitRow {
+            schedule: s.schedule.clone(),
+            state: s.circuit,
+            since: s.circuit_changed_at,
+            consecutive_failures: s.consecutive_failures,
+        })
+        .collect();
+
+    let mut maintenance: Vec<MaintenanceRow> = Vec::new();
+    for m in &cfg.maintenance {
+        let rule = FireRule::cron(m.cron.clone(), m.timezone);
+        let len = to_delta(m.duration);
+        // The first opening that has not yet closed: active if it opened already.
+        if let Some(f) = rule.next_after(now - len) {
+            maintenance.push(MaintenanceRow {
+                name: m.name.clone(),
+                from: f.at,
+                to: f.at + len,
+                reason: m.reason.clone(),
+                schedules: m.schedules.clone(),
+                active: f.at <= now,
+            });
+        }
+    }
+    for m in tx.maintenance_list()?.into_iter().filter(|m| m.to > now) {
+        maintenance.push(MaintenanceRow {
+            name: format!("#{}", m.id),
+            active: m.from <= now,
+            from: m.from,
+            to: m.to,
+            reason: m.reason,
+            schedules: m.schedules,
+        });
+    }
+    maintenance.sort_by_key(|m| (!m.active, m.from));
+
+    let quotas = quotas(tx, cfg, now, states, running)?;
+    Ok(SwitchBoard {
+        kill,
+        others,
+        paused,
+        circuits,
+        maintenance,
+        quotas,
+    })
+}
+
+fn quotas(
+    tx: &Tx,
+    cfg: &Config,
+    now: DateTime<Utc>,
+    states: &HashMap<String, crate::store::ScheduleState>,
+    running: &[Run],
+) -> Result<Vec<QuotaRow>, StoreError> {
+    let mut rows = Vec::new();
+    let count = |pred: &dyn Fn(&Run) -> bool| running.iter().filter(|r| pred(r)).count();
+    for (pool, limit) in [
+        (Pool::OnTime, cfg.scheduler.workers),
+        (Pool::Backfill, cfg.scheduler.backfill_workers),
+    ] {
+        let used = count(&|r| r.pool == pool);
+        rows.push(QuotaRow {
+            scope: format!("pool {}", pool.as_str()),
+            used: used.to_string(),
+            limit: limit.to_string(),
+            full: used >= limit,
+        });
+    }
+    let mut by_tenant: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in running {
+        *by_tenant.entry(r.tenant.as_str()).or_default() += 1;
+    }
+    for (tenant, t) in &cfg.tenants {
+        if let Some(max) = t.max_concurrent {
+            let used = by_tenant.get(tenant.as_str()).copied().unwrap_or(0);
+            rows.push(QuotaRow {
+                scope: format!("tenant {tenant}"),
+                used: used.to_string(),
+                limit: max.to_string(),
+                full: used >= max as usize,
+            });
+        }
+    }
+    for s in &cfg.schedules {
+        let used = count(&|r| r.schedule == s.id && r.tenant == s.tenant);
+        let divisor = states.get(&s.id).map_or(1, |st| st.concurrency_divisor.max(1));
+        let limit = (s.max_concurrency / divisor).max(1);
+        if used > 0 || divisor > 1 {
+            let halved = if divisor > 1 {
+                format!(" (÷{divisor}, rate limited)")
+            } else {
+                String::new()
+            };
+            rows.push(QuotaRow {
+                scope: format!("schedule {}", s.id),
+                used: used.to_string(),
+                limit: format!("{limit}{halved}"),
+                full: used as u32 >= limit,
+            });
+        }
+        if let Some(cap) = s.budget.max_cost_per_day {
+            let local = now.with_timezone(&s.timezone);
+            let midnight = local
+                .date_naive()
+                .and_hms_opt(0, 0, 0)
+                .map(|n| crate::time::fire::resolve_local(s.timezone, n).earliest())
+                .unwrap_or(now);
+            let spent = tx.schedule_cost_between(&s.tenant, &s.id, midnight, now + Duration::seconds(1))?;
+            rows.push(QuotaRow {
+                scope: format!("budget {}", s.id),
+                used: format!("${spent:.2}"),
+                limit: format!("${cap:.2}/day"),
+                full: spent >= cap,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// A run's detail view, bounded: the newest [`DETAIL_EVENTS`] events and the
+/// last [`DETAIL_LOG_BYTES`] of each attempt's log.
+pub fn load_run_detail(store: &Store, run_id: i64) -> Result<RunDetail, StoreError> {
+    store.read(|tx| {
+        let run = tx.run(run_id)?;
+        let mut attempts = tx.attempts(run_id)?;
+        for a in &mut attempts {
+            if a.log.len() > DETAIL_LOG_BYTES {
+                let cut = a.log.ceil_char_boundary(a.log.len() - DETAIL_LOG_BYTES);
+                a.log = format!("…[{cut} earlier bytes not shown]…\n{}", &a.log[cut..]);
+            }
+        }
+        let steps = tx.steps(run_id)?;
+        let mut events = tx.events(&EventFilter {
+            run_id: Some(run_id),
+            newest_first: true,
+            limit: Some(DETAIL_EVENTS),
+            ..EventFilter::default()
+        })?;
+        events.reverse();
+        let approvals = tx.approvals(run_id)?;
+        Ok(RunDetail {
+            run,
+            attempts,
+            steps,
+            events,
+            approvals,
+        })
+    })
+}

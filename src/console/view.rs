@@ -1,0 +1,302 @@
+//! Drawing the model: a pure function of the model and the theme.
+//!
+//! ```text
+//! header   mode · kill switch · clock and zone · run counts by state
+//! tabs     1 Schedules 2 Timeline 3 Gates 4 Retries 5 Approvals 6 Backfill 7 Switches
+//! body     the focused pane (wide terminals: plus gates and switches beside it)
+//!          or the run detail
+//! bar      filter / command input, or the status line
+//! footer   the keys that work here (from the keymap table)
+//! ```
+//! Below [`MIN_WIDTH`]×[`MIN_HEIGHT`] only the kill switch state and a
+//! "terminal too small" note are drawn.
+
+use super::app::{Bar, Level, Model, Overlay, Screen};
+use super::detail;
+use super::dialogs::help;
+use super::keymap;
+use super::marks;
+use super::panes::{self, Pane};
+use super::theme::{Theme, Token};
+use crate::store::RunState;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 15;
+/// From this size on, gates and switches are shown beside the focused pane.
+pub const WIDE_WIDTH: u16 = 140;
+pub const WIDE_HEIGHT: u16 = 36;
+
+/// Counts in the header, most urgent first.
+const COUNT_ORDER: [RunState; 10] = [
+    RunState::Running,
+    RunState::NeedsHuman,
+    RunState::RetryWait,
+    RunState::Dead,
+    RunState::Failed,
+    RunState::Pending,
+    RunState::Missed,
+    RunState::Succeeded,
+    RunState::Skipped,
+    RunState::Expired,
+];
+
+pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
+    let area = f.area();
+    f.render_widget(Block::default().style(t.base()), area);
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(m, t, f, area);
+        return;
+    }
+    let [header, tabs, body, bar, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(header_line(m, t, header.width)), header);
+    f.render_widget(Paragraph::new(tabs_line(m, t, tabs.width)), tabs);
+    match &m.screen {
+        Screen::Main => main_body(m, t, f, body),
+        Screen::Detail(d) => detail::render(m, d, t, f, body),
+    }
+    f.render_widget(Paragraph::new(bar_line(m, t)), bar);
+    f.render_widget(Paragraph::new(footer_line(m, t, footer.width)), footer);
+    // Overlays never cover the header: the kill switch state stays visible.
+    let below_header = Rect {
+        y: area.y + 1,
+        height: area.height - 1,
+        ..area
+    };
+    match &m.overlay {
+        Overlay::None => {}
+        Overlay::Help { scroll } => help::render(*scroll, m.read_only, t, f, below_header),
+        Overlay::Dialog(d) => d.render(t, f, below_header),
+    }
+}
+
+/// The kill switch mark: always drawn, whatever the size.
+fn kill_span(m: &Model, t: &Theme) -> Span<'static> {
+    let mk = marks::kill(m.snapshot.kill_on());
+    let style = if m.snapshot.kill_on() {
+        t.style(mk.token)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+    } else {
+        t.style(mk.token)
+    };
+    Span::styled(format!("{} {}", mk.glyph, mk.word), style)
+}
+
+fn too_small(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
+    let lines = vec![
+        Line::from(kill_span(m, t)),
+        Line::from(Span::styled(
+            format!("terminal too small (need {MIN_WIDTH}x{MIN_HEIGHT})"),
+            t.style(Token::Warn),
+        )),
+        Line::from(Span::styled(
+            format!("now {}x{}; q quits", area.width, area.height),
+            t.style(Token::Muted),
+        )),
+    ];
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn width(spans: &[Span]) -> usize {
+    spans.iter().map(Span::width).sum()
+}
+
+fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
+    let w = usize::from(w);
+    let wide = w >= usize::from(WIDE_WIDTH);
+    let mode_style = if m.mode_label.eq_ignore_ascii_case("live") {
+        t.style(Token::Accent)
+    } else {
+        t.style(Token::Warn).add_modifier(Modifier::BOLD)
+    };
+    let mut spans = vec![Span::styled(format!(" {} ", m.mode_label), mode_style)];
+    if m.read_only {
+        spans.push(Span::styled("READ-ONLY ", t.style(Token::Warn)));
+    }
+    spans.push(Span::raw("│ "));
+    spans.push(kill_span(m, t));
+    spans.push(Span::raw(" │ "));
+    let clock = if w >= 100 {
+        super::format::clock(m.now, m.tz)
+    } else {
+        m.now.with_timezone(&m.tz).format("%H:%M:%S %Z").to_string()
+    };
+    spans.push(Span::raw(clock));
+    spans.push(Span::raw(" │"));
+    if !m.loaded {
+        spans.push(Span::styled(" loading…", t.style(Token::Muted)));
+        return Line::from(spans);
+    }
+    let mut any = false;
+    for st in COUNT_ORDER {
+        let n = m
+            .snapshot
+            .counts
+            .iter()
+            .find(|(s, _)| *s == st)
+            .map_or(0, |(_, n)| *n);
+        if n == 0 {
+            continue;
+        }
+        let mk = marks::run_state(st);
+        let text = if wide {
+            format!(" {} {n} {}", mk.glyph, mk.word)
+        } else {
+            format!(" {}{n}", mk.glyph)
+        };
+        let span = Span::styled(text, t.style(mk.token));
+        if width(&spans) + span.width() > w {
+            break;
+        }
+        spans.push(span);
+        any = true;
+    }
+    if !any {
+        spans.push(Span::styled(" no runs", t.style(Token::Muted)));
+    }
+    Line::from(spans)
+}
+
+fn tab_count(m: &Model, p: Pane) -> usize {
+    match p {
+        Pane::Retries => m.snapshot.retries.len(),
+        Pane::Approvals => m.snapshot.approvals.len(),
+        Pane::Backfill => m.snapshot.backfill.len(),
+        _ => 0,
+    }
+}
+
+fn short_title(p: Pane) -> &'static str {
+    match p {
+        Pane::Schedules => "Sched",
+        Pane::Timeline => "Time",
+        Pane::Gates => "Gates",
+        Pane::Retries => "Retry",
+        Pane::Approvals => "Approve",
+        Pane::Backfill => "Backfill",
+        Pane::Switches => "Switch",
+    }
+}
+
+fn tabs_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
+    let full = w >= 100;
+    let in_detail = matches!(m.screen, Screen::Detail(_));
+    let mut spans = Vec::new();
+    for p in Pane::ALL {
+        let title = if full { p.title() } else { short_title(p) };
+        let n = tab_count(m, p);
+        let count = if n > 0 { format!("·{n}") } else { String::new() };
+        let text = format!(" {} {title}{count} ", p.index() + 1);
+        let style = if p == m.pane && !in_detail {
+            t.style(Token::Selection).add_modifier(Modifier::BOLD)
+        } else if p == m.pane {
+            t.style(Token::Focus)
+        } else if p == Pane::Approvals && n > 0 {
+            t.style(Token::Warn)
+        } else {
+            t.style(Token::Muted)
+        };
+        spans.push(Span::styled(text, style));
+    }
+    Line::from(spans)
+}
+
+fn main_body(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
+    if area.width >= WIDE_WIDTH && area.height + 4 >= WIDE_HEIGHT {
+        let side_w = area.width * 2 / 5;
+        let [main, side] = Layout::horizontal([Constraint::Min(0), Constraint::Length(side_w)]).areas(area);
+        render_pane(m, t, f, m.pane, main, true);
+        let others: Vec<Pane> = [Pane::Gates, Pane::Switches, Pane::Approvals]
+            .into_iter()
+            .filter(|p| *p != m.pane)
+            .take(2)
+            .collect();
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(side);
+        for (p, a) in others.into_iter().zip([top, bottom]) {
+            render_pane(m, t, f, p, a, false);
+        }
+    } else {
+        render_pane(m, t, f, m.pane, area, true);
+    }
+}
+
+fn render_pane(m: &Model, t: &Theme, f: &mut Frame, pane: Pane, area: Rect, focused: bool) {
+    match pane {
+        Pane::Schedules => panes::schedules::render(m, t, f, area, focused),
+        Pane::Timeline => panes::timeline::render(m, t, f, area, focused),
+        Pane::Gates => panes::gates::render(m, t, f, area, focused),
+        Pane::Retries => panes::retries::render(m, t, f, area, focused),
+        Pane::Approvals => panes::approvals::render(m, t, f, area, focused),
+        Pane::Backfill => panes::backfill::render(m, t, f, area, focused),
+        Pane::Switches => panes::switches::render(m, t, f, area, focused),
+    }
+}
+
+fn input_spans(prefix: &str, text: &str, cursor: usize, t: &Theme) -> Vec<Span<'static>> {
+    let before: String = text.chars().take(cursor).collect();
+    let at: String = text
+        .chars()
+        .nth(cursor)
+        .map_or(" ".to_string(), |c| c.to_string());
+    let after: String = text.chars().skip(cursor + 1).collect();
+    vec![
+        Span::styled(prefix.to_string(), t.style(Token::Accent)),
+        Span::raw(before),
+        Span::styled(at, t.base().add_modifier(Modifier::REVERSED)),
+        Span::raw(after),
+    ]
+}
+
+fn bar_line(m: &Model, t: &Theme) -> Line<'static> {
+    match &m.bar {
+        Some(Bar::Filter(l)) => return Line::from(input_spans("/", &l.text, l.cursor, t)),
+        Some(Bar::Command(l)) => return Line::from(input_spans(":", &l.text, l.cursor, t)),
+        None => {}
+    }
+    if let Some(s) = &m.status {
+        let (glyph, token) = match s.level {
+            Level::Info => ("·", Token::Fg),
+            Level::Ok => ("✓", Token::Ok),
+            Level::Error => ("✗", Token::Error),
+        };
+        return Line::from(Span::styled(format!(" {glyph} {}", s.text), t.style(token)));
+    }
+    if let Some(e) = &m.load_error {
+        return Line::from(Span::styled(format!(" ✗ store: {e}"), t.style(Token::Error)));
+    }
+    if !m.filter.is_empty() {
+        return Line::from(vec![
+            Span::styled(" filter ", t.style(Token::Muted)),
+            Span::styled(m.filter.clone(), t.style(Token::Accent)),
+            Span::styled("  (/ edits, Esc clears)", t.style(Token::Muted)),
+        ]);
+    }
+    Line::from("")
+}
+
+fn footer_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
+    let w = usize::from(w);
+    let mut spans: Vec<Span> = Vec::new();
+    for b in keymap::footer(&m.layers(), m.read_only) {
+        let key = Span::styled(format!(" {}", b.keys_label()), t.style(Token::Accent));
+        let desc = Span::styled(format!(" {} ", b.description), t.style(Token::Muted));
+        if width(&spans) + key.width() + desc.width() > w {
+            continue;
+        }
+        spans.push(key);
+        spans.push(desc);
+    }
+    Line::from(spans)
+}

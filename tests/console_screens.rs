@@ -1,0 +1,332 @@
+//! Whole screens rendered into ratatui's `TestBackend` and compared with the
+//! accepted insta snapshots in tests/snapshots/ (CI never writes them), plus a
+//! no-panic size matrix over every pane, screen and overlay, and style checks
+//! that the monochrome theme keeps bold and reverse.
+
+#[path = "console_support.rs"]
+mod support;
+
+use agentcron::config::model::ErrorClass;
+use agentcron::console::app::{DetailSection, DetailState, Model, Msg, Overlay, Screen, update};
+use agentcron::console::dialogs::{Dialog, Intent};
+use agentcron::console::panes::Pane;
+use agentcron::console::snapshot::RunDetail;
+use agentcron::console::theme::{Theme, builtin_names};
+use agentcron::store::*;
+use chrono::Duration;
+use ratatui::crossterm::event::KeyCode;
+use ratatui::style::Modifier;
+use support::*;
+
+fn dark() -> Theme {
+    Theme::builtin("dark").expect("dark theme")
+}
+
+fn screen(m: &Model, w: u16, h: u16) -> String {
+    render(m, &dark(), w, h)
+}
+
+fn at_pane(p: Pane, w: u16, h: u16) -> Model {
+    let mut m = loaded_model(w, h);
+    update(&mut m, ch(char::from(b'1' + p.index() as u8)));
+    m
+}
+
+#[test]
+fn main_screen_80x24() {
+    insta::assert_snapshot!("main_80x24", screen(&loaded_model(80, 24), 80, 24));
+}
+
+#[test]
+fn main_screen_160x48() {
+    insta::assert_snapshot!("main_160x48", screen(&loaded_model(160, 48), 160, 48));
+}
+
+#[test]
+fn every_pane_at_80x24() {
+    for p in Pane::ALL {
+        let m = at_pane(p, 80, 24);
+        insta::assert_snapshot!(
+            format!("pane_{}_80x24", p.title().to_lowercase()),
+            screen(&m, 80, 24)
+        );
+    }
+}
+
+#[test]
+fn timeline_and_approvals_at_160x48() {
+    for p in [Pane::Timeline, Pane::Approvals] {
+        let m = at_pane(p, 160, 48);
+        insta::assert_snapshot!(
+            format!("pane_{}_160x48", p.title().to_lowercase()),
+            screen(&m, 160, 48)
+        );
+    }
+}
+
+fn detail_fixture(m: &Model) -> RunDetail {
+    let human = m.snapshot.approvals[0].clone();
+    let run = human.run.clone();
+    let start = run.window_start;
+    let attempt = |n: u32, status: AttemptStatus, class: Option<ErrorClass>, msg: Option<&str>| Attempt {
+        run_id: run.id,
+        n,
+        fencing_token: 40 + i64::from(n),
+        owner: "worker-1".into(),
+        reason: if n == 1 {
+            RunReason::Scheduled
+        } else {
+            RunReason::Retry
+        },
+        started_at: start + Duration::minutes(i64::from(n) * 2),
+        ended_at: Some(start + Duration::minutes(i64::from(n) * 2 + 1)),
+        status,
+        error_class: class,
+        exit_code: Some(if n == 1 { 75 } else { 77 }),
+        summary: None,
+        processed: None,
+        message: msg.map(str::to_string),
+        tokens: 1200 * i64::from(n),
+        cost_usd: 0.0125 * f64::from(n),
+        log: format!("fetching orders\nattempt {n} working\n\twebhook POST /hook\n"),
+        envelope: Some(format!(
+            r#"{{"run_id":{},"tenant":"acme","schedule":"hourly-sync","attempt":{n},"reason":"retry","window":{{"key":"{}"}}}}"#,
+            run.id, run.window_key
+        )),
+    };
+    let events = vec![
+        Event {
+            id: 11,
+            at: start,
+            kind: "window_opened".into(),
+            tenant: Some("acme".into()),
+            schedule: Some("hourly-sync".into()),
+            run_id: Some(run.id),
+            detail: serde_json::json!({"window_key": run.window_key}),
+        },
+        Event {
+            id: 12,
+            at: start + Duration::minutes(3),
+            kind: "failed".into(),
+            tenant: Some("acme".into()),
+            schedule: Some("hourly-sync".into()),
+            run_id: Some(run.id),
+            detail: serde_json::json!({"attempt": 1, "class": "retryable", "message": "upstream 503"}),
+        },
+        Event {
+            id: 13,
+            at: start + Duration::minutes(5),
+            kind: "parked_for_human".into(),
+            tenant: Some("acme".into()),
+            schedule: Some("hourly-sync".into()),
+            run_id: Some(run.id),
+            detail: serde_json::json!({"reason": "uncertain side-effect step deliver"}),
+        },
+    ];
+    let attempts = vec![
+        attempt(
+            1,
+            AttemptStatus::Failed,
+            Some(ErrorClass::Retryable),
+            Some("upstream 503"),
+        ),
+        attempt(
+            2,
+            AttemptStatus::Failed,
+            Some(ErrorClass::NeedsHuman),
+            Some("deliver outcome unknown"),
+        ),
+    ];
+    RunDetail {
+        run,
+        attempts,
+        steps: human.steps,
+        events,
+        approvals: vec![],
+    }
+}
+
+fn detail_model(w: u16, h: u16, section: DetailSection) -> Model {
+    let mut m = loaded_model(w, h);
+    let d = detail_fixture(&m);
+    m.screen = Screen::Detail(DetailState {
+        run: d.run.id,
+        detail: Some(Box::new(d)),
+        error: None,
+        section,
+        scroll: 0,
+    });
+    m
+}
+
+#[test]
+fn run_detail() {
+    for s in DetailSection::ALL {
+        let m = detail_model(100, 30, s);
+        insta::assert_snapshot!(
+            format!("detail_{}_100x30", s.title().to_lowercase()),
+            screen(&m, 100, 30)
+        );
+    }
+}
+
+#[test]
+fn help_overlay() {
+    let mut m = loaded_model(80, 24);
+    update(&mut m, ch('?'));
+    insta::assert_snapshot!("help_80x24", screen(&m, 80, 24));
+    let mut m = loaded_model(100, 60);
+    m.read_only = true;
+    update(&mut m, ch('?'));
+    insta::assert_snapshot!("help_read_only_100x60", screen(&m, 100, 60));
+}
+
+#[test]
+fn reason_dialog() {
+    let mut m = loaded_model(80, 24);
+    update(&mut m, ch('5'));
+    update(&mut m, ch('x'));
+    type_text(&mut m, "duplicate delivery confirmed by the customer");
+    insta::assert_snapshot!("reject_dialog_80x24", screen(&m, 80, 24));
+}
+
+#[test]
+fn kill_type_to_confirm_dialog() {
+    let mut snap = fixed_snapshot();
+    snap.switches.kill = None;
+    let mut m = model_sized(80, 24, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    update(&mut m, ch('K'));
+    type_text(&mut m, "incident 4711");
+    update(&mut m, key(KeyCode::Enter));
+    type_text(&mut m, "ki");
+    insta::assert_snapshot!("kill_confirm_80x24", screen(&m, 80, 24));
+}
+
+#[test]
+fn too_small_keeps_the_kill_switch_visible() {
+    let m = loaded_model(40, 10);
+    insta::assert_snapshot!("too_small_40x10", screen(&m, 40, 10));
+    let tiny = screen(&m, 1, 1);
+    assert!(tiny.contains('■'), "{tiny}");
+}
+
+#[test]
+fn filter_and_read_only_footer() {
+    let mut m = loaded_model(100, 24);
+    m.read_only = true;
+    update(&mut m, ch('/'));
+    type_text(&mut m, "sync");
+    insta::assert_snapshot!("filter_read_only_100x24", screen(&m, 100, 24));
+}
+
+/// Every pane, screen and overlay at sizes from 1×1 up: nothing panics, and
+/// the kill switch state is on screen at every size.
+#[test]
+fn no_panic_size_matrix() {
+    let sizes = [
+        (1, 1),
+        (2, 1),
+        (10, 3),
+        (40, 10),
+        (59, 14),
+        (60, 15),
+        (80, 24),
+        (139, 35),
+        (140, 36),
+        (200, 60),
+    ];
+    let theme = dark();
+    for (w, h) in sizes {
+        let mut models: Vec<Model> = Vec::new();
+        for p in Pane::ALL {
+            models.push(at_pane(p, w, h));
+            let mut empty = model_sized(w, h, false);
+            update(&mut empty, ch(char::from(b'1' + p.index() as u8)));
+            models.push(empty);
+        }
+        for s in DetailSection::ALL {
+            models.push(detail_model(w, h, s));
+        }
+        let mut loading = detail_model(w, h, DetailSection::Log);
+        if let Screen::Detail(d) = &mut loading.screen {
+            d.detail = None;
+        }
+        models.push(loading);
+        let mut help = loaded_model(w, h);
+        help.overlay = Overlay::Help { scroll: 500 };
+        models.push(help);
+        for intent in [
+            Intent::KillOn,
+            Intent::Resume {
+                schedule: "inbox-triage".into(),
+            },
+            Intent::Reject {
+                run: 1,
+                label: "x".repeat(300),
+            },
+        ] {
+            let mut d = loaded_model(w, h);
+            d.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+            models.push(d);
+        }
+        for m in &models {
+            let out = render(m, &theme, w, h);
+            if m.loaded {
+                assert!(out.contains('■'), "kill switch missing at {w}x{h}:\n{out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_theme_renders_every_pane() {
+    for name in builtin_names() {
+        let theme = Theme::builtin(name).expect("builtin");
+        for p in Pane::ALL {
+            let _ = render(&at_pane(p, 100, 30), &theme, 100, 30);
+        }
+    }
+}
+
+#[test]
+fn mono_keeps_bold_and_reverse() {
+    let mono = Theme::builtin("mono").expect("mono");
+    let m = loaded_model(80, 24);
+    let backend = render_backend(&m, &mono, 80, 24);
+    let buf = backend.buffer();
+    // The kill switch (on) is bold and reversed in the header.
+    let kill = (0..80)
+        .map(|x| &buf[(x, 0)])
+        .find(|c| c.symbol() == "■")
+        .expect("kill glyph in the header");
+    assert!(kill.modifier.contains(Modifier::BOLD | Modifier::REVERSED));
+    // The selected schedule row is reversed.
+    let row = (0..24)
+        .find(|y| {
+            (0..80)
+                .map(|x| buf[(x, *y)].symbol())
+                .collect::<String>()
+                .contains("daily-sales")
+        })
+        .expect("row");
+    assert!((0..80).any(|x| buf[(x, row)].modifier.contains(Modifier::REVERSED)));
+    // And there is no colour at all.
+    for c in buf.content() {
+        assert!(
+            matches!(c.fg, ratatui::style::Color::Reset) && matches!(c.bg, ratatui::style::Color::Reset),
+            "colour in mono: {c:?}"
+        );
+    }
+}
+
+#[test]
+fn states_are_glyph_word_and_colour() {
+    let dark = dark();
+    let m = at_pane(Pane::Schedules, 80, 24);
+    let out = render(&m, &dark, 80, 24);
+    // Words next to glyphs, not colour alone.
+    for word in ["✗ open", "‖ paused", "✓ closed", "○ pending", "► running"] {
+        assert!(out.contains(word), "missing `{word}`:\n{out}");
+    }
+}
