@@ -18,6 +18,15 @@ struct Cli {
     /// SQLite database (overrides [scheduler] database).
     #[arg(long, global = true)]
     db: Option<PathBuf>,
+    /// Console theme: a name in themes/ (dark, light, mono, high-contrast, colorblind) or a file.
+    #[arg(long, global = true)]
+    theme: Option<String>,
+    /// Console without colours (as NO_COLOR=1).
+    #[arg(long, global = true)]
+    no_color: bool,
+    /// Console that shows but never acts (and opens the database read-only).
+    #[arg(long, global = true)]
+    read_only: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -26,6 +35,11 @@ struct Cli {
 enum Command {
     /// Validate the config.
     Check,
+    /// The console over a database a headless scheduler runs (no second scheduler).
+    Console {
+        #[arg(long, required = true)]
+        attach: bool,
+    },
     /// Run the scheduler without the console, until SIGINT/SIGTERM.
     Run {
         /// Required: the console is the default mode.
@@ -472,10 +486,22 @@ fn main() {
                 window: window.as_deref(),
             },
         ),
-        None => {
-            eprintln!("agentcron: the console is not built yet; try `agentcron check` or `agentcron next`");
-            cli::exit::USAGE
-        }
+        Some(Command::Console { attach }) => cli::console::run(cli::console::Options {
+            config: &cli.config,
+            db: cli.db.as_deref(),
+            theme: cli.theme.clone(),
+            no_color: cli.no_color,
+            read_only: cli.read_only,
+            attach: *attach,
+        }),
+        None => cli::console::run(cli::console::Options {
+            config: &cli.config,
+            db: cli.db.as_deref(),
+            theme: cli.theme.clone(),
+            no_color: cli.no_color,
+            read_only: cli.read_only,
+            attach: false,
+        }),
     };
     std::process::exit(code);
 }

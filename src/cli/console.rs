@@ -1,0 +1,114 @@
+//! `agentcron` (the console with the embedded scheduler) and `agentcron console
+//! --attach` (the console over a database a headless scheduler runs).
+
+use super::exit;
+use crate::agent::runner::DefaultRunner;
+use crate::console::{self, ConsoleOptions};
+use crate::engine::{Engine, EngineOptions};
+use crate::store::Store;
+use crate::time::SystemClock;
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct Options<'a> {
+    pub config: &'a Path,
+    pub db: Option<&'a Path>,
+    pub theme: Option<String>,
+    pub no_color: bool,
+    pub read_only: bool,
+    /// Attach to a database another process schedules: no embedded scheduler.
+    pub attach: bool,
+}
+
+pub fn run(o: Options<'_>) -> i32 {
+    let mut cfg = match super::load_config(o.config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(db) = o.db {
+        cfg.scheduler.database = db.to_path_buf();
+    }
+    let db = cfg.scheduler.database.clone();
+    if (o.attach || o.read_only) && !db.exists() {
+        eprintln!(
+            "agentcron: no database at {}; start a scheduler first (`agentcron run --headless`) or pass --db",
+            db.display()
+        );
+        return exit::USAGE;
+    }
+    // A read-only console never schedules; an attached one leaves that to the
+    // headless scheduler.
+    let embedded = !o.attach && !o.read_only;
+    let scheduler = if embedded {
+        if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            // Refuse before starting anything (the console would refuse anyway).
+            return console::run(options(&cfg, &o, db));
+        }
+        match start_embedded(cfg.clone()) {
+            Ok(s) => Some(s),
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
+    let code = console::run(options(&cfg, &o, db));
+    if let Some((stop, handle)) = scheduler {
+        let _ = stop.send(());
+        let _ = handle.join();
+    }
+    code
+}
+
+fn options(cfg: &crate::config::Config, o: &Options<'_>, db: std::path::PathBuf) -> ConsoleOptions {
+    ConsoleOptions {
+        config: cfg.clone(),
+        db,
+        theme: o.theme.clone(),
+        no_color: o.no_color,
+        read_only: o.read_only,
+        mode_label: "LIVE".into(),
+    }
+}
+
+type Embedded = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);
+
+/// Runs the engine on its own thread and runtime; it stops when told (the
+/// console quit), letting running attempts finish within the grace period.
+fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
+    let store = match Store::open(&cfg.scheduler.database) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("agentcron: {e}");
+            return Err(exit::USAGE);
+        }
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let grace = cfg.scheduler.shutdown_grace;
+    let handle = std::thread::Builder::new()
+        .name("scheduler".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
+                return;
+            };
+            rt.block_on(async move {
+                let mut engine = Engine::new(
+                    Arc::new(cfg),
+                    store,
+                    Arc::new(SystemClock),
+                    Arc::new(DefaultRunner),
+                    EngineOptions::default(),
+                );
+                let shutdown = async {
+                    let _ = stop_rx.await;
+                };
+                // Errors end up in the store's trace where possible; the console
+                // shows the scheduler as stopped by its missing ticks.
+                let _ = engine.run_live(shutdown, grace).await;
+            });
+        })
+        .map_err(|e| {
+            eprintln!("agentcron: cannot start the scheduler thread: {e}");
+            exit::USAGE
+        })?;
+    Ok((stop_tx, handle))
+}
