@@ -20,7 +20,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-fn config(schedules: usize, backfill_workers: usize, catchup_window: &str) -> (tempfile::TempDir, Arc<agentcron::config::Config>) {
+fn config(
+    schedules: usize,
+    backfill_workers: usize,
+    catchup_window: &str,
+) -> (tempfile::TempDir, Arc<agentcron::config::Config>) {
     let dir = tempfile::tempdir().unwrap();
     let mut toml = format!(
         "[scheduler]\ntimezone = \"UTC\"\nworkers = {schedules}\nbackfill_workers = {backfill_workers}\nlease = \"60s\"\n\n\
@@ -45,7 +49,10 @@ fn agents(cfg: &agentcron::config::Config, latency: TimeDelta) -> BTreeMap<Strin
                 s.id.clone(),
                 SimAgent {
                     steps: vec![],
-                    attempts: vec![SimAttempt { latency, ..Default::default() }],
+                    attempts: vec![SimAttempt {
+                        latency,
+                        ..Default::default()
+                    }],
                     phases: vec![],
                 },
             )
@@ -74,13 +81,23 @@ fn t(s: &str) -> DateTime<Utc> {
 fn month(schedules: usize, days: i64) {
     let (dir, cfg) = config(schedules, 2, "72h");
     let start = t("2026-06-01T00:00:00Z");
-    let mut d = Driver::new(cfg.clone(), &dir.path().join("bench.db"), start, agents(&cfg, TimeDelta::seconds(20)), Box::new(|c| c.schedules.iter().map(|_| vec![]).collect())).unwrap();
+    let mut d = Driver::new(
+        cfg.clone(),
+        &dir.path().join("bench.db"),
+        start,
+        agents(&cfg, TimeDelta::seconds(20)),
+        Box::new(|c| c.schedules.iter().map(|_| vec![]).collect()),
+    )
+    .unwrap();
     let began = Instant::now();
     let mut last_report = Instant::now();
     for day in 1..=days {
         d.run_until(start + TimeDelta::days(day)).unwrap();
         if last_report.elapsed().as_secs() >= 10 {
-            eprintln!("  … day {day}/{days} after {:.1} s", began.elapsed().as_secs_f64());
+            eprintln!(
+                "  … day {day}/{days} after {:.1} s",
+                began.elapsed().as_secs_f64()
+            );
             last_report = Instant::now();
         }
     }
@@ -88,9 +105,14 @@ fn month(schedules: usize, days: i64) {
     let store = d.store().unwrap();
     let counts = store.read(|tx| tx.count_by_state()).unwrap();
     let total: u64 = counts.iter().map(|(_, n)| n).sum();
-    let ok = counts.iter().find(|(s, _)| *s == RunState::Succeeded).map_or(0, |(_, n)| *n);
+    let ok = counts
+        .iter()
+        .find(|(s, _)| *s == RunState::Succeeded)
+        .map_or(0, |(_, n)| *n);
     let (rss, peak) = rss_mb();
-    let db_mb = std::fs::metadata(dir.path().join("bench.db")).map(|m| m.len() as f64 / 1e6).unwrap_or(0.0);
+    let db_mb = std::fs::metadata(dir.path().join("bench.db"))
+        .map(|m| m.len() as f64 / 1e6)
+        .unwrap_or(0.0);
     println!(
         "month: {schedules} schedules × every 5 min × {days} days: {total} windows ({ok} succeeded) in {wall:.1} s wall \
          = {:.0} windows/s; RSS {rss:.0} MB, peak {peak:.0} MB; database {db_mb:.0} MB",
@@ -101,7 +123,14 @@ fn month(schedules: usize, days: i64) {
 fn outage(schedules: usize) {
     let (dir, cfg) = config(schedules, 4, "72h");
     let start = t("2026-06-01T00:00:00Z");
-    let mut d = Driver::new(cfg.clone(), &dir.path().join("bench.db"), start, agents(&cfg, TimeDelta::seconds(1)), Box::new(|c| c.schedules.iter().map(|_| vec![]).collect())).unwrap();
+    let mut d = Driver::new(
+        cfg.clone(),
+        &dir.path().join("bench.db"),
+        start,
+        agents(&cfg, TimeDelta::seconds(1)),
+        Box::new(|c| c.schedules.iter().map(|_| vec![]).collect()),
+    )
+    .unwrap();
     d.run_until(start + TimeDelta::minutes(30)).unwrap();
     d.crash("main");
     let up = start + TimeDelta::minutes(30) + TimeDelta::hours(72);
@@ -112,7 +141,13 @@ fn outage(schedules: usize) {
     let plan = plan_began.elapsed().as_secs_f64();
     let store = d.store().unwrap();
     let queued = store
-        .read(|tx| Ok(tx.due_runs(up + TimeDelta::days(365), 10_000_000)?.iter().filter(|r| r.pool == Pool::Backfill).count()))
+        .read(|tx| {
+            Ok(tx
+                .due_runs(up + TimeDelta::days(365), 10_000_000)?
+                .iter()
+                .filter(|r| r.pool == Pool::Backfill)
+                .count())
+        })
         .unwrap();
     let drain_began = Instant::now();
     let mut virtual_end = up;
@@ -121,7 +156,13 @@ fn outage(schedules: usize) {
         virtual_end += TimeDelta::hours(1);
         d.run_until(virtual_end).unwrap();
         let left = store
-            .read(|tx| Ok(tx.due_runs(virtual_end + TimeDelta::days(365), 10_000_000)?.iter().filter(|r| r.pool == Pool::Backfill).count()))
+            .read(|tx| {
+                Ok(tx
+                    .due_runs(virtual_end + TimeDelta::days(365), 10_000_000)?
+                    .iter()
+                    .filter(|r| r.pool == Pool::Backfill)
+                    .count())
+            })
             .unwrap();
         if left == 0 || virtual_end > up + TimeDelta::days(30) {
             break;
@@ -132,7 +173,12 @@ fn outage(schedules: usize) {
     // Lateness of on-time windows opened after the restart.
     let mut lateness: Vec<i64> = vec![];
     let events = store
-        .read(|tx| tx.events(&EventFilter { kinds: vec!["claimed".into()], ..EventFilter::default() }))
+        .read(|tx| {
+            tx.events(&EventFilter {
+                kinds: vec!["claimed".into()],
+                ..EventFilter::default()
+            })
+        })
         .unwrap();
     let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
     let on_time: std::collections::HashSet<i64> = runs
@@ -146,7 +192,12 @@ fn outage(schedules: usize) {
         }
     }
     lateness.sort();
-    let pct = |p: f64| lateness.get(((lateness.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0);
+    let pct = |p: f64| {
+        lateness
+            .get(((lateness.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(0)
+    };
     let expired = runs.iter().filter(|r| r.state == RunState::Expired).count();
     println!(
         "outage: {schedules} five-minute schedules, 72 h down: planning {plan:.2} s wall ({queued} catch-up windows queued, \
@@ -160,7 +211,10 @@ fn outage(schedules: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let which = args.first().map(String::as_str).unwrap_or("all");
     let n = |i: usize, d: usize| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(d);
     if which == "month" || which == "all" {

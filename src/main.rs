@@ -304,6 +304,12 @@ enum FoldArg {
 }
 
 fn main() {
+    // Output piped into `head` and closed early ends the process quietly, as
+    // Unix tools do, instead of panicking on a broken pipe.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),

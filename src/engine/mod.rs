@@ -144,7 +144,12 @@ impl Engine {
         let gates = cfg
             .schedules
             .iter()
-            .map(|s| s.gates.iter().map(crate::gates::build).collect())
+            .map(|s| {
+                s.gates
+                    .iter()
+                    .map(|g| crate::gates::build_in(g, &cfg.dir))
+                    .collect()
+            })
             .collect();
         let deliveries: HashMap<String, Vec<crate::config::model::DeliveryConfig>> = cfg
             .schedules

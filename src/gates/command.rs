@@ -3,8 +3,9 @@
 //! `AGENTCRON_WINDOW_KEY`, `_START`, `_END` (RFC 3339 UTC), `AGENTCRON_SCHEDULE`,
 //! `AGENTCRON_TENANT` and `AGENTCRON_NOW`.
 //!
-//! Program paths were resolved against the config folder by the config loader; the
-//! command runs in agentcron's own working directory.
+//! Program paths were resolved against the config folder by the config loader,
+//! and the command runs in the config folder, like agents, so relative arguments
+//! mean the same thing wherever agentcron was started.
 
 use super::process;
 use super::{Gate, GateContext, GateOutcome};
@@ -15,11 +16,22 @@ const EXIT_WAIT: i32 = 75;
 pub struct CommandGate {
     name: String,
     command: Vec<String>,
+    dir: Option<std::path::PathBuf>,
 }
 
 impl CommandGate {
     pub fn new(name: String, command: Vec<String>) -> Self {
-        Self { name, command }
+        Self {
+            name,
+            command,
+            dir: None,
+        }
+    }
+
+    /// Runs the command in `dir` (the config folder).
+    pub fn in_dir(mut self, dir: &std::path::Path) -> Self {
+        self.dir = Some(dir.to_path_buf());
+        self
     }
 }
 
@@ -33,7 +45,12 @@ impl Gate for CommandGate {
     }
 
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome {
-        let done = match process::run(&self.command, &process::window_env(ctx), ctx.timeout) {
+        let done = match process::run(
+            &self.command,
+            &process::window_env(ctx),
+            ctx.timeout,
+            self.dir.as_deref(),
+        ) {
             Ok(done) => done,
             // Could not run or did not finish: not a verdict on readiness.
             Err(e) => return GateOutcome::wait(e.to_string()),

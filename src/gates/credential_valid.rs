@@ -18,6 +18,7 @@ pub struct CredentialValid {
     name: String,
     source: CredentialSource,
     min_remaining: Duration,
+    dir: Option<std::path::PathBuf>,
 }
 
 impl CredentialValid {
@@ -26,7 +27,14 @@ impl CredentialValid {
             name,
             source,
             min_remaining,
+            dir: None,
         }
+    }
+
+    /// Runs an expiry command in `dir` (the config folder).
+    pub fn in_dir(mut self, dir: &std::path::Path) -> Self {
+        self.dir = Some(dir.to_path_buf());
+        self
     }
 
     /// The expiry line, or why there is none.
@@ -42,7 +50,7 @@ impl CredentialValid {
                     .ok_or_else(|| format!("{} is empty", path.display()))
             }
             CredentialSource::Command(argv) => {
-                let done = process::run(argv, &window_env(ctx), ctx.timeout)
+                let done = process::run(argv, &window_env(ctx), ctx.timeout, self.dir.as_deref())
                     .map_err(|e| format!("expiry command: {e}"))?;
                 if done.status.code() != Some(0) {
                     return Err(format!("expiry command: {}", done.describe_exit()));

@@ -113,7 +113,25 @@ pub trait Gate: Send + Sync {
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome;
 }
 
-/// Builds the gate a config entry describes.
+/// Builds the gate a config entry describes; processes it starts run in
+/// `config_dir`.
+pub fn build_in(cfg: &GateConfig, config_dir: &std::path::Path) -> Box<dyn Gate> {
+    match &cfg.kind {
+        GateKind::Command { command } => {
+            Box::new(command::CommandGate::new(cfg.name.clone(), command.clone()).in_dir(config_dir))
+        }
+        GateKind::CredentialValid {
+            source,
+            min_remaining,
+        } => Box::new(
+            credential_valid::CredentialValid::new(cfg.name.clone(), source.clone(), *min_remaining)
+                .in_dir(config_dir),
+        ),
+        _ => build(cfg),
+    }
+}
+
+/// Builds the gate a config entry describes (processes run in the current folder).
 pub fn build(cfg: &GateConfig) -> Box<dyn Gate> {
     let name = cfg.name.clone();
     match &cfg.kind {

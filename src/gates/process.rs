@@ -71,10 +71,15 @@ pub(crate) fn run(
     argv: &[String],
     env: &[(&'static str, String)],
     timeout: Duration,
+    cwd: Option<&std::path::Path>,
 ) -> Result<Finished, ProcessError> {
     let (program, args) = argv.split_first().ok_or(ProcessError::Empty)?;
     let deadline = Instant::now() + timeout;
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())

@@ -69,8 +69,22 @@ impl CronSpec {
             .alternative_weekdays(false)
             .sloppy_ranges(true)
             .build();
+        // Nicknames are expanded here (croner lacks `@midnight`), so every
+        // nickname means exactly what the table below says.
+        let expanded = if nickname {
+            let (sec, min, hour, dom, dow) = nickname_fields(trimmed)?;
+            let month =
+                if trimmed.eq_ignore_ascii_case("@yearly") || trimmed.eq_ignore_ascii_case("@annually") {
+                    "1"
+                } else {
+                    "*"
+                };
+            format!("{sec} {min} {hour} {dom} {month} {dow}")
+        } else {
+            trimmed.to_string()
+        };
         let cron = parser
-            .parse(trimmed)
+            .parse(&expanded)
             .map_err(|e| format!("invalid cron expression `{trimmed}`: {}", describe_error(&e)))?;
         let (second, minute, hour, dom, dow) = if nickname {
             nickname_fields(trimmed)?
@@ -245,6 +259,9 @@ mod tests {
         assert_eq!(p("0 9,17 * * *").cadence(), Cadence::SubDaily);
         assert_eq!(p("0 0 1 * *").cadence(), Cadence::Daily);
         assert_eq!(p("@hourly").cadence(), Cadence::SubDaily);
+        assert_eq!(p("@midnight").cadence(), Cadence::Daily);
+        let y = p("@yearly").next_local(at(2026, 6, 1, 0, 0), false).unwrap();
+        assert_eq!((y.month(), y.day()), (1, 1));
         assert!(p("@hourly").repeats_within_day());
     }
 
