@@ -203,7 +203,15 @@ impl Engine {
             *facts.running_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
             *facts.running_by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
         }
-        self.apply(idx, &run, d, sw.probe, now)
+        self.apply(idx, &run, d, sw.probe, now)?;
+        if sw.probe {
+            // The schedule states are a snapshot taken once per tick: without a
+            // fresh read, every other new window due in this tick would still see
+            // an open circuit past its cool-down and go out as a second probe.
+            let st = self.store.read(|tx| tx.schedule_state(&s.id))?;
+            facts.states.insert(s.id.clone(), st);
+        }
+        Ok(())
     }
 
     fn check_switches(
