@@ -576,6 +576,7 @@ impl Engine {
                 c.error_class = Some(crate::config::model::ErrorClass::NeedsHuman);
                 c.last_error = Some(d.reason.clone());
                 self.transition(run, RunState::NeedsHuman, c, now, &events)?;
+                self.note_parked(idx, now);
                 self.raise_alert(
                     now,
                     &run.tenant,
