@@ -510,8 +510,16 @@ impl Engine {
         match d.verdict {
             Verdict::Claim => {
                 let lease_until = now + self.lease();
+                // The attempt row records why it runs: a retry that only checks an
+                // uncertain side effect is a verify attempt (as its envelope says).
                 let reason = match run.state {
-                    RunState::RetryWait => RunReason::Retry,
+                    RunState::RetryWait => {
+                        let uncertain = self.store.read(|tx| tx.uncertain_steps(run.id))?;
+                        match self.verify_step(idx, &uncertain) {
+                            Some(_) => RunReason::Verify,
+                            None => RunReason::Retry,
+                        }
+                    }
                     _ => run.reason,
                 };
                 let owner = self.opts.owner.clone();
