@@ -129,6 +129,17 @@ impl Engine {
         facts: &mut SwitchFacts,
     ) -> Result<()> {
         let s = self.schedule(idx).clone();
+        // A retry is durable backoff: it is not due before `not_before`, even if
+        // something brought its check forward (resume, unkill and slot wake-ups
+        // move `next_check_at` only). Look again when it is due.
+        if run.state == RunState::RetryWait
+            && let Some(not_before) = run.not_before
+            && now < not_before
+        {
+            self.store
+                .write(|tx| tx.set_next_check(run.id, not_before, None))?;
+            return Ok(());
+        }
         // Layer 1: is the window still open (or the retry due)?
         let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
         let (time, deadline) = match (run.state, run.reason) {
