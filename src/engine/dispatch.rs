@@ -14,6 +14,22 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 impl Engine {
+    /// An uncertain side-effect step is never blindly repeated: an agent that
+    /// can verify is first asked whether it landed. This is the step to ask
+    /// about, given the run's uncertain steps.
+    /// The uncertain side-effect step an agent that can verify is asked about
+    /// first. Deliveries check themselves (see agent::delivery); only the
+    /// agent's own side-effect steps need its verify mode.
+    pub(crate) fn verify_step(&self, idx: usize, uncertain: &[String]) -> Option<String> {
+        let s = self.schedule(idx);
+        let agent = self.cfg.agents.get(&s.agent)?;
+        uncertain
+            .iter()
+            .find(|st| agent.is_side_effect(st) && !s.deliveries.iter().any(|d| d.name == **st))
+            .filter(|_| agent.verify)
+            .cloned()
+    }
+
     pub(crate) fn dispatch(&mut self, idx: usize, claim: Claim, now: DateTime<Utc>) -> Result<()> {
         let s = self.schedule(idx).clone();
         let run = &claim.run;
@@ -43,15 +59,7 @@ impl Engine {
             let state = tx.schedule_state(&run.schedule)?;
             Ok((completed, uncertain, memory, state))
         })?;
-        // An uncertain side-effect step is never blindly repeated: an agent that
-        // can verify is first asked whether it landed.
-        // Deliveries check themselves (see agent::delivery); only the agent's own
-        // side-effect steps need its verify mode.
-        let verify_step = uncertain
-            .iter()
-            .find(|st| agent.is_side_effect(st) && !s.deliveries.iter().any(|d| d.name == **st))
-            .filter(|_| agent.verify)
-            .cloned();
+        let verify_step = self.verify_step(idx, &uncertain);
         let reason = if verify_step.is_some() {
             RunReason::Verify
         } else {

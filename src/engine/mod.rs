@@ -128,6 +128,8 @@ pub struct Engine {
     pub(crate) last_renewal: Option<DateTime<Utc>>,
     pub(crate) last_tick_event: Option<DateTime<Utc>>,
     pub(crate) last_ttl_check: Option<DateTime<Utc>>,
+    /// The soonest `approval_ttl` deadline of a `needs_human` run known to us.
+    pub(crate) next_ttl_deadline: Option<DateTime<Utc>>,
     pub(crate) stopping: bool,
     pub(crate) started: bool,
 }
@@ -212,6 +214,7 @@ impl Engine {
             last_renewal: None,
             last_tick_event: None,
             last_ttl_check: None,
+            next_ttl_deadline: None,
             stopping: false,
             started: false,
         }
@@ -353,7 +356,8 @@ impl Engine {
     }
 
     /// The next instant the engine has something to do, if any: a window opens,
-    /// a run is due for a check, leases need renewal, a lease expires.
+    /// a run is due for a check, leases need renewal, a lease expires, a
+    /// `needs_human` run reaches its `approval_ttl`.
     pub fn next_wakeup(&self) -> Result<Option<DateTime<Utc>>> {
         let mut next: Option<DateTime<Utc>> = None;
         let mut consider = |t: Option<DateTime<Utc>>| {
@@ -374,6 +378,7 @@ impl Engine {
                 .read(|tx| tx.next_lease_expiry())?
                 .map(|t| t + TimeDelta::milliseconds(1)),
         );
+        consider(self.next_ttl_deadline);
         Ok(next)
     }
 

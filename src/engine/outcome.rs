@@ -416,6 +416,7 @@ impl Engine {
             ErrorClass::NeedsHuman => {
                 events.push(NewEvent::new(now, "parked_for_human", json!({"reason": reason})).for_run(run));
                 self.transition(run, RunState::NeedsHuman, change, now, &events)?;
+                self.note_parked(idx, now);
                 self.raise_alert(
                     now,
                     &run.tenant,
@@ -541,13 +542,18 @@ impl Engine {
         if self.cfg.schedules.iter().all(|s| s.approval_ttl.is_none()) {
             return Ok(());
         }
-        if self
-            .last_ttl_check
-            .is_some_and(|t| now < t + TimeDelta::seconds(30))
+        // Polled every 30 s for runs parked by other schedulers; a deadline we
+        // know of is handled on time (a virtual clock jumps straight to it).
+        let deadline_reached = self.next_ttl_deadline.is_some_and(|d| now >= d);
+        if !deadline_reached
+            && self
+                .last_ttl_check
+                .is_some_and(|t| now < t + TimeDelta::seconds(30))
         {
             return Ok(());
         }
         self.last_ttl_check = Some(now);
+        let mut next_deadline: Option<DateTime<Utc>> = None;
         let parked = self.store.read(|tx| {
             tx.runs(&RunFilter {
                 states: vec![RunState::NeedsHuman],
@@ -561,29 +567,42 @@ impl Engine {
             let Some(ttl) = self.schedule(idx).approval_ttl else {
                 continue;
             };
-            if now >= run.updated_at + crate::time::duration::to_delta(ttl) {
-                let why = format!(
-                    "approval_ttl: no approval within {}",
-                    crate::time::duration::format_duration(ttl)
-                );
-                let ev = NewEvent::new(
-                    now,
-                    "failed",
-                    json!({"class": "needs_human", "reason": why, "final": true}),
-                )
-                .for_run(&run);
-                self.transition(&run, RunState::Failed, change_reason(&why), now, &[ev])?;
-                self.raise_alert(
-                    now,
-                    &run.tenant,
-                    &run.schedule,
-                    Some(run.id),
-                    "approval_ttl",
-                    &why,
-                )?;
+            let deadline = run.updated_at + crate::time::duration::to_delta(ttl);
+            if now < deadline {
+                next_deadline = Some(next_deadline.map_or(deadline, |d| d.min(deadline)));
+                continue;
             }
+            let why = format!(
+                "approval_ttl: no approval within {}",
+                crate::time::duration::format_duration(ttl)
+            );
+            let ev = NewEvent::new(
+                now,
+                "failed",
+                json!({"class": "needs_human", "reason": why, "final": true}),
+            )
+            .for_run(&run);
+            self.transition(&run, RunState::Failed, change_reason(&why), now, &[ev])?;
+            self.raise_alert(
+                now,
+                &run.tenant,
+                &run.schedule,
+                Some(run.id),
+                "approval_ttl",
+                &why,
+            )?;
         }
+        self.next_ttl_deadline = next_deadline;
         Ok(())
+    }
+
+    /// A run of schedule `idx` was parked for a human at `now`: its
+    /// `approval_ttl` deadline becomes a wakeup of the engine.
+    pub(crate) fn note_parked(&mut self, idx: usize, now: DateTime<Utc>) {
+        if let Some(ttl) = self.schedule(idx).approval_ttl {
+            let deadline = now + crate::time::duration::to_delta(ttl);
+            self.next_ttl_deadline = Some(self.next_ttl_deadline.map_or(deadline, |d| d.min(deadline)));
+        }
     }
 
     /// Kill switch with `--cancel-running`: stop every attempt this process runs.

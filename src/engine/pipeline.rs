@@ -129,6 +129,17 @@ impl Engine {
         facts: &mut SwitchFacts,
     ) -> Result<()> {
         let s = self.schedule(idx).clone();
+        // A retry is durable backoff: it is not due before `not_before`, even if
+        // something brought its check forward (resume, unkill and slot wake-ups
+        // move `next_check_at` only). Look again when it is due.
+        if run.state == RunState::RetryWait
+            && let Some(not_before) = run.not_before
+            && now < not_before
+        {
+            self.store
+                .write(|tx| tx.set_next_check(run.id, not_before, None))?;
+            return Ok(());
+        }
         // Layer 1: is the window still open (or the retry due)?
         let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
         let (time, deadline) = match (run.state, run.reason) {
@@ -203,7 +214,15 @@ impl Engine {
             *facts.running_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
             *facts.running_by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
         }
-        self.apply(idx, &run, d, sw.probe, now)
+        self.apply(idx, &run, d, sw.probe, now)?;
+        if sw.probe {
+            // The schedule states are a snapshot taken once per tick: without a
+            // fresh read, every other new window due in this tick would still see
+            // an open circuit past its cool-down and go out as a second probe.
+            let st = self.store.read(|tx| tx.schedule_state(&s.id))?;
+            facts.states.insert(s.id.clone(), st);
+        }
+        Ok(())
     }
 
     fn check_switches(
@@ -515,8 +534,16 @@ impl Engine {
         match d.verdict {
             Verdict::Claim => {
                 let lease_until = now + self.lease();
+                // The attempt row records why it runs: a retry that only checks an
+                // uncertain side effect is a verify attempt (as its envelope says).
                 let reason = match run.state {
-                    RunState::RetryWait => RunReason::Retry,
+                    RunState::RetryWait => {
+                        let uncertain = self.store.read(|tx| tx.uncertain_steps(run.id))?;
+                        match self.verify_step(idx, &uncertain) {
+                            Some(_) => RunReason::Verify,
+                            None => RunReason::Retry,
+                        }
+                    }
                     _ => run.reason,
                 };
                 let owner = self.opts.owner.clone();
@@ -596,6 +623,7 @@ impl Engine {
                 c.error_class = Some(crate::config::model::ErrorClass::NeedsHuman);
                 c.last_error = Some(d.reason.clone());
                 self.transition(run, RunState::NeedsHuman, c, now, &events)?;
+                self.note_parked(idx, now);
                 self.raise_alert(
                     now,
                     &run.tenant,

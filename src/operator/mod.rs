@@ -284,14 +284,18 @@ pub fn kill(
     Ok(())
 }
 
-/// Turns the global kill switch off.
+/// Turns the global kill switch off; held windows are evaluated at the next tick.
 pub fn unkill(store: &Store, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<()> {
     require_reason(reason)?;
     store.write(|tx| {
         if tx.switch("cancel_running")?.is_some_and(|s| s.on) {
             tx.set_switch("cancel_running", false, actor, reason, now)?;
         }
-        tx.set_switch("kill", false, actor, reason, now)
+        tx.set_switch("kill", false, actor, reason, now)?;
+        // Windows the switch held are checked again now, as after a resume,
+        // rather than a whole `check_every` later.
+        tx.recheck_all(None, now)?;
+        Ok(())
     })?;
     Ok(())
 }
@@ -418,7 +422,7 @@ pub fn resume(
             .for_schedule(&s.tenant, &s.id),
         )?;
         // Held windows are checked again now rather than at their next tick.
-        tx.recheck_all(schedule, now)?;
+        tx.recheck_all(Some(schedule), now)?;
         Ok(Ok(()))
     })?
     .map_err(ActionError::Refused)

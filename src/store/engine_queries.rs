@@ -76,11 +76,12 @@ impl Tx<'_> {
 
 impl Tx<'_> {
     /// Brings forward the next check of every pending / retry_wait run of a
-    /// schedule to `now` (after a resume). Does not touch their state.
-    pub fn recheck_all(&self, schedule: &str, now: DateTime<Utc>) -> Result<usize> {
+    /// schedule (`None`: of all schedules) to `now`, after a resume or unkill.
+    /// Does not touch their state; a retry still waits for its `not_before`.
+    pub fn recheck_all(&self, schedule: Option<&str>, now: DateTime<Utc>) -> Result<usize> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
-             AND schedule = ?2 AND next_check_at > ?1",
+             AND (?2 IS NULL OR schedule = ?2) AND next_check_at > ?1",
         )?;
         Ok(stmt.execute(rusqlite::params![Ms(now), schedule])?)
     }

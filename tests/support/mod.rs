@@ -1,6 +1,9 @@
 //! Shared helpers for engine tests: a config from TOML text, a virtual-clock
-//! driver with simulated agents and gates, and event-trail accessors.
+//! driver with simulated agents and gates, and event-trail accessors; `real`
+//! drives real agent processes on a virtual clock.
 #![allow(dead_code)]
+
+pub mod real;
 
 use agentcron::config::{Config, load_str};
 use agentcron::rehearsal::driver::Driver;
