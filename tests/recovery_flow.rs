@@ -287,7 +287,7 @@ async fn crash_during_deliver_without_verify_asks_a_human() {
     assert_eq!(run.attempts, 1);
     let reason = run.state_reason.clone().unwrap();
     assert!(
-        reason.contains("side-effect step deliver") && reason.contains("cannot verify"),
+        reason.contains("side-effect step deliver") && reason.contains("cannot be verified"),
         "{reason}"
     );
     let failed = &of_kind(&h.store, run.id, "failed")[0];
