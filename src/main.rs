@@ -441,8 +441,13 @@ fn main() {
             quiet,
         }) => {
             if *console {
-                eprintln!("agentcron rehearse: --console needs the console, which is not built yet");
-                cli::exit::USAGE
+                match files.as_slice() {
+                    [file] => cli::console::rehearse(file, cli.theme.clone(), cli.no_color, cli.read_only),
+                    _ => {
+                        eprintln!("agentcron rehearse: --console steps through one file at a time");
+                        cli::exit::USAGE
+                    }
+                }
             } else {
                 cli::rehearse::run(files, *json, *quiet)
             }

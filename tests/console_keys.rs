@@ -7,16 +7,19 @@
 mod support;
 
 use agentcron::console::app::{
-    Bar, Cmd, DetailSection, DetailState, Level, Model, Msg, Overlay, Screen, update,
+    Bar, Cmd, DetailSection, DetailState, Init, Level, Model, Msg, Overlay, Screen, update,
 };
-use agentcron::console::dialogs::{Dialog, Field, Intent};
+use agentcron::console::dialogs::{Dialog, Field, Intent, Preview, PreviewState};
 use agentcron::console::input::LineInput;
 use agentcron::console::keymap::{self, Action, KEYMAP, Layer};
-use agentcron::console::panes::{Pane, RowKey, schedules, switches, timeline};
+use agentcron::console::panes::{Pane, RowKey, retries, schedules, switches, timeline};
 use agentcron::console::snapshot::RunDetail;
 use agentcron::store::RunState;
 use ratatui::crossterm::event::KeyCode;
 use support::*;
+
+/// The newest run of the dead-letter queue in the fixture.
+const DEAD_RUN: i64 = 225;
 
 fn detail_of(m: &Model, run: i64) -> RunDetail {
     let r = m.snapshot.find_run(run).cloned().expect("run in the fixture");
@@ -104,9 +107,18 @@ fn context_for(layer: Layer, action: Action) -> Model {
             // 102 failed (requeue-able) and sits between older and newer windows.
             select_timeline_run(&mut m, 102);
         }
+        Layer::Retries => {
+            m.pane = Pane::Retries;
+            let keys = retries::keys(&m);
+            assert!(
+                m.retries.select(&keys, &RowKey::Run(DEAD_RUN)),
+                "dead letter listed"
+            );
+        }
         Layer::Approvals => {
             m.pane = Pane::Approvals;
         }
+        Layer::Rehearsal => m = rehearsal_model(80, 24, true),
         Layer::Switches => {
             m.pane = Pane::Switches;
             let key = if action == Action::Resume {
@@ -230,21 +242,25 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
             matches!(dialog_intent(after), Some(Intent::Reject { .. })),
             "{ctx}"
         ),
-        Action::Requeue => assert!(
-            matches!(dialog_intent(after), Some(Intent::Requeue { run: 102, .. })),
-            "{ctx}"
-        ),
+        Action::Requeue => {
+            let want = if layer == Layer::Retries { DEAD_RUN } else { 102 };
+            assert!(
+                matches!(dialog_intent(after), Some(Intent::Requeue { run, .. }) if *run == want),
+                "{ctx}"
+            )
+        }
         Action::Pause => assert!(
             matches!(dialog_intent(after), Some(Intent::Pause { .. })),
             "{ctx}"
         ),
-        Action::Resume => assert_eq!(
-            dialog_intent(after),
-            Some(&Intent::Resume {
-                schedule: "inbox-triage".into()
-            }),
-            "{ctx}"
-        ),
+        Action::Resume => {
+            let intent = Intent::Resume {
+                schedule: "inbox-triage".into(),
+            };
+            assert_eq!(dialog_intent(after), Some(&intent), "{ctx}");
+            // The plan is asked for; the dialog cannot confirm before it is there.
+            assert!(cmds.contains(&Cmd::Preview(intent)), "{ctx}: {cmds:?}");
+        }
         Action::Trigger => assert!(
             matches!(dialog_intent(after), Some(Intent::Trigger { .. })),
             "{ctx}"
@@ -258,6 +274,27 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
         ),
         // The fixture's kill switch is on: K offers to turn it off.
         Action::Kill => assert_eq!(dialog_intent(after), Some(&Intent::KillOff), "{ctx}"),
+        Action::Step => assert_eq!(cmds, [Cmd::RehearsalStep], "{ctx}"),
+        Action::Play => {
+            assert!(after.rehearsal.as_ref().is_some_and(|r| r.playing), "{ctx}");
+            assert!(cmds.contains(&Cmd::RehearsalPlay(Some(5))), "{ctx}: {cmds:?}");
+        }
+        Action::Faster | Action::Slower => assert_ne!(
+            after.rehearsal.as_ref().map(|r| r.per_second()),
+            before.rehearsal.as_ref().map(|r| r.per_second()),
+            "{ctx}"
+        ),
+        Action::LeaveRehearsal => {
+            assert!(after.rehearsal.is_none(), "{ctx}");
+            assert_eq!(after.mode_label, "LIVE", "{ctx}");
+            assert!(
+                cmds.contains(&Cmd::LeaveRehearsal {
+                    source: before.source + 1
+                }),
+                "{ctx}: {cmds:?}"
+            );
+            assert!(!after.quitting, "{ctx}: q leaves the rehearsal, not the console");
+        }
         Action::NextField | Action::PrevField => {
             assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}")
         }
@@ -427,6 +464,7 @@ fn selection_stays_on_the_same_run_while_data_moves() {
     // A selected row that disappears leaves the cursor near where it was.
     let mut snap = fixed_snapshot();
     snap.retries.clear();
+    snap.dead.clear();
     update(&mut m, Msg::Snapshot(Box::new(snap)));
     assert_eq!(m.selected_run(), None);
 }
@@ -498,7 +536,10 @@ fn command_mode_parses_into_cmds_and_dialogs() {
     assert_eq!(detail(&m).map(|d| d.run), Some(105));
     let mut m = loaded_model(80, 24);
     assert!(command(&mut m, "theme light").contains(&Cmd::SetTheme("light".into())));
-    assert!(command(&mut m, "rehearse dst.toml").contains(&Cmd::Rehearse("dst.toml".into())));
+    assert!(command(&mut m, "rehearse dst.toml").contains(&Cmd::Rehearse {
+        file: "dst.toml".into(),
+        source: 1
+    }));
     assert!(command(&mut m, "q").contains(&Cmd::Quit));
     let mut m = loaded_model(80, 24);
     // The kill switch is on in the fixture: :kill says so, :unkill asks.
@@ -554,15 +595,18 @@ fn reason_dialogs_require_a_reason_and_dangerous_ones_default_to_cancel() {
         reason: "verified: not delivered".into()
     }));
 
-    // An action's result shows in the status line.
+    // An action's result shows in the status line; success reloads at once.
     update(
         &mut m,
-        Msg::ActionResult(Err("approve: action not available yet".into())),
+        Msg::ActionResult(Err("run 230 is failed, not waiting for approval".into())),
     );
     assert_eq!(
-        m.status.as_ref().map(|s| s.text.as_str()),
-        Some("approve: action not available yet")
+        m.status.as_ref().map(|s| (s.level, s.text.as_str())),
+        Some((Level::Error, "run 230 is failed, not waiting for approval"))
     );
+    let cmds = update(&mut m, Msg::ActionResult(Ok("run #230 approved".into())));
+    assert_eq!(m.status.as_ref().map(|s| s.level), Some(Level::Ok));
+    assert!(cmds.contains(&Cmd::Refresh));
 }
 
 #[test]
@@ -671,4 +715,335 @@ fn ticks_move_the_clock_and_expire_the_status_line() {
     assert_eq!((m.width, m.height), (120, 40));
     update(&mut m, Msg::ThemeChanged(Ok("light".into())));
     assert_eq!(m.theme_name, "light");
+}
+
+fn plan(lines: &[&str], actionable: bool) -> Result<Preview, String> {
+    Ok(Preview {
+        lines: lines.iter().map(|l| l.to_string()).collect(),
+        actionable,
+    })
+}
+
+fn preview_state(m: &Model) -> Option<&PreviewState> {
+    match &m.overlay {
+        Overlay::Dialog(d) => match d.as_ref() {
+            Dialog::Reason(r) => Some(&r.preview),
+            Dialog::Confirm(_) => None,
+        },
+        _ => None,
+    }
+}
+
+#[test]
+fn resume_shows_the_plan_first_and_starts_on_cancel() {
+    let mut m = loaded_model(80, 24);
+    select_schedule(&mut m, "inbox-triage");
+    let cmds = update(&mut m, ch('u'));
+    let intent = Intent::Resume {
+        schedule: "inbox-triage".into(),
+    };
+    assert!(cmds.contains(&Cmd::Preview(intent.clone())), "{cmds:?}");
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    assert_eq!(preview_state(&m), Some(&PreviewState::Loading));
+    // No confirming before the plan is there.
+    update(&mut m, key(KeyCode::Right));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert!(matches!(m.overlay, Overlay::Dialog(_)));
+    // A plan for something else is ignored; this one arrives.
+    update(
+        &mut m,
+        Msg::Preview {
+            intent: Intent::Resume {
+                schedule: "hourly-sync".into(),
+            },
+            result: plan(&["other"], true),
+        },
+    );
+    assert_eq!(preview_state(&m), Some(&PreviewState::Loading));
+    update(
+        &mut m,
+        Msg::Preview {
+            intent: intent.clone(),
+            result: plan(&["2 held window(s) are evaluated at once"], true),
+        },
+    );
+    assert!(matches!(preview_state(&m), Some(PreviewState::Ready(_))));
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        cmds,
+        vec![Cmd::Resume {
+            schedule: "inbox-triage".into()
+        }]
+    );
+    // A refused plan keeps the action disabled.
+    update(&mut m, ch('u'));
+    update(
+        &mut m,
+        Msg::Preview {
+            intent,
+            result: Err("inbox-triage is not paused".into()),
+        },
+    );
+    update(&mut m, key(KeyCode::Right));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+}
+
+#[test]
+fn backfill_command_previews_then_queues_the_range() {
+    let mut m = loaded_model(80, 24);
+    let cmds = command(&mut m, "backfill hourly-sync 2026-06-01 2026-06-02");
+    let Some(Intent::Backfill {
+        schedule, from, to, ..
+    }) = dialog_intent(&m).cloned()
+    else {
+        panic!("no backfill dialog: {:?}", m.status);
+    };
+    assert_eq!(schedule, "hourly-sync");
+    // Dates are read in the scheduler's zone (Shanghai), the end date inclusive.
+    assert_eq!(from, t("2026-05-31T16:00:00Z"));
+    assert_eq!(to, t("2026-06-02T15:59:59Z"));
+    assert!(
+        matches!(&cmds[..], [Cmd::Preview(Intent::Backfill { .. })]),
+        "{cmds:?}"
+    );
+    assert_eq!(
+        dialog_focus(&m),
+        Some(Field::Cancel),
+        "dangerous: starts on Cancel"
+    );
+    let intent = dialog_intent(&m).cloned().expect("dialog");
+    // Nothing to queue: the action stays disabled.
+    update(
+        &mut m,
+        Msg::Preview {
+            intent: intent.clone(),
+            result: plan(&["0 window(s) will be queued, 48 left alone:"], false),
+        },
+    );
+    update(&mut m, key(KeyCode::Right));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    update(
+        &mut m,
+        Msg::Preview {
+            intent,
+            result: plan(&["3 window(s) will be queued, 45 left alone:"], true),
+        },
+    );
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        cmds,
+        vec![Cmd::Backfill {
+            schedule: "hourly-sync".into(),
+            from,
+            to
+        }]
+    );
+    // Bad input says why.
+    for bad in [
+        "backfill nope 2026-06-01 2026-06-02",
+        "backfill hourly-sync yesterday 2026-06-02",
+        "backfill hourly-sync 2026-06-03 2026-06-02",
+    ] {
+        let mut m = loaded_model(80, 24);
+        let cmds = command(&mut m, bad);
+        assert!(cmds.is_empty() && matches!(m.overlay, Overlay::None), "{bad}");
+        assert_eq!(m.status.as_ref().map(|s| s.level), Some(Level::Error), "{bad}");
+    }
+    // Read-only: refused like every action.
+    let mut m = loaded_model(80, 24);
+    m.read_only = true;
+    assert!(command(&mut m, "backfill hourly-sync 2026-06-01 2026-06-02").is_empty());
+    assert!(matches!(m.overlay, Overlay::None));
+}
+
+#[test]
+fn dead_letters_are_listed_and_requeued_from_the_retry_pane() {
+    let mut m = loaded_model(80, 24);
+    update(&mut m, ch('4'));
+    let keys = retries::keys(&m);
+    // Waiting retries first, then the dead letters, newest first.
+    assert_eq!(
+        keys,
+        vec![RowKey::Run(229), RowKey::Run(DEAD_RUN), RowKey::Run(224)]
+    );
+    // `r` on a waiting retry is refused; on a dead letter it asks a reason.
+    update(&mut m, ch('r'));
+    assert!(matches!(m.overlay, Overlay::None));
+    update(&mut m, ch('j'));
+    update(&mut m, ch('r'));
+    assert!(matches!(
+        dialog_intent(&m),
+        Some(Intent::Requeue { run: DEAD_RUN, .. })
+    ));
+    assert_eq!(dialog_focus(&m), Some(Field::Reason));
+    type_text(&mut m, "upstream fixed");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel), "requeue is dangerous");
+    update(&mut m, key(KeyCode::Right));
+    assert_eq!(
+        update(&mut m, key(KeyCode::Enter)),
+        vec![Cmd::Requeue {
+            run: DEAD_RUN,
+            reason: "upstream fixed".into()
+        }]
+    );
+}
+
+#[test]
+fn rehearse_opens_the_rehearsal_store_and_esc_returns_to_live() {
+    let mut m = loaded_model(80, 24);
+    let cmds = command(&mut m, "rehearse rehearsals/data-delay.toml");
+    assert!(
+        cmds.contains(&Cmd::Rehearse {
+            file: "rehearsals/data-delay.toml".into(),
+            source: 1
+        }),
+        "{cmds:?}"
+    );
+    assert_eq!(m.mode_label, "REHEARSAL");
+    assert!(!m.loaded, "the live data is not shown as the rehearsal's");
+    // A live snapshot still in flight is dropped; the rehearsal's is shown.
+    update(&mut m, Msg::Snapshot(Box::new(fixed_snapshot())));
+    assert!(!m.loaded);
+    let cmds = update(&mut m, Msg::Rehearsal(Box::new(progress(1))));
+    assert!(cmds.contains(&Cmd::Refresh));
+    assert_eq!(m.now, progress(1).now, "the header shows the virtual clock");
+    let mut snap = fixed_snapshot();
+    snap.source = 1;
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    assert!(m.loaded);
+    // The wall clock ticks on without moving the virtual one.
+    update(
+        &mut m,
+        Msg::Tick {
+            now: now() + chrono::Duration::seconds(3),
+        },
+    );
+    assert_eq!(m.now, progress(1).now);
+    // A progress of an older rehearsal is ignored.
+    let mut old = progress(0);
+    old.steps = 99;
+    update(&mut m, Msg::Rehearsal(Box::new(old)));
+    assert_eq!(
+        m.rehearsal
+            .as_ref()
+            .and_then(|r| r.progress.as_ref())
+            .map(|p| p.steps),
+        Some(12)
+    );
+    // A second :rehearse is refused while one is open.
+    assert!(command(&mut m, "rehearse other.toml").is_empty());
+    assert_eq!(m.status.as_ref().map(|s| s.level), Some(Level::Error));
+    // Esc backs out of the detail first, then leaves the rehearsal.
+    update(&mut m, key(KeyCode::Enter));
+    assert!(detail(&m).is_some());
+    assert!(update(&mut m, key(KeyCode::Esc)).is_empty());
+    assert!(m.rehearsal.is_some());
+    let cmds = update(&mut m, key(KeyCode::Esc));
+    assert!(cmds.contains(&Cmd::LeaveRehearsal { source: 2 }), "{cmds:?}");
+    assert!(m.rehearsal.is_none());
+    assert_eq!(m.mode_label, "LIVE");
+    assert_eq!(m.now, now() + chrono::Duration::seconds(3), "wall clock again");
+    assert!(!m.quitting);
+}
+
+#[test]
+fn rehearsal_steps_plays_and_reports_the_verdict() {
+    let mut m = rehearsal_model(80, 24, true);
+    // Space plays at the chosen speed; + and - change it while playing.
+    assert_eq!(update(&mut m, ch(' ')), vec![Cmd::RehearsalPlay(Some(5))]);
+    assert_eq!(update(&mut m, ch('+')), vec![Cmd::RehearsalPlay(Some(10))]);
+    assert_eq!(update(&mut m, ch('=')), vec![Cmd::RehearsalPlay(Some(20))]);
+    assert_eq!(update(&mut m, ch('-')), vec![Cmd::RehearsalPlay(Some(10))]);
+    // n pauses and steps once.
+    assert_eq!(
+        update(&mut m, ch('n')),
+        vec![Cmd::RehearsalPlay(None), Cmd::RehearsalStep]
+    );
+    assert!(!m.rehearsal.as_ref().is_some_and(|r| r.playing));
+    // Speeds stop at the ends.
+    for _ in 0..20 {
+        update(&mut m, ch('-'));
+    }
+    assert_eq!(m.rehearsal.as_ref().map(|r| r.per_second()), Some(1));
+    // The last step: every expectation decided, playing stops, the verdict shows.
+    update(&mut m, ch(' '));
+    let mut done = progress(m.source);
+    done.finished = true;
+    done.steps = 21;
+    for v in &mut done.verdicts {
+        v.passed = Some(true);
+    }
+    update(&mut m, Msg::Rehearsal(Box::new(done)));
+    let r = m.rehearsal.as_ref().expect("rehearsal");
+    assert!(!r.playing);
+    assert_eq!(r.tally(), (4, 0, 0));
+    assert_eq!(m.status.as_ref().map(|s| s.level), Some(Level::Ok));
+    assert!(m.status.as_ref().is_some_and(|s| s.text.contains("PASSED")));
+    // Nothing more to step.
+    assert!(update(&mut m, ch('n')).is_empty());
+    assert!(update(&mut m, ch(' ')).is_empty());
+    // Operator actions in rehearsal mode are sent like live ones (the shell
+    // applies them to the rehearsal's store at its virtual time).
+    update(&mut m, ch('5'));
+    update(&mut m, ch('a'));
+    type_text(&mut m, "checked in the rehearsal");
+    update(&mut m, key(KeyCode::Enter));
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert!(matches!(&cmds[..], [Cmd::Approve { .. }]), "{cmds:?}");
+}
+
+#[test]
+fn a_rehearsal_that_cannot_start_returns_to_live_or_says_why() {
+    // From the live console: back to live, with the error.
+    let mut m = loaded_model(80, 24);
+    command(&mut m, "rehearse missing.toml");
+    let cmds = update(
+        &mut m,
+        Msg::RehearsalFailed {
+            source: 1,
+            error: "missing.toml: cannot read".into(),
+        },
+    );
+    assert!(m.rehearsal.is_none());
+    assert!(cmds.contains(&Cmd::LeaveRehearsal { source: 2 }));
+    assert!(m.status.as_ref().is_some_and(|s| s.text.contains("cannot read")));
+    // Keys wait for a loading rehearsal.
+    let mut m = Model::new(Init {
+        rehearsal: Some("slow.toml".into()),
+        ..init(80, 24, false)
+    });
+    assert_eq!(m.mode_label, "REHEARSAL");
+    assert!(update(&mut m, ch('n')).is_empty());
+    assert!(m.status.as_ref().is_some_and(|s| s.text.contains("loading")));
+    // Started as `rehearse --console`: the error stays on screen.
+    update(
+        &mut m,
+        Msg::RehearsalFailed {
+            source: 0,
+            error: "engine: database locked".into(),
+        },
+    );
+    assert!(m.rehearsal.as_ref().is_some_and(|r| r.error.is_some()));
+}
+
+#[test]
+fn a_standalone_rehearsal_quits_with_q_and_never_with_esc() {
+    let mut m = rehearsal_model(80, 24, false);
+    for _ in 0..3 {
+        assert!(update(&mut m, key(KeyCode::Esc)).is_empty());
+    }
+    assert!(m.rehearsal.is_some() && !m.quitting);
+    assert_eq!(update(&mut m, ch('q')), vec![Cmd::Quit]);
+    assert!(m.quitting);
+    // The footer offers q once, as leaving the rehearsal.
+    let m = rehearsal_model(80, 24, false);
+    let footer = keymap::footer(&m.layers(), false);
+    let qs: Vec<_> = footer
+        .iter()
+        .filter(|b| b.keys.iter().any(|k| k.label() == "q"))
+        .map(|b| b.action)
+        .collect();
+    assert_eq!(qs, vec![Action::LeaveRehearsal]);
+    assert!(footer.iter().any(|b| b.action == Action::Step));
 }

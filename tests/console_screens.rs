@@ -8,7 +8,7 @@ mod support;
 
 use agentcron::config::model::ErrorClass;
 use agentcron::console::app::{DetailSection, DetailState, Model, Msg, Overlay, Screen, update};
-use agentcron::console::dialogs::{Dialog, Intent};
+use agentcron::console::dialogs::{Dialog, Intent, Preview};
 use agentcron::console::panes::Pane;
 use agentcron::console::snapshot::RunDetail;
 use agentcron::console::theme::{Theme, builtin_names};
@@ -204,6 +204,78 @@ fn kill_type_to_confirm_dialog() {
 }
 
 #[test]
+fn rehearsal_mode_with_expectations() {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut m = rehearsal_model(w, h, true);
+        update(&mut m, ch('2'));
+        insta::assert_snapshot!(format!("rehearsal_{w}x{h}"), screen(&m, w, h));
+    }
+    // Started as `rehearse FILE --console`, playing.
+    let mut m = rehearsal_model(100, 30, false);
+    update(&mut m, ch(' '));
+    m.status = None;
+    insta::assert_snapshot!("rehearsal_standalone_playing_100x30", screen(&m, 100, 30));
+}
+
+/// The resume dialog of inbox-triage with its plan (`held` windows).
+fn resume_dialog(held: usize) -> Dialog {
+    let intent = Intent::Resume {
+        schedule: "inbox-triage".into(),
+    };
+    let mut d = Dialog::open(intent.clone());
+    let mut lines = vec![
+        "paused by alice: mailbox migration".to_string(),
+        format!("{held} held window(s) are evaluated at once, oldest first:"),
+    ];
+    lines.extend((0..held).map(|i| {
+        format!(
+            "  #{} 2026-06-0{}T10:00+08:00  pending  catchup (backfill)",
+            301 + i,
+            6 + i % 3
+        )
+    }));
+    d.set_preview(
+        &intent,
+        Ok(Preview {
+            lines,
+            actionable: true,
+        }),
+    );
+    d
+}
+
+#[test]
+fn resume_and_backfill_dialogs_show_their_plan() {
+    let mut m = loaded_model(80, 24);
+    m.overlay = Overlay::Dialog(Box::new(resume_dialog(2)));
+    insta::assert_snapshot!("resume_plan_80x24", screen(&m, 80, 24));
+    let mut m = loaded_model(80, 30);
+    update(&mut m, ch(':'));
+    type_text(&mut m, "backfill inbox-triage 2026-06-06 2026-06-06");
+    update(&mut m, key(KeyCode::Enter));
+    let intent = match &m.overlay {
+        Overlay::Dialog(d) => d.intent().clone(),
+        _ => panic!("no dialog: {:?}", m.status),
+    };
+    let mut lines = vec![
+        "range 2026-06-06 00:00 → 2026-06-06 23:59 Asia/Shanghai".to_string(),
+        "94 window(s) will be queued, 2 left alone:".to_string(),
+    ];
+    lines.extend((0..12).map(|i| format!("  2026-06-06T{:02}:{:02}+08:00  queue", i / 4, (i % 4) * 15)));
+    update(
+        &mut m,
+        Msg::Preview {
+            intent,
+            result: Ok(Preview {
+                lines,
+                actionable: true,
+            }),
+        },
+    );
+    insta::assert_snapshot!("backfill_plan_80x30", screen(&m, 80, 30));
+}
+
+#[test]
 fn too_small_keeps_the_kill_switch_visible() {
     let m = loaded_model(40, 10);
     insta::assert_snapshot!("too_small_40x10", screen(&m, 40, 10));
@@ -270,10 +342,26 @@ fn no_panic_size_matrix() {
             d.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
             models.push(d);
         }
+        for nested in [true, false] {
+            let mut r = rehearsal_model(w, h, nested);
+            models.push(r.clone());
+            update(&mut r, key(KeyCode::Enter));
+            models.push(r);
+        }
+        let mut loading = model_sized(w, h, false);
+        loading.rehearsal = rehearsal_model(w, h, false).rehearsal.map(|mut r| {
+            r.progress = None;
+            r
+        });
+        models.push(loading);
+        let mut plan = loaded_model(w, h);
+        plan.overlay = Overlay::Dialog(Box::new(resume_dialog(30)));
+        models.push(plan);
         for m in &models {
             let out = render(m, &theme, w, h);
             if m.loaded {
-                assert!(out.contains('■'), "kill switch missing at {w}x{h}:\n{out}");
+                let glyph = if m.snapshot.kill_on() { '■' } else { '○' };
+                assert!(out.contains(glyph), "kill switch missing at {w}x{h}:\n{out}");
             }
         }
     }

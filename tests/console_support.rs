@@ -8,9 +8,12 @@ use agentcron::config::model::ErrorClass;
 use agentcron::config::{Config, load_str};
 use agentcron::console::app::{Cmd, Init, Model, Msg, update};
 use agentcron::console::panes::gates::latest_decision;
+use agentcron::console::rehearsal::Progress;
 use agentcron::console::snapshot::*;
 use agentcron::console::theme::Theme;
 use agentcron::console::view::view;
+use agentcron::rehearsal::Verdict;
+use agentcron::rehearsal::run::Line as TimelineLine;
 use agentcron::store::*;
 use chrono::{DateTime, Duration, Utc};
 use ratatui::Terminal;
@@ -331,6 +334,19 @@ pub fn fixed_snapshot() -> Snapshot {
     backfill_b.pool = Pool::Backfill;
     backfill_b.reason = RunReason::Catchup;
     let triage = vec![backfill_a.clone(), backfill_b.clone()];
+    // Hours 5 and 6 of the hourly lane died: the dead-letter queue, newest first.
+    let dead: Vec<RetryRow> = hourly
+        .iter()
+        .rev()
+        .filter(|r| r.state == RunState::Dead)
+        .map(|r| {
+            let mut run = r.clone();
+            run.attempts = 5;
+            run.error_class = Some(ErrorClass::Retryable);
+            run.last_error = Some("upstream 503 five times".into());
+            RetryRow { run, max_attempts: 5 }
+        })
+        .collect();
 
     let follow = vec![run(
         401,
@@ -413,6 +429,7 @@ pub fn fixed_snapshot() -> Snapshot {
     let events = focus_events(&focus);
     let decision = latest_decision(&events);
     Snapshot {
+        source: 0,
         taken_at: now,
         last_event_id: 500,
         counts: vec![
@@ -434,6 +451,7 @@ pub fn fixed_snapshot() -> Snapshot {
             run: retry,
             max_attempts: 5,
         }],
+        dead,
         approvals: vec![ApprovalRow {
             run: human,
             steps: human_steps,
@@ -551,7 +569,11 @@ fn lane(schedule: &str, tenant: &str, runs: Vec<Run>) -> Lane {
 
 /// A fresh model at 80×24 (or `w`×`h`).
 pub fn model_sized(w: u16, h: u16, read_only: bool) -> Model {
-    Model::new(Init {
+    Model::new(init(w, h, read_only))
+}
+
+pub fn init(w: u16, h: u16, read_only: bool) -> Init {
+    Init {
         now: now(),
         tz: chrono_tz::Asia::Shanghai,
         mode_label: "LIVE".into(),
@@ -559,13 +581,100 @@ pub fn model_sized(w: u16, h: u16, read_only: bool) -> Model {
         theme_name: "dark".into(),
         width: w,
         height: h,
-    })
+        rehearsal: None,
+    }
 }
 
 /// A model that received [`fixed_snapshot`].
 pub fn loaded_model(w: u16, h: u16) -> Model {
     let mut m = model_sized(w, h, false);
     update(&mut m, Msg::Snapshot(Box::new(fixed_snapshot())));
+    m
+}
+
+/// The rehearsal fixture: the data-delay scenario half-way, its store showing
+/// [`fixed_snapshot`] (kill switch off), one expectation held, one broken, two
+/// pending, and what the last step did.
+pub fn progress(source: u64) -> Progress {
+    let verdict = |text: &str, passed: Option<bool>, detail: &str| Verdict {
+        text: text.into(),
+        passed,
+        detail: detail.into(),
+    };
+    let at = t("2026-06-08T01:40:00Z");
+    Progress {
+        source,
+        name: "data delay".into(),
+        tz: chrono_tz::Asia::Shanghai,
+        start: t("2026-06-08T00:30:00Z"),
+        end: t("2026-06-08T03:00:00Z"),
+        now: at,
+        steps: 12,
+        finished: false,
+        verdicts: vec![
+            verdict(
+                "the partition gate waited (not a failure) while the data was late",
+                Some(true),
+                "at 2026-06-08T01:00:00Z: gate upstream_partition_ready wait",
+            ),
+            verdict(
+                "daily-sales-report window 2026-06-08 ends succeeded",
+                None,
+                "now running",
+            ),
+            verdict(
+                "daily-sales-report window 2026-06-08 takes exactly 1 attempt(s)",
+                Some(false),
+                "2 attempts",
+            ),
+            verdict(
+                "side effect deliver of daily-sales-report window 2026-06-08 lands exactly 1 time(s)",
+                None,
+                "0 so far",
+            ),
+        ],
+        happened: vec![
+            TimelineLine {
+                at,
+                kind: "gate".into(),
+                schedule: Some("daily-sales-report".into()),
+                window: None,
+                text: "gate upstream_partition_ready pass: partition landed".into(),
+            },
+            TimelineLine {
+                at,
+                kind: "claimed".into(),
+                schedule: Some("daily-sales-report".into()),
+                window: None,
+                text: "claimed by main (attempt 1)".into(),
+            },
+        ],
+    }
+}
+
+/// A console in rehearsal mode at `w`×`h`: opened with `:rehearse` from the
+/// live console (`nested`) or started as `rehearse FILE --console`, the
+/// rehearsal started ([`progress`]) and its store loaded.
+pub fn rehearsal_model(w: u16, h: u16, nested: bool) -> Model {
+    let mut m = if nested {
+        let mut m = loaded_model(w, h);
+        update(&mut m, ch(':'));
+        type_text(&mut m, "rehearse rehearsals/data-delay.toml");
+        update(&mut m, key(KeyCode::Enter));
+        m
+    } else {
+        Model::new(Init {
+            rehearsal: Some("rehearsals/data-delay.toml".into()),
+            ..init(w, h, false)
+        })
+    };
+    let source = m.source;
+    update(&mut m, Msg::Rehearsal(Box::new(progress(source))));
+    let mut snap = fixed_snapshot();
+    snap.source = source;
+    snap.switches.kill = None;
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    m.status = None;
     m
 }
 

@@ -1,5 +1,6 @@
-//! `agentcron` (the console with the embedded scheduler) and `agentcron console
-//! --attach` (the console over a database a headless scheduler runs).
+//! `agentcron` (the console with the embedded scheduler), `agentcron console
+//! --attach` (the console over a database a headless scheduler runs) and
+//! `agentcron rehearse FILE --console` (the console stepping through a rehearsal).
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
@@ -67,7 +68,26 @@ fn options(cfg: &crate::config::Config, o: &Options<'_>, db: std::path::PathBuf)
         no_color: o.no_color,
         read_only: o.read_only,
         mode_label: "LIVE".into(),
+        rehearsal: None,
     }
+}
+
+/// `agentcron rehearse FILE --console`: the scenario is checked here, so a bad
+/// file is reported like `rehearse` headless does, before the screen changes.
+pub fn rehearse(file: &Path, theme: Option<String>, no_color: bool, read_only: bool) -> i32 {
+    let sc = match crate::rehearsal::scenario::load(file) {
+        Ok(sc) => sc,
+        Err(e) => return super::check::report_load_error(file, &e),
+    };
+    console::run(ConsoleOptions {
+        config: sc.config,
+        db: std::path::PathBuf::new(),
+        theme,
+        no_color,
+        read_only,
+        mode_label: "REHEARSAL".into(),
+        rehearsal: Some(file.to_path_buf()),
+    })
 }
 
 type Embedded = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);

@@ -1,13 +1,15 @@
 //! The console's state machine, The Elm Architecture style: a [`Model`], the
 //! [`Msg`]s that arrive (keys, ticks, snapshots, results), a pure
 //! [`update`] that returns [`Cmd`]s for the shell to perform. No IO and no clock
-//! reads here: `now` arrives in [`Msg::Tick`], data in [`Msg::Snapshot`].
+//! reads here: `now` arrives in [`Msg::Tick`] (or, in rehearsal mode, with the
+//! rehearsal's [`Progress`]), data in [`Msg::Snapshot`].
 
 use super::command::{self, Command};
-use super::dialogs::{Dialog, Intent, Outcome};
+use super::dialogs::{Dialog, Intent, Outcome, Preview};
 use super::input::LineInput;
 use super::keymap::{self, Action, Layer};
 use super::panes::{self, ListCursor, Pane, RowKey};
+use super::rehearsal::{Progress, RehearsalView, SPEEDS};
 use super::snapshot::{RunDetail, Snapshot};
 use crate::store::{Run, RunState};
 use chrono::{DateTime, Duration, Utc};
@@ -39,8 +41,20 @@ pub enum Msg {
     },
     /// An operator action finished: what happened, or why not.
     ActionResult(Result<String, String>),
+    /// The plan of a resume or backfill dialog (see [`Cmd::Preview`]).
+    Preview {
+        intent: Intent,
+        result: Result<Preview, String>,
+    },
     /// `:theme` was applied (the theme's name) or refused.
     ThemeChanged(Result<String, String>),
+    /// The rehearsal started or stepped.
+    Rehearsal(Box<Progress>),
+    /// The rehearsal could not be loaded or run.
+    RehearsalFailed {
+        source: u64,
+        error: String,
+    },
 }
 
 /// Something for the shell to do.
@@ -53,7 +67,21 @@ pub enum Cmd {
     Focus(Option<i64>),
     LoadRunDetail(i64),
     SetTheme(String),
-    Rehearse(PathBuf),
+    /// Open a rehearsal; its store becomes the console's `source`.
+    Rehearse {
+        file: PathBuf,
+        source: u64,
+    },
+    /// One step of the rehearsal (to its next event).
+    RehearsalStep,
+    /// Play at this many steps a second, or pause (`None`).
+    RehearsalPlay(Option<u32>),
+    /// Close the rehearsal and show the live store again as `source`.
+    LeaveRehearsal {
+        source: u64,
+    },
+    /// Read the plan a dialog shows before it can be confirmed.
+    Preview(Intent),
     // Operator actions.
     Approve {
         run: i64,
@@ -85,6 +113,11 @@ pub enum Cmd {
         schedule: String,
         reason: String,
     },
+    Backfill {
+        schedule: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
 }
 
 impl Cmd {
@@ -100,6 +133,7 @@ impl Cmd {
                 | Cmd::Trigger { .. }
                 | Cmd::Requeue { .. }
                 | Cmd::CloseCircuit { .. }
+                | Cmd::Backfill { .. }
         )
     }
 }
@@ -204,12 +238,21 @@ pub struct Init {
     pub theme_name: String,
     pub width: u16,
     pub height: u16,
+    /// `agentcron rehearse FILE --console`: start in rehearsal mode on this file.
+    pub rehearsal: Option<String>,
 }
 
 /// Everything the console knows.
 #[derive(Debug, Clone)]
 pub struct Model {
+    /// The time the console shows: the wall clock, or the rehearsal's virtual clock.
     pub now: DateTime<Utc>,
+    /// The wall clock (status line expiry).
+    pub wall: DateTime<Utc>,
+    /// Which store the shown data comes from; bumped when entering or leaving a
+    /// rehearsal so that a snapshot of the other store still in flight is dropped.
+    pub source: u64,
+    pub rehearsal: Option<RehearsalView>,
     pub tz: Tz,
     pub mode_label: String,
     pub read_only: bool,
@@ -242,10 +285,22 @@ pub struct Model {
 
 impl Model {
     pub fn new(init: Init) -> Self {
+        let rehearsal = init
+            .rehearsal
+            .as_deref()
+            .map(|file| RehearsalView::new(file, false, init.tz, &init.mode_label));
+        let mode_label = if rehearsal.is_some() {
+            REHEARSAL_LABEL.to_string()
+        } else {
+            init.mode_label
+        };
         Self {
             now: init.now,
+            wall: init.now,
+            source: 0,
+            rehearsal,
             tz: init.tz,
-            mode_label: init.mode_label,
+            mode_label,
             read_only: init.read_only,
             theme_name: init.theme_name,
             width: init.width,
@@ -283,10 +338,15 @@ impl Model {
         if matches!(self.overlay, Overlay::Help { .. }) {
             return vec![Layer::Help];
         }
+        let rehearsal = self.rehearsal.as_ref().map(|_| Layer::Rehearsal);
         if matches!(self.screen, Screen::Detail(_)) {
-            return vec![Layer::Detail, Layer::Global];
+            return [Some(Layer::Detail), rehearsal, Some(Layer::Global)]
+                .into_iter()
+                .flatten()
+                .collect();
         }
-        let mut layers: Vec<Layer> = Layer::of_pane(self.pane).into_iter().collect();
+        let mut layers: Vec<Layer> = rehearsal.into_iter().collect();
+        layers.extend(Layer::of_pane(self.pane));
         layers.extend([Layer::Navigation, Layer::Global]);
         layers
     }
@@ -331,7 +391,7 @@ impl Model {
         self.status = Some(Status {
             text: text.into(),
             level,
-            at: self.now,
+            at: self.wall,
         });
     }
 
@@ -355,13 +415,19 @@ impl Model {
     }
 }
 
+/// The header's mode while a rehearsal is open.
+pub const REHEARSAL_LABEL: &str = "REHEARSAL";
+
 /// The one state transition of the console.
 pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
     let mut cmds = Vec::new();
     match msg {
         Msg::Key(key) => on_key(m, &key, &mut cmds),
         Msg::Tick { now } => {
-            m.now = now;
+            m.wall = now;
+            if m.rehearsal.is_none() {
+                m.now = now;
+            }
             if m.status.as_ref().is_some_and(|s| now - s.at > STATUS_TTL) {
                 m.status = None;
             }
@@ -370,6 +436,7 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             m.width = width;
             m.height = height;
         }
+        Msg::Snapshot(snap) if snap.source != m.source => {}
         Msg::Snapshot(snap) => {
             let moved = snap.last_event_id != m.snapshot.last_event_id;
             m.snapshot = *snap;
@@ -406,14 +473,176 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             cmds.push(Cmd::Refresh);
         }
         Msg::ActionResult(Err(text)) => m.error(text),
+        Msg::Preview { intent, result } => {
+            if let Overlay::Dialog(d) = &mut m.overlay {
+                d.set_preview(&intent, result);
+            }
+        }
         Msg::ThemeChanged(Ok(name)) => {
             m.info(format!("theme {name}"));
             m.theme_name = name;
         }
         Msg::ThemeChanged(Err(e)) => m.error(e),
+        Msg::Rehearsal(p) => on_progress(m, *p, &mut cmds),
+        Msg::RehearsalFailed { source, error } if source == m.source => {
+            // A rehearsal opened from the live console that never started: back to live.
+            let back_to_live = m
+                .rehearsal
+                .as_ref()
+                .is_some_and(|v| v.nested && v.progress.is_none());
+            if back_to_live {
+                leave_rehearsal(m, &mut cmds);
+            } else if let Some(view) = m.rehearsal.as_mut() {
+                view.playing = false;
+                view.error = Some(error.clone());
+            }
+            m.error(format!("rehearsal: {error}"));
+        }
+        Msg::RehearsalFailed { .. } => {}
     }
     sync_focus(m, &mut cmds);
     cmds
+}
+
+/// The rehearsal started or stepped: its clock, zone and verdicts.
+fn on_progress(m: &mut Model, p: Progress, cmds: &mut Vec<Cmd>) {
+    if p.source != m.source {
+        return;
+    }
+    let Some(view) = m.rehearsal.as_mut() else {
+        return;
+    };
+    let newly_finished = p.finished && !view.finished();
+    m.now = p.now;
+    m.tz = p.tz;
+    view.progress = Some(p);
+    view.error = None;
+    if newly_finished {
+        view.playing = false;
+        let (held, broken, pending) = view.tally();
+        let text = format!(
+            "rehearsal finished: {} — {held} held, {broken} broken, {pending} undecided (q leaves)",
+            if broken + pending == 0 { "PASSED" } else { "BROKEN" }
+        );
+        if broken + pending == 0 {
+            m.set_status(Level::Ok, text);
+        } else {
+            m.error(text);
+        }
+    }
+    // Show what the step did without waiting for the next poll.
+    cmds.push(Cmd::Refresh);
+}
+
+/// Opens `file` as a rehearsal from the live console.
+fn enter_rehearsal(m: &mut Model, file: String, cmds: &mut Vec<Cmd>) {
+    if let Some(view) = &m.rehearsal {
+        m.error(format!(
+            "the rehearsal {} is open; leave it first ({})",
+            view.file,
+            if view.nested { "Esc or q" } else { "q quits" }
+        ));
+        return;
+    }
+    m.source += 1;
+    m.rehearsal = Some(RehearsalView::new(&file, true, m.tz, &m.mode_label));
+    m.mode_label = REHEARSAL_LABEL.to_string();
+    show_new_source(m);
+    m.info(format!("loading rehearsal {file}…"));
+    cmds.push(Cmd::Rehearse {
+        file: PathBuf::from(file),
+        source: m.source,
+    });
+}
+
+/// Back to the live console from a rehearsal opened with `:rehearse`.
+fn leave_rehearsal(m: &mut Model, cmds: &mut Vec<Cmd>) {
+    let Some(view) = m.rehearsal.take() else {
+        return;
+    };
+    m.tz = view.live_tz;
+    m.mode_label = view.live_label;
+    m.now = m.wall;
+    m.source += 1;
+    show_new_source(m);
+    m.info(format!("left the rehearsal {}; live again", view.file));
+    cmds.push(Cmd::LeaveRehearsal { source: m.source });
+}
+
+/// Forgets the data of the store no longer shown.
+fn show_new_source(m: &mut Model) {
+    m.snapshot = Snapshot::default();
+    m.loaded = false;
+    m.load_error = None;
+    m.screen = Screen::Main;
+    m.overlay = Overlay::None;
+    m.last_run = None;
+}
+
+fn rehearsal_key(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
+    let Some(view) = m.rehearsal.as_ref() else {
+        return;
+    };
+    if action == Action::LeaveRehearsal {
+        if view.nested {
+            leave_rehearsal(m, cmds);
+        } else {
+            m.quitting = true;
+            cmds.push(Cmd::Quit);
+        }
+        return;
+    }
+    if view.progress.is_none() {
+        let text = match &view.error {
+            Some(e) => format!("the rehearsal did not start: {e}"),
+            None => "the rehearsal is still loading".to_string(),
+        };
+        m.info(text);
+        return;
+    }
+    if matches!(action, Action::Step | Action::Play) && view.finished() {
+        m.info("the rehearsal is finished (q leaves)");
+        return;
+    }
+    let Some(view) = m.rehearsal.as_mut() else {
+        return;
+    };
+    let status = match action {
+        Action::Step => {
+            if view.playing {
+                view.playing = false;
+                cmds.push(Cmd::RehearsalPlay(None));
+            }
+            cmds.push(Cmd::RehearsalStep);
+            None
+        }
+        Action::Play => {
+            view.playing = !view.playing;
+            let rate = view.per_second();
+            cmds.push(Cmd::RehearsalPlay(view.playing.then_some(rate)));
+            Some(if view.playing {
+                format!("playing at {rate} events/s (Space pauses, +/- speed)")
+            } else {
+                "paused (n steps, Space plays)".to_string()
+            })
+        }
+        Action::Faster | Action::Slower => {
+            view.speed = if action == Action::Faster {
+                (view.speed + 1).min(SPEEDS.len() - 1)
+            } else {
+                view.speed.saturating_sub(1)
+            };
+            let rate = view.per_second();
+            if view.playing {
+                cmds.push(Cmd::RehearsalPlay(Some(rate)));
+            }
+            Some(format!("speed {rate} events/s"))
+        }
+        _ => None,
+    };
+    if let Some(text) = status {
+        m.info(text);
+    }
 }
 
 /// Tells the shell when the selected run changed.
@@ -543,7 +772,7 @@ fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
             cmds.push(Cmd::Quit);
         }
         Action::Help => m.overlay = Overlay::Help { scroll: 0 },
-        Action::Back => back(m),
+        Action::Back => back(m, cmds),
         Action::Filter => m.bar = Some(Bar::Filter(LineInput::with_text(&m.filter))),
         Action::Command => m.bar = Some(Bar::Command(LineInput::default())),
         Action::Refresh => {
@@ -569,7 +798,12 @@ fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
         | Action::PageUp => navigate(m, action),
         Action::Open => open(m, cmds),
         Action::Approve | Action::Reject | Action::Requeue => run_action(m, action),
-        Action::Pause | Action::Resume | Action::Trigger | Action::CloseCircuit => schedule_action(m, action),
+        Action::Pause | Action::Resume | Action::Trigger | Action::CloseCircuit => {
+            schedule_action(m, action, cmds)
+        }
+        Action::Step | Action::Play | Action::Faster | Action::Slower | Action::LeaveRehearsal => {
+            rehearsal_key(m, action, cmds)
+        }
         Action::Kill => {
             let intent = if m.snapshot.kill_on() {
                 Intent::KillOff
@@ -588,13 +822,16 @@ fn goto_pane(m: &mut Model, p: Pane) {
     m.screen = Screen::Main;
 }
 
-/// Esc: leave the detail, else clear the filter, else the status line.
-fn back(m: &mut Model) {
+/// Esc: leave the detail, else clear the filter, else leave a rehearsal opened
+/// from the live console, else clear the status line. Never quits.
+fn back(m: &mut Model, cmds: &mut Vec<Cmd>) {
     if matches!(m.screen, Screen::Detail(_)) {
         m.screen = Screen::Main;
     } else if !m.filter.is_empty() {
         m.filter.clear();
         settle_cursors(m);
+    } else if m.rehearsal.as_ref().is_some_and(|r| r.nested) {
+        leave_rehearsal(m, cmds);
     } else {
         m.status = None;
     }
@@ -697,7 +934,7 @@ fn action_run(m: &Model, action: Action) -> Option<i64> {
     }
     match (m.pane, action) {
         (Pane::Approvals, Action::Approve | Action::Reject) => m.selected_run(),
-        (Pane::Timeline, Action::Requeue) => m.selected_run(),
+        (Pane::Timeline | Pane::Retries, Action::Requeue) => m.selected_run(),
         _ => None,
     }
 }
@@ -764,15 +1001,23 @@ fn action_schedule(m: &Model) -> Option<String> {
     }
 }
 
-fn schedule_action(m: &mut Model, action: Action) {
+fn schedule_action(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
     let Some(schedule) = action_schedule(m) else {
         m.info("select a schedule first");
         return;
     };
-    open_schedule_dialog(m, action, schedule);
+    open_schedule_dialog(m, action, schedule, cmds);
 }
 
-fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String) {
+/// Opens the dialog of `intent`, asking the shell for its plan if it shows one.
+fn open_dialog(m: &mut Model, intent: Intent, cmds: &mut Vec<Cmd>) {
+    if intent.needs_preview() {
+        cmds.push(Cmd::Preview(intent.clone()));
+    }
+    m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+}
+
+fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String, cmds: &mut Vec<Cmd>) {
     let Some(row) = m.snapshot.schedule(&schedule) else {
         m.error(format!("no schedule `{schedule}` in the config"));
         return;
@@ -795,7 +1040,40 @@ fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String) {
         Action::Trigger => Intent::Trigger { schedule },
         _ => Intent::CloseCircuit { schedule },
     };
-    m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+    open_dialog(m, intent, cmds);
+}
+
+/// `:backfill SCHEDULE FROM TO`: dates are read in the scheduler's zone.
+fn backfill_command(m: &mut Model, schedule: String, from: &str, to: &str, cmds: &mut Vec<Cmd>) {
+    if m.snapshot.schedule(&schedule).is_none() {
+        m.error(format!("no schedule `{schedule}` in the config"));
+        return;
+    }
+    let range = command::parse_instant(from, m.tz, false)
+        .and_then(|f| command::parse_instant(to, m.tz, true).map(|t| (f, t)));
+    let (from_at, to_at) = match range {
+        Ok(r) => r,
+        Err(e) => {
+            m.error(e);
+            return;
+        }
+    };
+    if to_at < from_at {
+        m.error(format!("{to} is before {from}"));
+        return;
+    }
+    let fmt = |t: DateTime<Utc>| t.with_timezone(&m.tz).format("%Y-%m-%d %H:%M").to_string();
+    let range = format!("{} → {} {}", fmt(from_at), fmt(to_at), m.tz.name());
+    open_dialog(
+        m,
+        Intent::Backfill {
+            schedule,
+            from: from_at,
+            to: to_at,
+            range,
+        },
+        cmds,
+    );
 }
 
 fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
@@ -810,6 +1088,7 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             | Command::Requeue(_)
             | Command::Kill
             | Command::Unkill
+            | Command::Backfill { .. }
     );
     if operator && m.read_only {
         m.error("read-only console: actions are disabled (started with --read-only)");
@@ -824,11 +1103,12 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
         Command::Refresh => cmds.push(Cmd::Refresh),
         Command::Goto(id) => open_detail(m, id, cmds),
         Command::Theme(name) => cmds.push(Cmd::SetTheme(name)),
-        Command::Rehearse(file) => cmds.push(Cmd::Rehearse(PathBuf::from(file))),
-        Command::Pause(s) => open_schedule_dialog(m, Action::Pause, s),
-        Command::Resume(s) => open_schedule_dialog(m, Action::Resume, s),
-        Command::Trigger(s) => open_schedule_dialog(m, Action::Trigger, s),
-        Command::Close(s) => open_schedule_dialog(m, Action::CloseCircuit, s),
+        Command::Rehearse(file) => enter_rehearsal(m, file, cmds),
+        Command::Pause(s) => open_schedule_dialog(m, Action::Pause, s, cmds),
+        Command::Resume(s) => open_schedule_dialog(m, Action::Resume, s, cmds),
+        Command::Trigger(s) => open_schedule_dialog(m, Action::Trigger, s, cmds),
+        Command::Close(s) => open_schedule_dialog(m, Action::CloseCircuit, s, cmds),
+        Command::Backfill { schedule, from, to } => backfill_command(m, schedule, &from, &to, cmds),
         Command::Approve(id) => open_run_dialog(m, Action::Approve, id),
         Command::Reject(id) => open_run_dialog(m, Action::Reject, id),
         Command::Requeue(id) => open_run_dialog(m, Action::Requeue, id),

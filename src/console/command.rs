@@ -1,6 +1,9 @@
 //! The `:` command line: parsing only. `update` turns a [`Command`] into
 //! dialogs, screens and [`super::app::Cmd`]s.
 
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono_tz::Tz;
+
 /// A parsed `:` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -19,6 +22,12 @@ pub enum Command {
     Requeue(i64),
     Kill,
     Unkill,
+    /// `:backfill SCHEDULE FROM TO`: instants as typed (RFC 3339 or a date).
+    Backfill {
+        schedule: String,
+        from: String,
+        to: String,
+    },
 }
 
 /// One `:` command as the help lists it.
@@ -65,7 +74,18 @@ pub const COMMANDS: &[CommandDoc] = &[
         "turn the global kill switch on (type to confirm)",
         true,
     ),
-    doc("unkill", "", "turn the global kill switch off", true),
+    doc(
+        "unkill",
+        "",
+        "turn the global kill switch off (asks a reason)",
+        true,
+    ),
+    doc(
+        "backfill",
+        "SCHED FROM TO",
+        "preview, then queue a range (dates or RFC 3339)",
+        true,
+    ),
     doc("rehearse", "FILE", "step through a rehearsal scenario", false),
 ];
 
@@ -75,6 +95,28 @@ fn run_id(arg: &str) -> Result<i64, String> {
         .ok()
         .filter(|id| *id > 0)
         .ok_or_else(|| format!("`{arg}` is not a run id (a number such as 42 or #42)"))
+}
+
+/// An instant typed in a command: RFC 3339, or a date (`2026-06-01`) read in
+/// `tz` — its first instant, or with `end_of_day` its last second, so that
+/// `:backfill daily 2026-06-01 2026-06-03` includes the 3rd.
+pub fn parse_instant(text: &str, tz: Tz, end_of_day: bool) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
+        format!("`{text}` is not a date (2026-06-01) or an RFC 3339 instant (2026-06-01T09:00:00+08:00)")
+    })?;
+    let local = |d: NaiveDate| {
+        d.and_hms_opt(0, 0, 0)
+            .map(|n| crate::time::fire::resolve_local(tz, n).earliest())
+    };
+    let at = if end_of_day {
+        day.succ_opt().and_then(local).map(|t| t - TimeDelta::seconds(1))
+    } else {
+        local(day)
+    };
+    at.ok_or_else(|| format!("`{text}` is out of range"))
 }
 
 /// Parses a command line (with or without the leading `:`).
@@ -113,6 +155,14 @@ pub fn parse(line: &str) -> Result<Command, String> {
         "approve" => one("run id").and_then(|a| run_id(&a)).map(Command::Approve),
         "reject" => one("run id").and_then(|a| run_id(&a)).map(Command::Reject),
         "requeue" => one("run id").and_then(|a| run_id(&a)).map(Command::Requeue),
+        "backfill" => match rest.as_slice() {
+            [schedule, from, to] => Ok(Command::Backfill {
+                schedule: (*schedule).to_string(),
+                from: (*from).to_string(),
+                to: (*to).to_string(),
+            }),
+            _ => Err(":backfill needs SCHEDULE FROM TO (e.g. :backfill daily 2026-06-01 2026-06-05)".into()),
+        },
         "kill" => none(Command::Kill),
         "unkill" => none(Command::Unkill),
         other => {
@@ -141,6 +191,25 @@ mod tests {
         assert_eq!(parse(":theme light"), Ok(Command::Theme("light".into())));
         assert_eq!(parse(":rehearse a.toml"), Ok(Command::Rehearse("a.toml".into())));
         assert_eq!(parse(":q"), Ok(Command::Quit));
+        assert_eq!(
+            parse(":backfill daily 2026-06-01 2026-06-03T09:00:00Z"),
+            Ok(Command::Backfill {
+                schedule: "daily".into(),
+                from: "2026-06-01".into(),
+                to: "2026-06-03T09:00:00Z".into()
+            })
+        );
+        assert!(parse(":backfill daily 2026-06-01").is_err());
+        let sh = chrono_tz::Asia::Shanghai;
+        assert_eq!(
+            parse_instant("2026-06-01", sh, false).map(|t| t.to_rfc3339()),
+            Ok("2026-05-31T16:00:00+00:00".into())
+        );
+        assert_eq!(
+            parse_instant("2026-06-01", sh, true).map(|t| t.to_rfc3339()),
+            Ok("2026-06-01T15:59:59+00:00".into())
+        );
+        assert!(parse_instant("June 1", sh, false).is_err());
         assert!(parse(":goto x").is_err());
         assert!(parse(":pause").is_err());
         assert!(parse(":kill now").is_err());

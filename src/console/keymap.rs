@@ -3,7 +3,8 @@
 //! overlay and the footer are generated from it, so they cannot drift apart.
 //!
 //! Input goes to the topmost layer first: dialog > text input (filter and
-//! command bars) > help > run detail > focused pane > navigation > global.
+//! command bars) > help > run detail > rehearsal mode > focused pane >
+//! navigation > global.
 
 use super::panes::Pane;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -17,8 +18,11 @@ pub enum Layer {
     Navigation,
     Schedules,
     Timeline,
+    Retries,
     Approvals,
     Switches,
+    /// While a rehearsal is open.
+    Rehearsal,
     Detail,
     Help,
     /// The filter and command bars.
@@ -33,8 +37,10 @@ impl Layer {
             Layer::Navigation => "Lists",
             Layer::Schedules => "Schedules pane",
             Layer::Timeline => "Timeline pane",
+            Layer::Retries => "Retry queue pane (and dead letters)",
             Layer::Approvals => "Approvals pane",
             Layer::Switches => "Switches pane",
+            Layer::Rehearsal => "Rehearsal mode",
             Layer::Detail => "Run detail",
             Layer::Help => "Help",
             Layer::Input => "Filter / command bar",
@@ -47,9 +53,10 @@ impl Layer {
         match pane {
             Pane::Schedules => Some(Layer::Schedules),
             Pane::Timeline => Some(Layer::Timeline),
+            Pane::Retries => Some(Layer::Retries),
             Pane::Approvals => Some(Layer::Approvals),
             Pane::Switches => Some(Layer::Switches),
-            Pane::Gates | Pane::Retries | Pane::Backfill => None,
+            Pane::Gates | Pane::Backfill => None,
         }
     }
 }
@@ -89,6 +96,15 @@ pub enum Action {
     Trigger,
     CloseCircuit,
     Kill,
+    // Rehearsal mode.
+    /// Advance the rehearsal to its next event.
+    Step,
+    /// Play / pause.
+    Play,
+    Faster,
+    Slower,
+    /// Back to the live console (or quit, when started as `rehearse --console`).
+    LeaveRehearsal,
     // Dialogs and bars.
     NextField,
     PrevField,
@@ -368,10 +384,23 @@ pub const KEYMAP: &[Binding] = &[
         false,
     ),
     bind(&[ch('r')], A::Requeue, "requeue", L::Timeline, true),
+    bind(&[ch('r')], A::Requeue, "requeue dead letter", L::Retries, true),
     bind(&[ch('a')], A::Approve, "approve", L::Approvals, false),
     bind(&[ch('x')], A::Reject, "reject", L::Approvals, true),
     bind(&[ch('u')], A::Resume, "resume", L::Switches, false),
     bind(&[ch('c')], A::CloseCircuit, "close circuit", L::Switches, false),
+    // Rehearsal mode.
+    bind(&[ch('n')], A::Step, "next event", L::Rehearsal, false),
+    bind(&[ch(' ')], A::Play, "play / pause", L::Rehearsal, false),
+    bind(&[ch('+'), ch('=')], A::Faster, "faster", L::Rehearsal, false),
+    bind(&[ch('-')], A::Slower, "slower", L::Rehearsal, false),
+    bind(
+        &[ch('q')],
+        A::LeaveRehearsal,
+        "leave rehearsal",
+        L::Rehearsal,
+        false,
+    ),
     // Run detail.
     bind(
         &[code(KeyCode::Tab)],
@@ -505,14 +534,20 @@ pub fn lookup(layers: &[Layer], key: &KeyEvent, read_only: bool) -> Option<Actio
 }
 
 /// Bindings shown in the footer for `layers`, in order, without duplicates of
-/// an action already listed, without the digit keys (the tab bar shows them)
-/// and without operator actions in read-only mode.
+/// an action already listed, without keys an upper layer takes (rehearsal
+/// mode's `q`), without the digit keys (the tab bar shows them) and without
+/// operator actions in read-only mode.
 pub fn footer(layers: &[Layer], read_only: bool) -> Vec<&'static Binding> {
     let mut out: Vec<&'static Binding> = Vec::new();
     for layer in layers {
         for b in KEYMAP.iter().filter(|b| b.layer == *layer) {
+            let shadowed = b
+                .keys
+                .iter()
+                .all(|k| out.iter().any(|o| o.layer != b.layer && o.keys.contains(k)));
             let hidden = matches!(b.action, Action::GotoPane(_) | Action::ForceQuit)
                 || (read_only && b.action.is_operator_action())
+                || shadowed
                 || out.iter().any(|o| o.action == b.action);
             if !hidden {
                 out.push(b);

@@ -91,6 +91,15 @@ pub fn verdict(v: &str) -> Mark {
     }
 }
 
+/// A rehearsal expectation: held, broken, or not decided yet.
+pub fn expectation(passed: Option<bool>) -> Mark {
+    match passed {
+        Some(true) => mark("✓", "pass", Token::Ok),
+        Some(false) => mark("✗", "FAIL", Token::Error),
+        None => mark("…", "pending", Token::Muted),
+    }
+}
+
 pub fn attempt_status(s: AttemptStatus) -> Mark {
     match s {
         AttemptStatus::Running => mark("►", "running", Token::Accent),

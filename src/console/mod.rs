@@ -6,10 +6,13 @@
 //! - [`view`]: the pure drawing of a model with a [`theme::Theme`];
 //! - [`snapshot`]: the bounded store queries behind every pane;
 //! - [`shell`]: the terminal, the store poller thread, ticks, and the `Cmd`
-//!   executor (the only IO);
+//!   executor (the only IO), with [`actions`] (operator actions on a store)
+//!   and [`player`] (a rehearsal on its own thread);
+//! - [`rehearsal`]: rehearsal mode as the model sees it;
 //! - [`keymap`]: the key table that drives `update`, the help and the footer;
 //! - [`panes`], [`detail`], [`dialogs`]: one file per thing on screen.
 
+pub mod actions;
 pub mod app;
 pub mod command;
 pub mod detail;
@@ -19,6 +22,8 @@ pub mod input;
 pub mod keymap;
 pub mod marks;
 pub mod panes;
+pub mod player;
+pub mod rehearsal;
 pub mod shell;
 pub mod snapshot;
 pub mod theme;
@@ -42,6 +47,9 @@ pub struct ConsoleOptions {
     pub read_only: bool,
     /// The mode shown in the header: `LIVE` or `REHEARSAL`.
     pub mode_label: String,
+    /// `agentcron rehearse FILE --console`: step through this scenario; there is
+    /// no live database (`config` is the scenario's, `db` is unused).
+    pub rehearsal: Option<PathBuf>,
 }
 
 /// Runs the console until the operator quits (or SIGTERM / SIGHUP). Returns

@@ -5,18 +5,27 @@
 //!
 //! The store is read by a poller thread with its own connection: every 250 ms
 //! it probes the newest event id and reloads the snapshot when it moved (or the
-//! selection changed, or 5 s passed, for next fires and maintenance). The two
-//! full scans of a snapshot (counts, needs_human) are reused for up to 5 s.
+//! selection changed, or 5 s passed, for next fires and maintenance). The full
+//! scans of a snapshot (counts, needs_human, dead letters) are reused for up to 5 s.
+//!
+//! Which store the poller reads is its *source*: the live database, or in
+//! rehearsal mode the rehearsal's (with the rehearsal's config and virtual
+//! clock). Every snapshot carries its source's number, so one read before a
+//! switch is never shown after it. Operator actions go to the live store with
+//! the wall clock — or, in rehearsal mode, to the rehearsal ([`Player`]).
 
 use super::ConsoleOptions;
+use super::actions;
 use super::app::{Cmd, Init, Model, Msg, update};
+use super::player::{Opened, Player, PlayerReq};
 use super::snapshot::{self, SlowTier, SnapshotRequest};
 use super::theme::{self, Theme};
 use super::view::view;
 use crate::config::Config;
+use crate::operator;
+use crate::rehearsal::scenario;
 use crate::store::Store;
 use crate::time::{Clock, SystemClock};
-use chrono::{DateTime, Utc};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
@@ -32,9 +41,9 @@ use std::time::{Duration, Instant};
 /// How often the poller probes the store.
 const POLL: Duration = Duration::from_millis(250);
 /// A full reload at least this often, even when nothing was written.
-const FULL_EVERY: chrono::Duration = chrono::Duration::seconds(5);
-/// The slow tier (counts, needs_human) is reused for this long.
-const SLOW_EVERY: chrono::Duration = chrono::Duration::seconds(5);
+const FULL_EVERY: Duration = Duration::from_secs(5);
+/// The slow tier (counts, needs_human, dead letters) is reused for this long.
+const SLOW_EVERY: Duration = Duration::from_secs(5);
 /// The clock tick (relative times, header clock).
 const TICK: Duration = Duration::from_secs(1);
 /// At most ~30 frames a second.
@@ -74,11 +83,21 @@ fn install_panic_hook() {
     }));
 }
 
+/// A store the poller reads, with the config and clock that go with it.
+struct Source {
+    id: u64,
+    store: Store,
+    cfg: Config,
+    clock: Arc<dyn Clock>,
+}
+
 /// What the poller is asked to do.
 enum Request {
     Focus(Option<i64>),
     Refresh,
     Detail(i64),
+    /// Read another store from now on.
+    Source(Box<Source>),
 }
 
 /// Theme files next to the config: `<config dir>/themes/NAME.toml`.
@@ -86,12 +105,31 @@ fn theme_dirs(cfg: &Config) -> Vec<PathBuf> {
     vec![cfg.dir.join("themes")]
 }
 
+/// The live database: where the console reads and acts outside rehearsals.
+struct Live {
+    db: PathBuf,
+    cfg: Config,
+    read_only: bool,
+    /// The connection operator actions write through (`None` when read-only).
+    actions: Option<Store>,
+}
+
+impl Live {
+    fn reader(&self) -> Result<Store, crate::store::StoreError> {
+        if self.read_only {
+            Store::open_read_only(&self.db)
+        } else {
+            Store::open(&self.db)
+        }
+    }
+}
+
 pub fn run(opts: ConsoleOptions) -> i32 {
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         eprintln!(
             "agentcron: the console needs a terminal (stdin and stdout must be a TTY).\n\
              hint: for scripts use `agentcron run --headless` and the CLI verbs \
-             (`agentcron runs`, `show`, `events`, `explain`)."
+             (`agentcron runs`, `show`, `events`, `explain`; `agentcron rehearse FILE` headless)."
         );
         return 2;
     }
@@ -105,16 +143,33 @@ pub fn run(opts: ConsoleOptions) -> i32 {
             return 2;
         }
     };
-    let store = if opts.read_only {
-        Store::open_read_only(&opts.db)
+    // `rehearse FILE --console` has no live database.
+    let live = if opts.rehearsal.is_some() {
+        None
     } else {
-        Store::open(&opts.db)
-    };
-    let store = match store {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("agentcron: {e}");
-            return 2;
+        let mut live = Live {
+            db: opts.db.clone(),
+            cfg: opts.config.clone(),
+            read_only: opts.read_only,
+            actions: None,
+        };
+        let opened = live.reader().and_then(|reader| {
+            let actions = if opts.read_only {
+                None
+            } else {
+                Some(Store::open(&opts.db)?)
+            };
+            Ok((reader, actions))
+        });
+        match opened {
+            Ok((reader, actions)) => {
+                live.actions = actions;
+                Some((live, reader))
+            }
+            Err(e) => {
+                eprintln!("agentcron: {e}");
+                return 2;
+            }
         }
     };
     // Meaning is carried by our themes (mono under NO_COLOR); crossterm's own
@@ -130,7 +185,7 @@ pub fn run(opts: ConsoleOptions) -> i32 {
             return 2;
         }
     };
-    let result = event_loop(&mut term, opts, store, theme, dirs);
+    let result = event_loop(&mut term, opts, live, theme, dirs);
     restore_terminal();
     match result {
         Ok(()) => 0,
@@ -168,14 +223,15 @@ fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> thread::JoinHandle<()>
     })
 }
 
-/// The store poller: see the module doc.
-fn spawn_poller(store: Store, cfg: Config, tx: Sender<Msg>, requests: Receiver<Request>) {
+/// The store poller: see the module doc. Without a source (a rehearsal still
+/// loading) it only waits for one.
+fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver<Request>) {
     thread::spawn(move || {
-        let clock = SystemClock;
+        let mut source = source;
         let mut focus: Option<i64> = None;
-        let mut slow: Option<(SlowTier, i64)> = None;
+        let mut slow: Option<(SlowTier, i64, Instant)> = None;
         let mut last_id: Option<i64> = None;
-        let mut last_load: Option<DateTime<Utc>> = None;
+        let mut last_load: Option<Instant> = None;
         let mut force = true;
         loop {
             let first = match requests.recv_timeout(POLL) {
@@ -193,8 +249,15 @@ fn spawn_poller(store: Store, cfg: Config, tx: Sender<Msg>, requests: Receiver<R
                         force = true;
                         slow = None;
                     }
+                    Request::Source(s) => {
+                        source = Some(s);
+                        force = true;
+                        slow = None;
+                        last_id = None;
+                    }
                     Request::Detail(id) => {
-                        let msg = match snapshot::load_run_detail(&store, id) {
+                        let Some(src) = &source else { continue };
+                        let msg = match snapshot::load_run_detail(&src.store, id) {
                             Ok(d) => Msg::RunDetail(Box::new(d)),
                             Err(e) => Msg::RunDetailFailed {
                                 run: id,
@@ -207,8 +270,8 @@ fn spawn_poller(store: Store, cfg: Config, tx: Sender<Msg>, requests: Receiver<R
                     }
                 }
             }
-            let now = clock.now();
-            let id = match snapshot::last_event_id(&store) {
+            let Some(src) = &source else { continue };
+            let id = match snapshot::last_event_id(&src.store) {
                 Ok(id) => id,
                 Err(e) => {
                     if tx.send(Msg::SnapshotFailed(e.to_string())).is_err() {
@@ -217,27 +280,27 @@ fn spawn_poller(store: Store, cfg: Config, tx: Sender<Msg>, requests: Receiver<R
                     continue;
                 }
             };
-            let stale = last_load.is_none_or(|at| now - at >= FULL_EVERY);
+            let stale = last_load.is_none_or(|at| at.elapsed() >= FULL_EVERY);
             if !(force || stale || Some(id) != last_id) {
                 continue;
             }
             // Reuse the full scans while young, or while nothing was written since.
             let reuse = slow
                 .as_ref()
-                .filter(|(s, seen)| now - s.at < SLOW_EVERY || *seen == id)
-                .map(|(s, _)| s.clone());
+                .filter(|(_, seen, at)| at.elapsed() < SLOW_EVERY || *seen == id)
+                .map(|(s, _, _)| s.clone());
             let req = SnapshotRequest {
                 focus,
                 reuse_slow: reuse,
             };
-            match snapshot::load_snapshot_with(&store, &cfg, now, &req) {
-                Ok((snap, used)) => {
-                    let fresh_slow = req.reuse_slow.is_none();
-                    if fresh_slow {
-                        slow = Some((used, snap.last_event_id));
+            match snapshot::load_snapshot_with(&src.store, &src.cfg, src.clock.now(), &req) {
+                Ok((mut snap, used)) => {
+                    snap.source = src.id;
+                    if req.reuse_slow.is_none() {
+                        slow = Some((used, snap.last_event_id, Instant::now()));
                     }
                     last_id = Some(snap.last_event_id);
-                    last_load = Some(now);
+                    last_load = Some(Instant::now());
                     force = false;
                     if tx.send(Msg::Snapshot(Box::new(snap))).is_err() {
                         return;
@@ -253,75 +316,144 @@ fn spawn_poller(store: Store, cfg: Config, tx: Sender<Msg>, requests: Receiver<R
     });
 }
 
-/// Performs a command; results come back as messages on `tx`.
-fn execute(
-    cmd: Cmd,
+/// Performs the [`Cmd`]s; results come back as messages.
+struct Executor {
     read_only: bool,
-    theme: &mut Theme,
-    dirs: &[PathBuf],
-    requests: &Sender<Request>,
-    tx: &Sender<Msg>,
-) {
-    let send = |r: Request| {
-        // The poller only stops when the console does.
-        let _ = requests.send(r);
-    };
-    match cmd {
-        Cmd::Quit => {}
-        Cmd::Refresh => send(Request::Refresh),
-        Cmd::Focus(f) => send(Request::Focus(f)),
-        Cmd::LoadRunDetail(id) => send(Request::Detail(id)),
-        Cmd::SetTheme(name) => {
-            let msg = match theme::select(Some(&name), false, dirs) {
-                Ok(t) => {
-                    let name = t.name.clone();
-                    *theme = t;
-                    Ok(name)
-                }
-                Err(e) => Err(e.to_string()),
-            };
-            let _ = tx.send(Msg::ThemeChanged(msg));
-        }
-        Cmd::Rehearse(file) => {
-            let text = format!("rehearse {}: not available yet", file.display());
-            let _ = tx.send(Msg::ActionResult(Err(text)));
-        }
-        other => {
-            let text = if read_only {
-                "read-only console: actions are disabled".to_string()
-            } else {
-                format!("{}: action not available yet", action_name(&other))
-            };
-            let _ = tx.send(Msg::ActionResult(Err(text)));
-        }
-    }
+    actor: String,
+    live: Option<Live>,
+    player: Option<Player>,
+    theme: Theme,
+    dirs: Vec<PathBuf>,
+    requests: Sender<Request>,
+    tx: Sender<Msg>,
 }
 
-fn action_name(cmd: &Cmd) -> &'static str {
-    match cmd {
-        Cmd::Approve { .. } => "approve",
-        Cmd::Reject { .. } => "reject",
-        Cmd::SetKill { on: true, .. } => "kill",
-        Cmd::SetKill { on: false, .. } => "unkill",
-        Cmd::Pause { .. } => "pause",
-        Cmd::Resume { .. } => "resume",
-        Cmd::Trigger { .. } => "trigger",
-        Cmd::Requeue { .. } => "requeue",
-        Cmd::CloseCircuit { .. } => "close circuit",
-        Cmd::Quit
-        | Cmd::Refresh
-        | Cmd::Focus(_)
-        | Cmd::LoadRunDetail(_)
-        | Cmd::SetTheme(_)
-        | Cmd::Rehearse(_) => "command",
+impl Executor {
+    fn request(&self, r: Request) {
+        // The poller only stops when the console does.
+        let _ = self.requests.send(r);
+    }
+
+    fn reply(&self, msg: Msg) {
+        let _ = self.tx.send(msg);
+    }
+
+    fn execute(&mut self, cmd: Cmd) {
+        match cmd {
+            Cmd::Quit => {}
+            Cmd::Refresh => self.request(Request::Refresh),
+            Cmd::Focus(f) => self.request(Request::Focus(f)),
+            Cmd::LoadRunDetail(id) => self.request(Request::Detail(id)),
+            Cmd::SetTheme(name) => {
+                let msg = match theme::select(Some(&name), false, &self.dirs) {
+                    Ok(t) => {
+                        let name = t.name.clone();
+                        self.theme = t;
+                        Ok(name)
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                self.reply(Msg::ThemeChanged(msg));
+            }
+            Cmd::Rehearse { file, source } => self.rehearse(&file, source),
+            Cmd::RehearsalStep => self.to_player(PlayerReq::Step),
+            Cmd::RehearsalPlay(rate) => self.to_player(PlayerReq::Play(rate)),
+            Cmd::LeaveRehearsal { source } => {
+                // Dropping the player stops it and removes its database.
+                self.player = None;
+                let Some(live) = &self.live else { return };
+                match live.reader() {
+                    Ok(store) => self.request(Request::Source(Box::new(Source {
+                        id: source,
+                        store,
+                        cfg: live.cfg.clone(),
+                        clock: Arc::new(SystemClock),
+                    }))),
+                    Err(e) => self.reply(Msg::SnapshotFailed(e.to_string())),
+                }
+            }
+            Cmd::Preview(intent) => {
+                if self.read_only {
+                    return;
+                }
+                if let Some(p) = &self.player {
+                    p.send(PlayerReq::Preview(intent));
+                } else if let Some((store, live)) =
+                    self.live.as_ref().and_then(|l| Some((l.actions.as_ref()?, l)))
+                {
+                    let result = actions::preview(store, &live.cfg, &intent, &self.actor, SystemClock.now());
+                    self.reply(Msg::Preview { intent, result });
+                }
+            }
+            action => self.act(action),
+        }
+    }
+
+    fn to_player(&self, req: PlayerReq) {
+        if let Some(p) = &self.player {
+            p.send(req);
+        }
+    }
+
+    /// An operator action: refused read-only, to the rehearsal in rehearsal
+    /// mode, else on the live store now.
+    fn act(&self, cmd: Cmd) {
+        if self.read_only {
+            self.reply(Msg::ActionResult(Err(
+                "read-only console: actions are disabled".to_string()
+            )));
+            return;
+        }
+        if let Some(p) = &self.player {
+            p.send(PlayerReq::Act(cmd));
+            return;
+        }
+        let result = match self
+            .live
+            .as_ref()
+            .and_then(|l| Some((l.actions.as_ref()?, &l.cfg)))
+        {
+            Some((store, cfg)) => actions::perform(store, cfg, &cmd, &self.actor, SystemClock.now()),
+            None => Err("no database to act on".to_string()),
+        };
+        self.reply(Msg::ActionResult(result));
+    }
+
+    /// Loads a scenario and starts it on its own thread as `source`.
+    fn rehearse(&mut self, file: &std::path::Path, source: u64) {
+        self.player = None;
+        let sc = match scenario::load(file) {
+            Ok(sc) => sc,
+            Err(e) => {
+                let error = format!("{}: {e}", file.display());
+                self.reply(Msg::RehearsalFailed { source, error });
+                return;
+            }
+        };
+        let requests = self.requests.clone();
+        let opened = Box::new(move |o: Opened| {
+            let _ = requests.send(Request::Source(Box::new(Source {
+                id: source,
+                store: o.store,
+                cfg: o.config,
+                clock: o.clock,
+            })));
+        });
+        match Player::start(sc, source, self.actor.clone(), self.tx.clone(), opened) {
+            Ok(p) => self.player = Some(p),
+            Err(e) => self.reply(Msg::RehearsalFailed {
+                source,
+                error: format!("cannot start the rehearsal thread: {e}"),
+            }),
+        }
     }
 }
 
 fn event_loop(
     term: &mut Terminal<CrosstermBackend<Stdout>>,
     opts: ConsoleOptions,
-    store: Store,
-    mut theme: Theme,
+    live: Option<(Live, Store)>,
+    theme: Theme,
     dirs: Vec<PathBuf>,
 ) -> io::Result<()> {
     let clock = SystemClock;
@@ -334,12 +466,41 @@ fn event_loop(
         theme_name: theme.name.clone(),
         width: size.width,
         height: size.height,
+        rehearsal: opts.rehearsal.as_ref().map(|f| f.display().to_string()),
     });
     let (tx, rx) = mpsc::channel::<Msg>();
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let stop = Arc::new(AtomicBool::new(false));
     let input = spawn_input(tx.clone(), stop.clone());
-    spawn_poller(store, opts.config.clone(), tx.clone(), req_rx);
+    let (live, first_source) = match live {
+        Some((live, reader)) => {
+            let src = Source {
+                id: model.source,
+                store: reader,
+                cfg: live.cfg.clone(),
+                clock: Arc::new(SystemClock),
+            };
+            (Some(live), Some(Box::new(src)))
+        }
+        None => (None, None),
+    };
+    spawn_poller(first_source, tx.clone(), req_rx);
+    let mut exec = Executor {
+        read_only: opts.read_only,
+        actor: operator::default_actor(),
+        live,
+        player: None,
+        theme,
+        dirs,
+        requests: req_tx,
+        tx: tx.clone(),
+    };
+    if let Some(file) = &opts.rehearsal {
+        exec.execute(Cmd::Rehearse {
+            file: file.clone(),
+            source: model.source,
+        });
+    }
 
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
@@ -351,7 +512,7 @@ fn event_loop(
         let now = Instant::now();
         let frame_due = last_draw.is_none_or(|at| now.duration_since(at) >= FRAME);
         if dirty && frame_due {
-            if let Err(e) = term.draw(|f| view(&model, &theme, f)) {
+            if let Err(e) = term.draw(|f| view(&model, &exec.theme, f)) {
                 break Err(e);
             }
             dirty = false;
@@ -377,11 +538,13 @@ fn event_loop(
         for msg in msgs {
             dirty = true;
             for cmd in update(&mut model, msg) {
-                execute(cmd, opts.read_only, &mut theme, &dirs, &req_tx, &tx);
+                exec.execute(cmd);
             }
         }
     };
     stop.store(true, Ordering::SeqCst);
     let _ = input.join();
+    // Stops a rehearsal and removes its database before the terminal is restored.
+    exec.player = None;
     outcome
 }

@@ -15,10 +15,11 @@
 //! - for the selected run only: its newest events and its latest decision
 //!   (`events_run` index).
 //!
-//! The two full scans — run counts by state and the `needs_human` list (the
-//! runs table has no index on state) — form the [`SlowTier`], which the caller
-//! reuses between loads and refreshes only every few seconds (see the shell).
-//! Between slow loads the approvals list is corrected from the fresh lanes.
+//! The three full scans — run counts by state, the `needs_human` list and the
+//! dead-letter queue (the runs table has no index on state) — form the
+//! [`SlowTier`], which the caller reuses between loads and refreshes only every
+//! few seconds (see the shell). Between slow loads the approvals and dead
+//! letters are corrected from the fresh lanes.
 
 use super::panes::gates::{DecisionView, latest_decision};
 use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
@@ -38,6 +39,8 @@ pub const LANE_WINDOWS: usize = 64;
 pub const QUEUE_LIMIT: usize = 1000;
 /// Rows of the approvals list.
 pub const APPROVALS_LIMIT: usize = 200;
+/// Rows of the dead-letter queue (newest first).
+pub const DEAD_LIMIT: usize = 200;
 /// Events of the selected run in the timeline.
 pub const FOCUS_EVENTS: usize = 200;
 /// Decision-related events of the selected run (gates pane).
@@ -55,6 +58,9 @@ const DECISION_KINDS: [&str; 4] = ["decision", "gate", "switch_held", "window_op
 /// Everything the panes show.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// Which store it was read from (the live one, or a rehearsal's); set by
+    /// the shell, see [`super::app::Model::source`].
+    pub source: u64,
     /// The `now` it was loaded at (next fires, active maintenance).
     pub taken_at: DateTime<Utc>,
     /// The newest event id: when it does not move, nothing was written.
@@ -66,6 +72,8 @@ pub struct Snapshot {
     /// One lane per schedule, in the order of `schedules`.
     pub lanes: Vec<Lane>,
     pub retries: Vec<RetryRow>,
+    /// The dead-letter queue: runs whose retries are exhausted, newest window first.
+    pub dead: Vec<RetryRow>,
     pub approvals: Vec<ApprovalRow>,
     pub backfill: Vec<BackfillRow>,
     /// The queues were cut at [`QUEUE_LIMIT`].
@@ -95,6 +103,7 @@ impl Snapshot {
             .iter()
             .flat_map(|l| l.runs.iter())
             .chain(self.retries.iter().map(|r| &r.run))
+            .chain(self.dead.iter().map(|r| &r.run))
             .chain(self.approvals.iter().map(|r| &r.run))
             .chain(self.backfill.iter().map(|r| &r.run))
             .chain(self.focus.iter().map(|f| &f.run))
@@ -229,12 +238,13 @@ pub struct FocusRun {
     pub decision: Option<DecisionView>,
 }
 
-/// The expensive part of a snapshot (two full scans), reused between loads.
+/// The expensive part of a snapshot (three full scans), reused between loads.
 #[derive(Debug, Clone, Default)]
 pub struct SlowTier {
     pub at: DateTime<Utc>,
     pub counts: Vec<(RunState, u64)>,
     pub approvals: Vec<ApprovalRow>,
+    pub dead: Vec<Run>,
 }
 
 /// What to load besides the fixed panes.
@@ -301,10 +311,17 @@ fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
+    let dead = tx.runs(&RunFilter {
+        states: vec![RunState::Dead],
+        newest_first: true,
+        limit: Some(DEAD_LIMIT),
+        ..RunFilter::default()
+    })?;
     Ok(SlowTier {
         at: now,
         counts,
         approvals,
+        dead,
     })
 }
 
@@ -425,6 +442,15 @@ fn load_fast(
     backfill.sort_by_key(|r| (r.run.window_start, r.run.id));
 
     let approvals = fresh_approvals(tx, &slow.approvals, &lanes)?;
+    let dead = fresh_dead(&slow.dead, &lanes)
+        .into_iter()
+        .map(|run| RetryRow {
+            max_attempts: by_id
+                .get(run.schedule.as_str())
+                .map_or(0, |s| s.retry.max_attempts),
+            run,
+        })
+        .collect();
     let running = tx.running_runs(None)?;
     let switches = switch_board(tx, cfg, now, &states, &running)?;
 
@@ -437,6 +463,7 @@ fn load_fast(
     };
 
     Ok(Snapshot {
+        source: 0,
         taken_at: now,
         last_event_id,
         counts: slow.counts.clone(),
@@ -444,6 +471,7 @@ fn load_fast(
         schedules,
         lanes,
         retries,
+        dead,
         approvals,
         backfill,
         queue_truncated,
@@ -483,6 +511,31 @@ fn fresh_approvals(tx: &Tx, slow: &[ApprovalRow], lanes: &[Lane]) -> Result<Vec<
     }
     out.sort_by_key(|a| (a.run.window_start, a.run.id));
     Ok(out)
+}
+
+/// The slow dead-letter list corrected by the lanes: requeued runs drop out,
+/// runs that just died come in. Newest window first.
+fn fresh_dead(slow: &[Run], lanes: &[Lane]) -> Vec<Run> {
+    let lane_runs: HashMap<i64, &Run> = lanes
+        .iter()
+        .flat_map(|l| l.runs.iter())
+        .map(|r| (r.id, r))
+        .collect();
+    let mut out: Vec<Run> = slow
+        .iter()
+        .filter_map(|r| match lane_runs.get(&r.id) {
+            Some(fresh) if fresh.state != RunState::Dead => None,
+            Some(fresh) => Some((*fresh).clone()),
+            None => Some(r.clone()),
+        })
+        .collect();
+    for r in lanes.iter().flat_map(|l| l.runs.iter()) {
+        if r.state == RunState::Dead && !out.iter().any(|o| o.id == r.id) && out.len() < DEAD_LIMIT {
+            out.push(r.clone());
+        }
+    }
+    out.sort_by_key(|r| (std::cmp::Reverse(r.window_start), std::cmp::Reverse(r.id)));
+    out
 }
 
 fn focus_run(tx: &Tx, run: Run) -> Result<FocusRun, StoreError> {

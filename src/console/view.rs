@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! header   mode · kill switch · clock and zone · run counts by state
+//! banner   rehearsal mode only: scenario, virtual clock, step, play state
 //! tabs     1 Schedules 2 Timeline 3 Gates 4 Retries 5 Approvals 6 Backfill 7 Switches
 //! body     the focused pane (wide terminals: plus gates and switches beside it)
-//!          or the run detail
+//!          or the run detail; in rehearsal mode the expectations below
 //! bar      filter / command input, or the status line
 //! footer   the keys that work here (from the keymap table)
 //! ```
@@ -17,6 +18,7 @@ use super::dialogs::help;
 use super::keymap;
 use super::marks;
 use super::panes::{self, Pane};
+use super::rehearsal::RehearsalView;
 use super::theme::{Theme, Token};
 use crate::store::RunState;
 use ratatui::Frame;
@@ -52,8 +54,10 @@ pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
         too_small(m, t, f, area);
         return;
     }
-    let [header, tabs, body, bar, footer] = Layout::vertical([
+    let banner_rows = u16::from(m.rehearsal.is_some());
+    let [header, banner, tabs, body, bar, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(banner_rows),
         Constraint::Length(1),
         Constraint::Min(0),
         Constraint::Length(1),
@@ -61,10 +65,26 @@ pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
     ])
     .areas(area);
     f.render_widget(Paragraph::new(header_line(m, t, header.width)), header);
+    if let Some(r) = &m.rehearsal {
+        let style = t
+            .style(Token::Warn)
+            .add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        f.render_widget(
+            Paragraph::new(banner_line(m, r, banner.width)).style(style),
+            banner,
+        );
+    }
     f.render_widget(Paragraph::new(tabs_line(m, t, tabs.width)), tabs);
-    match &m.screen {
-        Screen::Main => main_body(m, t, f, body),
-        Screen::Detail(d) => detail::render(m, d, t, f, body),
+    match (&m.screen, &m.rehearsal) {
+        (Screen::Main, Some(r)) => {
+            let want = panes::expectations::wanted_height(r);
+            let exp_h = want.min(body.height * 2 / 5).max(3.min(body.height));
+            let [top, bottom] = Layout::vertical([Constraint::Min(0), Constraint::Length(exp_h)]).areas(body);
+            main_body(m, t, f, top);
+            panes::expectations::render(m, r, t, f, bottom);
+        }
+        (Screen::Main, None) => main_body(m, t, f, body),
+        (Screen::Detail(d), _) => detail::render(m, d, t, f, body),
     }
     f.render_widget(Paragraph::new(bar_line(m, t)), bar);
     f.render_widget(Paragraph::new(footer_line(m, t, footer.width)), footer);
@@ -94,8 +114,15 @@ fn kill_span(m: &Model, t: &Theme) -> Span<'static> {
 }
 
 fn too_small(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
-    let lines = vec![
-        Line::from(kill_span(m, t)),
+    let mut lines = vec![Line::from(kill_span(m, t))];
+    if m.rehearsal.is_some() {
+        lines.push(Line::from(Span::styled(
+            "REHEARSAL (virtual clock)",
+            t.style(Token::Warn)
+                .add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        )));
+    }
+    lines.extend([
         Line::from(Span::styled(
             format!("terminal too small (need {MIN_WIDTH}x{MIN_HEIGHT})"),
             t.style(Token::Warn),
@@ -104,8 +131,48 @@ fn too_small(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
             format!("now {}x{}; q quits", area.width, area.height),
             t.style(Token::Muted),
         )),
-    ];
+    ]);
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Rehearsal mode, unmistakable: the scenario, the virtual clock, how far it
+/// got, whether it plays, and the expectations at a glance.
+fn banner_line(m: &Model, r: &RehearsalView, w: u16) -> Line<'static> {
+    let w = usize::from(w);
+    let Some(p) = &r.progress else {
+        let what = match &r.error {
+            Some(_) => format!("{} did not start", r.file),
+            None => format!("loading {}…", r.file),
+        };
+        return Line::from(super::format::fit(&format!(" REHEARSAL · {what}"), w));
+    };
+    let state = if p.finished {
+        "finished".to_string()
+    } else if r.playing {
+        format!("► playing {}/s", r.per_second())
+    } else {
+        format!("‖ paused ({}/s)", r.per_second())
+    };
+    let (held, broken, pending) = r.tally();
+    let tally = format!("✓{held} ✗{broken} …{pending}");
+    let clock = format!(
+        "virtual clock {}",
+        p.now.with_timezone(&m.tz).format("%Y-%m-%d %H:%M:%S %Z")
+    );
+    let until = format!("until {}", p.end.with_timezone(&m.tz).format("%m-%d %H:%M"));
+    let step = format!("step {}", p.steps);
+    // The widest that fits: the header already shows the virtual time.
+    let candidates = [
+        vec![" REHEARSAL", &p.name, &clock, &step, &state, &tally, &until],
+        vec![" REHEARSAL", &p.name, &clock, &step, &state, &tally],
+        vec![" REHEARSAL", &p.name, &step, &state, &tally],
+    ];
+    let text = candidates
+        .iter()
+        .map(|parts| parts.join(" · "))
+        .find(|t| t.chars().count() <= w)
+        .unwrap_or_else(|| candidates[2].join(" · "));
+    Line::from(super::format::fit(&text, w))
 }
 
 fn width(spans: &[Span]) -> usize {
@@ -118,7 +185,8 @@ fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
     let mode_style = if m.mode_label.eq_ignore_ascii_case("live") {
         t.style(Token::Accent)
     } else {
-        t.style(Token::Warn).add_modifier(Modifier::BOLD)
+        t.style(Token::Warn)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED)
     };
     let mut spans = vec![Span::styled(format!(" {} ", m.mode_label), mode_style)];
     if m.read_only {
@@ -133,6 +201,9 @@ fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
         m.now.with_timezone(&m.tz).format("%H:%M:%S %Z").to_string()
     };
     spans.push(Span::raw(clock));
+    if m.rehearsal.is_some() {
+        spans.push(Span::styled(" virtual", t.style(Token::Warn)));
+    }
     spans.push(Span::raw(" │"));
     if !m.loaded {
         spans.push(Span::styled(" loading…", t.style(Token::Muted)));

@@ -4,8 +4,10 @@
 //!
 //! A dialog names the exact target and the effect. Dangerous ones start with
 //! Cancel as the default button and refuse to confirm without a typed reason
-//! (and, for the kill switch, without its typed name). Submitting yields the
-//! [`Cmd`] the executor performs; the dialog itself does no IO.
+//! (and, for the kill switch, without its typed name). Resume and backfill
+//! first show their plan (read by the executor, see [`Preview`]) and cannot be
+//! confirmed before it arrived. Submitting yields the [`Cmd`] the executor
+//! performs; the dialog itself does no IO.
 
 pub mod confirm;
 pub mod help;
@@ -14,6 +16,7 @@ pub mod reason;
 use super::app::Cmd;
 use super::keymap::{self, Action, Layer};
 use super::theme::{Theme, Token};
+use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -27,15 +30,39 @@ pub use reason::ReasonDialog;
 /// The operator action a dialog is about to ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Intent {
-    Approve { run: i64, label: String },
-    Reject { run: i64, label: String },
-    Requeue { run: i64, label: String },
-    Pause { schedule: String },
-    Resume { schedule: String },
-    Trigger { schedule: String },
-    CloseCircuit { schedule: String },
+    Approve {
+        run: i64,
+        label: String,
+    },
+    Reject {
+        run: i64,
+        label: String,
+    },
+    Requeue {
+        run: i64,
+        label: String,
+    },
+    Pause {
+        schedule: String,
+    },
+    Resume {
+        schedule: String,
+    },
+    Trigger {
+        schedule: String,
+    },
+    CloseCircuit {
+        schedule: String,
+    },
     KillOn,
     KillOff,
+    /// Queue the windows of `[from, to]`; `range` is how the operator reads it.
+    Backfill {
+        schedule: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        range: String,
+    },
 }
 
 impl Intent {
@@ -51,6 +78,7 @@ impl Intent {
             Intent::CloseCircuit { schedule } => format!("Close the circuit of {schedule}"),
             Intent::KillOn => "Turn the global kill switch ON".to_string(),
             Intent::KillOff => "Turn the global kill switch OFF".to_string(),
+            Intent::Backfill { schedule, .. } => format!("Backfill {schedule}"),
         }
     }
 
@@ -61,11 +89,17 @@ impl Intent {
             Intent::Reject { .. } => "The run becomes failed for good; it will not run again by itself.",
             Intent::Requeue { .. } => "The run reopens as retry_wait and is re-gated before it runs.",
             Intent::Pause { .. } => "New windows of this schedule are held until it is resumed.",
-            Intent::Resume { .. } => "Held windows of this schedule are evaluated again.",
+            Intent::Resume { .. } => {
+                "Held windows of this schedule are evaluated again at once, oldest first (plan below)."
+            }
             Intent::Trigger { .. } => "A manual run is created for the current window and gated as usual.",
             Intent::CloseCircuit { .. } => "New windows of this schedule may run again.",
             Intent::KillOn => "No new run is claimed anywhere until the switch is turned off.",
             Intent::KillOff => "Runs are claimed again on every schedule.",
+            Intent::Backfill { .. } => {
+                "Windows without a run are queued in the backfill pool, oldest first; \
+                 windows that already have a run are left alone (plan below)."
+            }
         }
     }
 
@@ -81,19 +115,33 @@ impl Intent {
             Intent::CloseCircuit { .. } => "Close circuit",
             Intent::KillOn => "Kill",
             Intent::KillOff => "Turn off",
+            Intent::Backfill { .. } => "Queue",
         }
     }
 
     /// Whether a typed reason is required (as on the command line).
     pub fn needs_reason(&self) -> bool {
-        !matches!(self, Intent::Resume { .. } | Intent::Trigger { .. })
+        !matches!(
+            self,
+            Intent::Resume { .. } | Intent::Trigger { .. } | Intent::Backfill { .. }
+        )
+    }
+
+    /// Shows a plan read from the store before it can be confirmed.
+    pub fn needs_preview(&self) -> bool {
+        matches!(self, Intent::Resume { .. } | Intent::Backfill { .. })
     }
 
     /// Destructive or global: the default button is Cancel.
     pub fn dangerous(&self) -> bool {
         matches!(
             self,
-            Intent::Reject { .. } | Intent::Requeue { .. } | Intent::KillOn | Intent::KillOff
+            Intent::Reject { .. }
+                | Intent::Requeue { .. }
+                | Intent::KillOn
+                | Intent::KillOff
+                | Intent::Resume { .. }
+                | Intent::Backfill { .. }
         )
     }
 
@@ -117,6 +165,40 @@ impl Intent {
             Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
             Intent::KillOn => Cmd::SetKill { on: true, reason },
             Intent::KillOff => Cmd::SetKill { on: false, reason },
+            Intent::Backfill {
+                schedule, from, to, ..
+            } => Cmd::Backfill { schedule, from, to },
+        }
+    }
+}
+
+/// What an action would do, read from the store before it is confirmed
+/// (resume: the held windows; backfill: the dry run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    pub lines: Vec<String>,
+    /// False when there is nothing to do (the action button stays disabled).
+    pub actionable: bool,
+}
+
+/// A dialog's plan: not needed, on its way, there, or refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreviewState {
+    NotNeeded,
+    Loading,
+    Ready(Preview),
+    Failed(String),
+}
+
+impl PreviewState {
+    /// Why the action cannot be confirmed yet, if it cannot.
+    pub fn blocks(&self) -> Option<String> {
+        match self {
+            PreviewState::NotNeeded => None,
+            PreviewState::Ready(p) if p.actionable => None,
+            PreviewState::Ready(_) => Some("nothing to do".into()),
+            PreviewState::Loading => Some("the plan is still loading".into()),
+            PreviewState::Failed(e) => Some(e.clone()),
         }
     }
 }
@@ -151,6 +233,18 @@ impl Dialog {
         match self {
             Dialog::Reason(d) => d.handle_key(key),
             Dialog::Confirm(d) => d.handle_key(key),
+        }
+    }
+
+    /// The plan arrived for `intent`; ignored if this dialog is about something else.
+    pub fn set_preview(&mut self, intent: &Intent, result: Result<Preview, String>) {
+        if let Dialog::Reason(d) = self
+            && d.intent == *intent
+        {
+            d.preview = match result {
+                Ok(p) => PreviewState::Ready(p),
+                Err(e) => PreviewState::Failed(e),
+            };
         }
     }
 

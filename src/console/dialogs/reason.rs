@@ -3,9 +3,12 @@
 //!
 //! Enter in the text area goes to the buttons — onto Cancel for dangerous
 //! actions, onto the action otherwise; Enter on a button presses it. The action
-//! refuses an empty reason.
+//! refuses an empty reason, and (resume, backfill) a plan that has not arrived
+//! or has nothing to do.
 
-use super::{Field, Intent, Outcome, buttons, centered, dialog_action, reason_box, styled_box, typed};
+use super::{
+    Field, Intent, Outcome, PreviewState, buttons, centered, dialog_action, reason_box, styled_box, typed,
+};
 use crate::console::keymap::Action;
 use crate::console::theme::{Theme, Token};
 use ratatui::Frame;
@@ -23,7 +26,12 @@ pub struct ReasonDialog {
     pub focus: Field,
     /// Why the last confirm was refused.
     pub error: Option<String>,
+    /// The plan shown before confirming (resume, backfill).
+    pub preview: PreviewState,
 }
+
+/// Plan lines shown at most; the rest is summarised in one line.
+const PLAN_LINES: usize = 8;
 
 impl ReasonDialog {
     pub fn new(intent: Intent) -> Self {
@@ -35,11 +43,17 @@ impl ReasonDialog {
         } else {
             Field::Cancel
         };
+        let preview = if intent.needs_preview() {
+            PreviewState::Loading
+        } else {
+            PreviewState::NotNeeded
+        };
         Self {
             intent,
             reason,
             focus,
             error: None,
+            preview,
         }
     }
 
@@ -65,7 +79,7 @@ impl ReasonDialog {
     }
 
     fn can_confirm(&self) -> bool {
-        self.reason.is_none() || !self.reason_text().is_empty()
+        (self.reason.is_none() || !self.reason_text().is_empty()) && self.preview.blocks().is_none()
     }
 
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
@@ -93,6 +107,9 @@ impl ReasonDialog {
                 Field::Confirm | Field::Word => {
                     if self.can_confirm() {
                         Outcome::Submit(self.intent.clone().into_cmd(self.reason_text()))
+                    } else if let Some(why) = self.preview.blocks() {
+                        self.error = Some(why);
+                        Outcome::Continue
                     } else {
                         self.error = Some("a reason is required".into());
                         self.focus = Field::Reason;
@@ -111,9 +128,50 @@ impl ReasonDialog {
         }
     }
 
+    /// The plan as lines for the plan box (empty when there is none).
+    fn plan_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+        match &self.preview {
+            PreviewState::NotNeeded => vec![],
+            PreviewState::Loading => vec![Line::from(Span::styled(
+                "loading the plan…",
+                theme.style(Token::Muted),
+            ))],
+            PreviewState::Failed(e) => vec![Line::from(Span::styled(
+                format!("✗ {e}"),
+                theme.style(Token::Error),
+            ))],
+            PreviewState::Ready(p) => {
+                let mut out: Vec<Line<'static>> = p
+                    .lines
+                    .iter()
+                    .take(PLAN_LINES)
+                    .map(|l| Line::from(l.clone()))
+                    .collect();
+                if p.lines.len() > PLAN_LINES {
+                    out.push(Line::from(Span::styled(
+                        format!("… and {} more", p.lines.len() - PLAN_LINES),
+                        theme.style(Token::Muted),
+                    )));
+                }
+                out
+            }
+        }
+    }
+
     pub fn render(&self, theme: &Theme, frame: &mut Frame, screen: Rect) {
-        let height = if self.reason.is_some() { 13 } else { 9 };
-        let area = centered(screen, 64, height);
+        let plan = self.plan_lines(theme);
+        let plan_rows = if plan.is_empty() {
+            0
+        } else {
+            u16::try_from(plan.len()).unwrap_or(u16::MAX).saturating_add(2)
+        };
+        let base: u16 = match (self.reason.is_some(), plan.is_empty()) {
+            (true, _) => 13,
+            (false, true) => 9,
+            // The plan box says the rest.
+            (false, false) => 7,
+        };
+        let area = centered(screen, 64, base.saturating_add(plan_rows));
         frame.render_widget(Clear, area);
         let title_style = if self.intent.dangerous() {
             theme.style(Token::Error)
@@ -127,8 +185,9 @@ impl ReasonDialog {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let reason_rows = if self.reason.is_some() { 5 } else { 0 };
-        let [effect, reason, error, button_row] = Layout::vertical([
+        let [effect, plan_area, reason, error, button_row] = Layout::vertical([
             Constraint::Min(2),
+            Constraint::Length(plan_rows),
             Constraint::Length(reason_rows),
             Constraint::Length(1),
             Constraint::Length(1),
@@ -138,6 +197,12 @@ impl ReasonDialog {
             Paragraph::new(Line::from(self.intent.effect())).wrap(Wrap { trim: true }),
             effect,
         );
+        if !plan.is_empty() {
+            let block = Block::bordered()
+                .border_style(theme.style(Token::Muted))
+                .title(Span::styled(" plan ", theme.style(Token::Muted)));
+            frame.render_widget(Paragraph::new(plan).block(block), plan_area);
+        }
         if let Some(ta) = &self.reason {
             let styled = styled_box(ta, "reason", self.focus == Field::Reason, theme);
             frame.render_widget(&styled, reason);

@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod backfill;
+pub mod expectations;
 pub mod gates;
 pub mod retries;
 pub mod schedules;

@@ -1,20 +1,24 @@
 //! The retry queue: `retry_wait` runs with attempt n/max, error class, and the
-//! countdown to the next attempt (`not_before`), soonest first.
+//! countdown to the next attempt (`not_before`), soonest first; below them the
+//! dead-letter queue (retries exhausted, newest first), which `r` requeues.
 
 use super::{RowKey, note_line, pane_block, run_matches, scroll_offset, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{countdown, first_line, local_short, relative};
 use crate::console::snapshot::RetryRow;
 use crate::console::theme::{Theme, Token};
+use crate::store::RunState;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 
+/// Waiting retries, then dead letters.
 fn visible(m: &Model) -> impl Iterator<Item = &RetryRow> {
     m.snapshot
         .retries
         .iter()
+        .chain(m.snapshot.dead.iter())
         .filter(|r| run_matches(&m.filter, &r.run))
 }
 
@@ -25,10 +29,18 @@ pub fn keys(m: &Model) -> Vec<RowKey> {
 pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     let rows: Vec<&RetryRow> = visible(m).collect();
     let more = if m.snapshot.queue_truncated { "+" } else { "" };
-    let block = pane_block(format!("4 Retry queue ({}{more})", rows.len()), focused, t);
+    let dead = rows.iter().filter(|r| r.run.state == RunState::Dead).count();
+    let block = pane_block(
+        format!(
+            "4 Retry queue ({}{more}) · dead letters ({dead})",
+            rows.len() - dead
+        ),
+        focused,
+        t,
+    );
     if rows.is_empty() {
         let text = if m.loaded {
-            "no run waits for a retry"
+            "no run waits for a retry; the dead-letter queue is empty"
         } else {
             "loading…"
         };
@@ -46,18 +58,23 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         let run = &r.run;
         let next = run.not_before.or(run.next_check_at);
         let class = run.error_class.map_or("-", |c| c.as_str());
-        let countdown_text = next.map_or("?".to_string(), |at| countdown(m.now, at));
         let max = if r.max_attempts > 0 {
             r.max_attempts.to_string()
         } else {
             "?".into()
+        };
+        let next_cell = if run.state == RunState::Dead {
+            Span::styled("† dead", t.style(Token::Error))
+        } else {
+            let countdown_text = next.map_or("?".to_string(), |at| countdown(m.now, at));
+            Span::styled(format!("↻ {countdown_text}"), t.style(Token::Warn))
         };
         let mut cells = vec![
             Cell::from(format!("#{}", run.id)),
             Cell::from(run.schedule.clone()),
             Cell::from(run.window_key.clone()),
             Cell::from(format!("{}/{max}", run.attempts)),
-            Cell::from(Span::styled(format!("↻ {countdown_text}"), t.style(Token::Warn))),
+            Cell::from(next_cell),
             Cell::from(Span::styled(class.to_string(), t.style(Token::Warn))),
         ];
         if wide {
@@ -106,7 +123,15 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         format!("── run #{} ──", run.id),
         t.style(Token::Muted),
     ))];
-    if let Some(at) = run.not_before.or(run.next_check_at) {
+    if run.state == RunState::Dead {
+        lines.push(Line::from(vec![
+            Span::styled("dead   ", t.style(Token::Muted)),
+            Span::raw(format!(
+                "retries exhausted after {} attempt(s); r requeues it (one more attempt, now)",
+                run.attempts
+            )),
+        ]));
+    } else if let Some(at) = run.not_before.or(run.next_check_at) {
         lines.push(Line::from(vec![
             Span::styled("next   ", t.style(Token::Muted)),
             Span::raw(format!(

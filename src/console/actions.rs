@@ -1,0 +1,162 @@
+//! The console's operator actions: one [`Cmd`] becomes one call into
+//! [`crate::operator`] — the same functions the command line uses — with who
+//! acts and when; the answer is the status line. [`preview`] reads the plan a
+//! dialog shows before resume and backfill can be confirmed.
+//!
+//! The shell calls these on the live store with the wall clock; rehearsal mode
+//! calls them on the rehearsal's store at its virtual time.
+
+use super::app::Cmd;
+use super::dialogs::{Intent, Preview};
+use crate::config::Config;
+use crate::operator::{self, ActionError};
+use crate::store::Store;
+use chrono::{DateTime, Utc};
+
+/// What resuming from the console records as the reason (the CLI's is optional too).
+pub const RESUME_REASON: &str = "resumed from the console";
+
+fn text(e: ActionError) -> String {
+    e.to_string()
+}
+
+/// Performs an operator action; `Ok` is the status line, `Err` why not.
+pub fn perform(
+    store: &Store,
+    cfg: &Config,
+    cmd: &Cmd,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<String, String> {
+    match cmd {
+        Cmd::Approve { run, reason } => operator::approve(store, *run, actor, reason, None, now)
+            .map(|r| format!("run #{run} approved by {actor}: now {}", r.state))
+            .map_err(text),
+        Cmd::Reject { run, reason } => operator::reject(store, *run, actor, reason, now)
+            .map(|_| format!("run #{run} rejected by {actor}: failed for good"))
+            .map_err(text),
+        Cmd::Requeue { run, reason } => operator::requeue(store, *run, actor, reason, now)
+            .map(|_| format!("run #{run} requeued by {actor}: retry_wait, next attempt now"))
+            .map_err(text),
+        Cmd::SetKill { on: true, reason } => operator::kill(store, actor, reason, false, now)
+            .map(|()| format!("kill switch ON by {actor}: nothing new is claimed"))
+            .map_err(text),
+        Cmd::SetKill { on: false, reason } => operator::unkill(store, actor, reason, now)
+            .map(|()| format!("kill switch off by {actor}: runs are claimed again"))
+            .map_err(text),
+        Cmd::Pause { schedule, reason } => operator::pause(store, cfg, schedule, actor, reason, now)
+            .map(|()| format!("{schedule} paused by {actor}"))
+            .map_err(text),
+        Cmd::Resume { schedule } => operator::resume(store, cfg, schedule, actor, RESUME_REASON, now)
+            .map(|()| format!("{schedule} resumed by {actor}; held windows are evaluated now"))
+            .map_err(text),
+        Cmd::Trigger { schedule } => operator::trigger(store, cfg, schedule, None, actor, now)
+            .map(|r| {
+                format!(
+                    "{schedule}: manual run #{} for window {} queued",
+                    r.id, r.window_key
+                )
+            })
+            .map_err(text),
+        Cmd::CloseCircuit { schedule, reason } => {
+            operator::close_circuit(store, cfg, schedule, actor, reason, now)
+                .map(|()| format!("circuit of {schedule} closed by {actor}"))
+                .map_err(text)
+        }
+        Cmd::Backfill { schedule, from, to } => {
+            operator::backfill(store, cfg, schedule, *from, *to, false, actor, now)
+                .map(|plan| {
+                    let queued = plan.iter().filter(|w| w.action == "queue").count();
+                    format!(
+                        "{schedule}: {queued} window(s) queued for backfill by {actor}, {} left alone",
+                        plan.len() - queued
+                    )
+                })
+                .map_err(text)
+        }
+        other => Err(format!("not an operator action: {other:?}")),
+    }
+}
+
+/// The plan shown in the dialog of `intent` before it can be confirmed.
+pub fn preview(
+    store: &Store,
+    cfg: &Config,
+    intent: &Intent,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Preview, String> {
+    match intent {
+        Intent::Resume { schedule } => {
+            let plan = operator::resume_plan(store, cfg, schedule).map_err(text)?;
+            if !plan.paused {
+                return Err(format!("{schedule} is not paused"));
+            }
+            let mut lines = vec![format!("paused {}", plan.paused_reason.unwrap_or_default())];
+            if plan.held.is_empty() {
+                lines.push("nothing is held: the next window opens on schedule".into());
+            } else {
+                lines.push(format!(
+                    "{} held window(s) are evaluated at once, oldest first:",
+                    plan.held.len()
+                ));
+                for (id, key, state, why) in &plan.held {
+                    lines.push(format!("  #{id} {key}  {state}  {why}"));
+                }
+            }
+            if plan.lost_while_paused > 0 {
+                lines.push(format!(
+                    "{} window(s) missed or expired while paused will not run",
+                    plan.lost_while_paused
+                ));
+            }
+            Ok(Preview {
+                lines,
+                actionable: true,
+            })
+        }
+        Intent::Backfill {
+            schedule,
+            from,
+            to,
+            range,
+        } => {
+            // A dry run changes nothing.
+            let plan =
+                operator::backfill(store, cfg, schedule, *from, *to, true, actor, now).map_err(text)?;
+            if plan.is_empty() {
+                return Ok(Preview {
+                    lines: vec![
+                        format!("range {range}"),
+                        format!("no window of {schedule} falls in this range"),
+                    ],
+                    actionable: false,
+                });
+            }
+            let queued = plan.iter().filter(|w| w.action == "queue").count();
+            let mut lines = vec![
+                format!("range {range}"),
+                format!(
+                    "{queued} window(s) will be queued, {} left alone:",
+                    plan.len() - queued
+                ),
+            ];
+            for w in &plan {
+                let what = match (w.action.as_str(), w.existing_run) {
+                    ("queue", _) => "queue".to_string(),
+                    (state, Some(id)) => format!("left alone: run #{id} is {state}"),
+                    (other, None) => format!("left alone: {other}"),
+                };
+                lines.push(format!("  {}  {what}", w.window_key));
+            }
+            Ok(Preview {
+                lines,
+                actionable: queued > 0,
+            })
+        }
+        _ => Ok(Preview {
+            lines: vec![],
+            actionable: true,
+        }),
+    }
+}

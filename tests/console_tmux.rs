@@ -1,0 +1,426 @@
+//! The real binary's console end to end, in tmux: a private server socket per
+//! test, a fixed 120×40 pane, keys sent like an operator types them, and the
+//! screen read with `capture-pane` — polled until the expected text appears
+//! (with a deadline), never after a fixed sleep. The server is killed when a
+//! test ends, passed or failed.
+//!
+//! tmux is required (CI installs it): without it these tests fail and say so.
+
+mod support;
+
+use agentcron::rehearsal::sim::{SimAttempt, SimEnd};
+use agentcron::store::Store;
+use agentcron::store::types::*;
+use chrono::TimeDelta;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use support::*;
+
+const WIDTH: u16 = 120;
+const HEIGHT: u16 = 40;
+/// How long to wait for text on screen (a debug binary on a slow CI machine).
+const DEADLINE: Duration = Duration::from_secs(30);
+/// How often the screen is read while waiting.
+const POLL: Duration = Duration::from_millis(50);
+/// The actor operator actions are recorded with (`USER` in the pane).
+const ACTOR: &str = "tmux-tester";
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
+}
+
+/// `'text'` for sh.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn shell_words(args: &[&str]) -> String {
+    args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// A tmux server of our own with one session `t` running a command; killed
+/// (and its socket file removed) on drop.
+struct Tmux {
+    socket: String,
+    socket_path: Option<PathBuf>,
+}
+
+impl Tmux {
+    /// Runs `command` (a shell command line) in a 120×40 pane in `dir`. When the
+    /// command ends the pane prints `[exited CODE]` and stays, so the end of a
+    /// run is on screen too.
+    fn start(dir: &Path, command: &str) -> Tmux {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "agentcron-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let check = Command::new("tmux").arg("-V").output();
+        if let Err(e) = check {
+            panic!(
+                "the console end-to-end tests need tmux, which could not be run ({e}); \
+                 install it (apt-get install tmux, brew install tmux)"
+            );
+        }
+        let mut tm = Tmux {
+            socket,
+            socket_path: None,
+        };
+        let wrapped = format!("{command}; echo \"[exited $?]\"; exec sleep 600");
+        let out = tm.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &WIDTH.to_string(),
+            "-y",
+            &HEIGHT.to_string(),
+            "-c",
+            &dir.display().to_string(),
+            "-e",
+            &format!("USER={ACTOR}"),
+            "-e",
+            "NO_COLOR=",
+            &wrapped,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {}", text(&out));
+        tm.socket_path = Some(PathBuf::from(tm.pane("socket_path")));
+        tm
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// Presses keys by tmux name (`Enter`, `Tab`, `Escape`, `q`, …).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        let out = self.tmux(&args);
+        assert!(out.status.success(), "send-keys: {}", text(&out));
+    }
+
+    /// Types `s` literally.
+    fn type_text(&self, s: &str) {
+        let out = self.tmux(&["send-keys", "-t", "t", "-l", s]);
+        assert!(out.status.success(), "send-keys -l: {}", text(&out));
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// A pane variable (`alternate_on`, `cursor_flag`, …).
+    fn pane(&self, var: &str) -> String {
+        let out = self.tmux(&["display-message", "-p", "-t", "t", &format!("#{{{var}}}")]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Polls the screen until it contains `want`; panics with the screen at the deadline.
+    fn wait_for(&self, want: &str) -> String {
+        self.wait_until(want, |s| s.contains(want))
+    }
+
+    fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for `{what}`; the screen was:\n{screen}"
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+        if let Some(p) = self.socket_path.take().filter(|p| p.is_absolute()) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A headless scheduler started by a test; stopped (SIGTERM) on drop.
+struct Headless(Child);
+
+impl Drop for Headless {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child process by its pid.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `agentcron --config DIR/agentcron.toml --db DIR/test.db ARGS…` as a shell command line.
+fn console_command(dir: &Path, args: &[&str]) -> String {
+    let cfg = dir.join("agentcron.toml").display().to_string();
+    let db = dir.join("test.db").display().to_string();
+    let bin = bin().display().to_string();
+    let mut all = vec![bin.as_str(), "--config", &cfg, "--db", &db];
+    all.extend_from_slice(args);
+    shell_words(&all)
+}
+
+/// The CLI on the same config and database.
+fn cli(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("--config")
+        .arg(dir.join("agentcron.toml"))
+        .arg("--db")
+        .arg(dir.join("test.db"))
+        .args(args)
+        .output()
+        .expect("agentcron runs")
+}
+
+const REFUNDS: &str = r#"
+[[schedule]]
+id = "refund-review"
+agent = "sim"
+on_event = "refund.requested"
+close_after = "1h"
+"#;
+
+#[test]
+fn approve_a_needs_human_run_by_keys_with_a_typed_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &format!("{BASE}{REFUNDS}"));
+    // The engine parks a run for a human: the agent exits 77.
+    let agent = sim_agent(vec![SimAttempt {
+        end: SimEnd::Exit(77),
+        latency: TimeDelta::seconds(10),
+        ..Default::default()
+    }]);
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-01-05T01:00:00Z",
+        vec![("refund-review", agent)],
+        vec![],
+    );
+    let store = d.store().unwrap();
+    agentcron::operator::post_event(
+        &store,
+        "refund.requested",
+        Some("R-1"),
+        &serde_json::json!({}),
+        d.now(),
+    )
+    .unwrap();
+    d.run_until(t("2026-01-05T01:10:00Z")).unwrap();
+    let run = runs(&store, "refund-review").pop().expect("a run");
+    assert_eq!(run.state, RunState::NeedsHuman);
+    drop(d);
+
+    // The console with its embedded scheduler, acting (not --read-only).
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &[]));
+    tm.wait_for(" LIVE ");
+    tm.keys(&["5"]);
+    tm.wait_for("R-1");
+    tm.keys(&["a"]);
+    tm.wait_for(&format!("Approve run #{}", run.id));
+    tm.type_text("refund list checked by phone");
+    // Enter leaves the reason for the buttons (approve is not dangerous: onto Approve).
+    tm.keys(&["Enter"]);
+    tm.keys(&["Enter"]);
+    tm.wait_for(&format!("approved by {ACTOR}"));
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+
+    let out = cli(dir.path(), &["show", &run.id.to_string(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("show --json");
+    let approved = shown["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["kind"] == "approved")
+        .unwrap_or_else(|| panic!("no approved event: {shown}"));
+    assert!(
+        approved["detail"]
+            .to_string()
+            .contains("refund list checked by phone"),
+        "{approved}"
+    );
+    assert_ne!(shown["state"], "needs_human", "{shown}");
+    let approvals = store.read(|tx| tx.approvals(run.id)).unwrap();
+    assert_eq!(approvals.len(), 1);
+    assert!(approvals[0].approved);
+    assert_eq!(approvals[0].actor, ACTOR);
+    assert_eq!(approvals[0].reason, "refund list checked by phone");
+}
+
+#[test]
+fn the_kill_switch_is_pulled_by_typing_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &[]));
+    tm.wait_for("kill switch off");
+    tm.keys(&["K"]);
+    tm.wait_for("Turn the global kill switch ON");
+    tm.type_text("incident 4711 from tmux");
+    tm.keys(&["Enter"]);
+    tm.type_text("kill");
+    // Enter on the typed name lands on Cancel, never straight on Kill.
+    tm.keys(&["Enter", "Tab", "Enter"]);
+    tm.wait_for("KILL SWITCH ON");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+
+    let out = cli(dir.path(), &["events", "--json", "--kind", "switch_changed"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let events: serde_json::Value = serde_json::from_slice(&out.stdout).expect("events --json");
+    let change = events
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|e| e["kind"] == "switch_changed" && e["detail"]["name"] == "kill")
+        .unwrap_or_else(|| panic!("no switch_changed: {events}"));
+    assert_eq!(change["detail"]["on"], true);
+    assert_eq!(change["detail"]["actor"], ACTOR);
+    assert_eq!(change["detail"]["reason"], "incident 4711 from tmux");
+}
+
+#[test]
+fn attach_shows_the_runs_of_a_headless_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        &dir,
+        &format!(
+            "{BASE}{}",
+            r#"
+[[schedule]]
+id = "heartbeat"
+agent = "sim"
+every = "2s"
+"#
+        ),
+    );
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(dir.path().join("test.db"))
+        .args(["run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let _headless = Headless(child);
+    let deadline = Instant::now() + DEADLINE;
+    while !dir.path().join("test.db").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the headless scheduler made no database"
+        );
+        std::thread::sleep(POLL);
+    }
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["console", "--attach"]));
+    tm.wait_for(" LIVE ");
+    // The schedule's newest run, as soon as the scheduler finished one.
+    let screen = tm.wait_for("✓ succeeded");
+    assert!(screen.contains("heartbeat"), "{screen}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+    let store = Store::open(&dir.path().join("test.db")).unwrap();
+    assert!(
+        runs(&store, "heartbeat")
+            .iter()
+            .any(|r| r.state == RunState::Succeeded)
+    );
+}
+
+#[test]
+fn quitting_with_q_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let command = format!(
+        "echo BEFORE-CONSOLE; {}; echo AFTER-CONSOLE rc=$?; \
+         if stty -a | grep -q -- -icanon; then echo TTY-RAW; else echo TTY-COOKED; fi",
+        console_command(dir.path(), &[])
+    );
+    let tm = Tmux::start(dir.path(), &command);
+    let running = tm.wait_for(" LIVE ");
+    assert!(
+        !running.contains("BEFORE-CONSOLE"),
+        "the console draws on its own screen"
+    );
+    assert_eq!(tm.pane("alternate_on"), "1");
+    tm.keys(&["q"]);
+    let after = tm.wait_for("[exited 0]");
+    assert!(after.contains("AFTER-CONSOLE rc=0"), "{after}");
+    assert!(after.contains("TTY-COOKED"), "raw mode left on:\n{after}");
+    assert!(
+        after.contains("BEFORE-CONSOLE"),
+        "the shell's screen is back:\n{after}"
+    );
+    assert!(!after.contains(" LIVE "), "console left on screen:\n{after}");
+    assert_eq!(tm.pane("alternate_on"), "0", "still in the alternate screen");
+    assert_eq!(tm.pane("cursor_flag"), "1", "the cursor is hidden");
+}
+
+#[test]
+fn step_through_a_rehearsal_until_every_expectation_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = root.join("sample-config/rehearsals/data-delay.toml");
+    let command = shell_words(&[
+        &bin().display().to_string(),
+        "rehearse",
+        &scenario.display().to_string(),
+        "--console",
+    ]);
+    let tm = Tmux::start(root, &command);
+    let first = tm.wait_for("step 0 ·");
+    assert!(first.contains(" REHEARSAL "), "{first}");
+    assert!(
+        first.contains("virtual"),
+        "the header clock is the virtual one:\n{first}"
+    );
+    assert!(first.contains("… pending"), "{first}");
+    let mut step = 0;
+    let done = loop {
+        step += 1;
+        assert!(step <= 100, "the rehearsal did not finish in 100 steps");
+        tm.keys(&["n"]);
+        let screen = tm.wait_until(&format!("step {step}"), |s| {
+            s.contains(&format!("step {step} ·")) || s.contains("finished ·")
+        });
+        if screen.contains("finished ·") {
+            break screen;
+        }
+    };
+    assert!(done.contains("✓6 ✗0 …0"), "{done}");
+    assert!(done.contains("PASSED"), "{done}");
+    assert_eq!(done.matches("✓ pass").count(), 6, "{done}");
+    assert!(!done.contains("… pending") && !done.contains("✗ FAIL"), "{done}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
