@@ -304,13 +304,21 @@ enum FoldArg {
 }
 
 fn main() {
-    // Output piped into `head` and closed early ends the process quietly, as
-    // Unix tools do, instead of panicking on a broken pipe.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse();
+    // A printing verb piped into `head` ends quietly when the pipe closes, as
+    // Unix tools do, instead of panicking on a broken pipe. Not for the
+    // scheduler and the console: they write envelopes into agents' stdin, and an
+    // agent that exits without reading must not kill the scheduler.
+    let schedules = matches!(
+        cli.command,
+        None | Some(Command::Run { .. }) | Some(Command::Console { .. })
+    ) || matches!(cli.command, Some(Command::Rehearse { console: true, .. }));
+    if !schedules {
+        // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
         Some(Command::Next {

@@ -91,11 +91,12 @@ impl Engine {
             }
             AgentLine::Step { name, status } => {
                 let s = self.schedule(idx);
-                let side_effect = self
-                    .cfg
-                    .agents
-                    .get(&s.agent)
-                    .is_some_and(|a| a.is_side_effect(&name));
+                let side_effect = s.deliveries.iter().any(|d| d.name == name)
+                    || self
+                        .cfg
+                        .agents
+                        .get(&s.agent)
+                        .is_some_and(|a| a.is_side_effect(&name));
                 let ev = NewEvent::new(
                     now,
                     "step",
@@ -247,6 +248,18 @@ impl Engine {
     pub(crate) fn apply_finished(&mut self, now: DateTime<Utc>, f: Finished) -> Result<()> {
         let idx = f.schedule;
         let s = self.schedule(idx).clone();
+        let mut f = f;
+        // A verify attempt must say whether the step landed; "success" alone
+        // says nothing about the outside world, and the remaining steps never ran.
+        if f.verify_step.is_some() && f.verified.is_none() && matches!(f.outcome, Outcome::Success { .. }) {
+            f.outcome = Outcome::Failure {
+                class: ErrorClass::NeedsHuman,
+                reason: format!(
+                    "verify attempt for step {} gave no `verified` answer",
+                    f.verify_step.clone().unwrap_or_default()
+                ),
+            };
+        }
         let verify_answer = f.verify_step.as_ref().zip(f.verified);
         let ended = self.store.write(|tx| {
             // Verify mode: journal what the agent found before the attempt ends.

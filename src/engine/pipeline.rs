@@ -297,7 +297,7 @@ impl Engine {
                     checks.push(held(
                         "circuit",
                         format!(
-                            "circuit open after {} consecutive failed runs; probe after {}",
+                            "circuit_open: open after {} consecutive failed runs; probe after {}",
                             st.consecutive_failures,
                             until.map(rfc3339).unwrap_or_default()
                         ),
@@ -309,7 +309,7 @@ impl Engine {
             CircuitState::HalfOpen if new_window => {
                 checks.push(held(
                     "circuit",
-                    "circuit half-open: waiting for the probe run".into(),
+                    "circuit_open: half-open, waiting for the probe run".into(),
                     Hold::Skip,
                 ));
                 return Ok(SwitchOutcome { checks, probe });
@@ -676,6 +676,7 @@ impl Engine {
             let why = "expired: older than the catch-up window".to_string();
             let ev = NewEvent::new(now, "expired", json!({"reason": why})).for_run(run);
             self.transition(run, RunState::Expired, change_reason(&why), now, &[ev])?;
+            self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "expired", &why)?;
             return Ok(());
         }
         match policy {
