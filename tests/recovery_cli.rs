@@ -122,7 +122,7 @@ alert = {{ kind = "file", path = "alerts.jsonl" }}
 [agents.bot]
 kind = "command"
 command = ["python3", "{agent}"]
-timeout = "3s"
+timeout = "8s"
 env = {{ LEDGER = "ledger.txt", SCRIPT = "script.json" }}
 steps = [{{ name = "fetch" }}, {{ name = "deliver", side_effect = true }}]
 
