@@ -52,8 +52,15 @@ impl Engine {
             }
             last_wall = wall;
             last_mono = mono;
-            self.tick_blocking()?;
-            log_after = self.log_events(log_after)?;
+            match self.tick_blocking() {
+                // Another process holds the database longer than the busy
+                // timeout: say so and try again; nothing is lost.
+                Err(super::EngineError::Store(crate::store::StoreError::Locked { waited_ms })) => {
+                    tracing::warn!(waited_ms, "database locked by another process; retrying");
+                }
+                other => other?,
+            }
+            log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
             let wait = self
                 .next_wakeup()?

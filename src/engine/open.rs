@@ -26,7 +26,8 @@ impl Engine {
             if at > now {
                 break;
             }
-            self.heap.pop();
+            // Popped only once the window is durably opened: a failed write (a
+            // locked database) leaves it due for the next tick.
             let s = self.schedule(idx).clone();
             if let TriggerConfig::Every {
                 anchor: Anchor::LastStart,
@@ -35,9 +36,11 @@ impl Engine {
             {
                 // One window now; the next is scheduled when this one starts.
                 self.open_last_start_window(idx, &s, at, now)?;
+                self.heap.pop();
                 continue;
             }
             let Some(rule) = self.rules[idx].clone() else {
+                self.heap.pop();
                 continue;
             };
             let from = self.cursor[idx].unwrap_or(at - TimeDelta::milliseconds(1));
@@ -132,10 +135,11 @@ impl Engine {
                     s.id
                 ));
             }
+            self.heap.pop();
+            self.cursor[idx] = Some(new_cursor);
             for a in alerts {
                 self.raise_alert(now, &s.tenant, &s.id, None, "catchup", &a)?;
             }
-            self.cursor[idx] = Some(new_cursor);
             if let Some(next) = rule.next_after(new_cursor) {
                 self.heap.push(Reverse((next.at, idx)));
             }

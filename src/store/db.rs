@@ -11,6 +11,16 @@ use std::time::{Duration, Instant};
 
 /// How long SQLite itself waits for a lock before reporting SQLITE_BUSY.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The busy timeout: `AGENTCRON_BUSY_TIMEOUT_MS` if set (operators on slow
+/// disks, tests), else [`BUSY_TIMEOUT`].
+fn busy_timeout() -> Duration {
+    std::env::var("AGENTCRON_BUSY_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(BUSY_TIMEOUT)
+}
 /// After SQLite gave up, `write` tries this many more times before `Locked`.
 const LOCK_RETRIES: u32 = 5;
 /// First backoff between lock retries; doubles each time.
@@ -74,7 +84,7 @@ fn open_error(path: &str, e: StoreError) -> StoreError {
             message: inner.to_string(),
         },
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
-            waited_ms: BUSY_TIMEOUT.as_millis() as u64,
+            waited_ms: busy_timeout().as_millis() as u64,
         },
         _ => StoreError::Sqlite(inner),
     }
@@ -94,7 +104,7 @@ impl Store {
         let name = display(path);
         let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.busy_timeout(busy_timeout())?;
             // The first statement that reads the file: a non-database fails here.
             let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             conn.execute_batch(TUNING)?;
@@ -112,7 +122,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.busy_timeout(busy_timeout())?;
             conn.execute_batch("PRAGMA query_only = ON;")?;
             schema::check_read_only(&conn, &name)
         })();
