@@ -48,8 +48,13 @@ fn hook(statuses: Vec<u16>) -> Hook {
             let _ = reader.read_exact(&mut body);
             let status = *statuses.get(i).or(statuses.last()).unwrap();
             i += 1;
-            log.lock().unwrap().push((key, status, String::from_utf8_lossy(&body).into_owned()));
-            let _ = write!(stream, "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            log.lock()
+                .unwrap()
+                .push((key, status, String::from_utf8_lossy(&body).into_owned()));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
         }
     });
     Hook { url, seen }
@@ -82,7 +87,10 @@ retry = {{ max_attempts = 3, backoff = "fixed", initial = "1m", max = "1m", jitt
 async fn webhook_500_then_200_is_accepted_exactly_once_under_one_stable_key() {
     let server = hook(vec![500, 200]);
     let mut h = Real::new(
-        &config(&format!("[[schedule.delivery]]\nkind = \"webhook\"\nurl = \"{}\"\n", server.url)),
+        &config(&format!(
+            "[[schedule.delivery]]\nkind = \"webhook\"\nurl = \"{}\"\n",
+            server.url
+        )),
         "2026-06-06T08:59:00Z",
     );
     h.run_until("2026-06-06T09:30:00Z").await;
@@ -91,17 +99,31 @@ async fn webhook_500_then_200_is_accepted_exactly_once_under_one_stable_key() {
     let seen = server.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "{seen:?}");
     let key = "default/report/2026-06-06:deliver";
-    assert!(seen.iter().all(|(k, _, _)| k == key), "the key is stable across retries: {seen:?}");
-    assert_eq!(seen.iter().filter(|(_, s, _)| *s == 200).count(), 1, "exactly one accepted delivery");
+    assert!(
+        seen.iter().all(|(k, _, _)| k == key),
+        "the key is stable across retries: {seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|(_, s, _)| *s == 200).count(),
+        1,
+        "exactly one accepted delivery"
+    );
     let body: serde_json::Value = serde_json::from_str(&seen[1].2).unwrap();
     assert_eq!(body["idempotency_key"], "default/report/2026-06-06");
     assert_eq!(body["summary"], "report ready");
     // The trail: the first delivery failed (retryable), the second landed.
     let failed = of_kind(&h.store, run.id, "failed");
-    assert!(failed[0].detail["reason"].as_str().unwrap().contains("→ 500"), "{failed:?}");
+    assert!(
+        failed[0].detail["reason"].as_str().unwrap().contains("→ 500"),
+        "{failed:?}"
+    );
     assert_eq!(failed[0].detail["class"], "retryable");
     let steps = h.steps(run.id);
-    assert!(steps.iter().any(|s| s.name == "deliver" && s.status == StepStatus::Done && s.side_effect));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.name == "deliver" && s.status == StepStatus::Done && s.side_effect)
+    );
     // Another window gets another key.
     h.run_until("2026-06-07T09:30:00Z").await;
     let seen = server.seen.lock().unwrap().clone();
@@ -112,7 +134,10 @@ async fn webhook_500_then_200_is_accepted_exactly_once_under_one_stable_key() {
 async fn webhook_4xx_is_not_retried() {
     let server = hook(vec![422]);
     let mut h = Real::new(
-        &config(&format!("[[schedule.delivery]]\nkind = \"webhook\"\nurl = \"{}\"\n", server.url)),
+        &config(&format!(
+            "[[schedule.delivery]]\nkind = \"webhook\"\nurl = \"{}\"\n",
+            server.url
+        )),
         "2026-06-06T08:59:00Z",
     );
     h.run_until("2026-06-06T09:30:00Z").await;
@@ -141,7 +166,13 @@ async fn file_delivery_appends_one_line_per_window_and_checks_before_redoing() {
         name: "deliver".into(),
         kind: agentcron::config::model::DeliveryKind::File { path: path.clone() },
     };
-    let again = agentcron::agent::delivery::deliver(&d, &lines[0], h.dir.path(), true, std::time::Duration::from_secs(5));
+    let again = agentcron::agent::delivery::deliver(
+        &d,
+        &lines[0],
+        h.dir.path(),
+        true,
+        std::time::Duration::from_secs(5),
+    );
     assert_eq!(again, agentcron::agent::delivery::Delivered::AlreadyThere);
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
 }

@@ -472,3 +472,76 @@ fn daily_cost_cap_pauses_the_schedule() {
     assert_eq!(third.attempts, 0);
     let _ = SimEnd::Success;
 }
+
+#[test]
+fn maintenance_windows_hold_runs_configured_and_ad_hoc() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        r#"{BASE}
+[[schedule]]
+id = "job"
+agent = "sim"
+cron = "30 * * * *"
+close_after = "1h"
+check_every = "5m"
+
+[[maintenance]]
+name = "nightly-vacuum"
+cron = "0 2 * * *"
+duration = "1h"
+reason = "warehouse vacuum"
+"#
+    );
+    let cfg = config(&dir, &toml);
+    // 02:00–03:00 Shanghai is 18:00–19:00 UTC.
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-01T17:59:00Z",
+        vec![("job", sim_agent(vec![]))],
+        vec![],
+    );
+    d.run_until(t("2026-06-01T19:20:00Z")).unwrap();
+    let store = d.store().unwrap();
+    let held = run_by_key(&store, "job", "2026-06-02T02:30+08:00");
+    let ev = events(&store, held.id);
+    let hold = ev
+        .iter()
+        .find(|e| e.kind == "switch_held")
+        .expect("held by maintenance");
+    assert_eq!(hold.detail["switch"], "maintenance");
+    assert!(
+        hold.detail["reason"]
+            .as_str()
+            .unwrap()
+            .contains("warehouse vacuum")
+    );
+    let claimed = ev.iter().find(|e| e.kind == "claimed").unwrap();
+    assert_eq!(
+        claimed.at,
+        t("2026-06-01T19:00:00Z"),
+        "claimed at the first check after the window"
+    );
+    // An ad-hoc window for this schedule only.
+    operator::add_maintenance(
+        &store,
+        t("2026-06-01T19:25:00Z"),
+        t("2026-06-01T19:45:00Z"),
+        "disk swap",
+        "carol",
+        &["job".to_string()],
+        t("2026-06-01T19:20:00Z"),
+    )
+    .unwrap();
+    d.run_until(t("2026-06-01T20:00:00Z")).unwrap();
+    let next = run_by_key(&store, "job", "2026-06-02T03:30+08:00");
+    let ev = events(&store, next.id);
+    assert!(
+        ev.iter()
+            .any(|e| e.kind == "switch_held" && e.detail["reason"].as_str().unwrap().contains("disk swap"))
+    );
+    assert_eq!(
+        ev.iter().find(|e| e.kind == "claimed").unwrap().at,
+        t("2026-06-01T19:45:00Z")
+    );
+}
