@@ -59,7 +59,14 @@ pub struct Real {
 
 impl Real {
     pub fn new(toml: &str, start: &str) -> Self {
+        Self::new_with(toml, start, |_| {})
+    }
+
+    /// Like [`Real::new`], with `prepare` filling the config folder first (files
+    /// the config refers to, such as a holidays file).
+    pub fn new_with(toml: &str, start: &str, prepare: impl FnOnce(&std::path::Path)) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        prepare(dir.path());
         let cfg = config(&dir, toml);
         let clock = VirtualClock::new(t(start));
         let store = Arc::new(Store::open(&dir.path().join("test.db")).unwrap());
