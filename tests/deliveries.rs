@@ -24,8 +24,7 @@ fn hook(statuses: Vec<u16>) -> Hook {
     let seen: Arc<Mutex<Vec<(String, u16, String)>>> = Arc::default();
     let log = seen.clone();
     std::thread::spawn(move || {
-        let mut i = 0;
-        for stream in listener.incoming() {
+        for (i, stream) in listener.incoming().enumerate() {
             let Ok(mut stream) = stream else { break };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut key = String::new();
@@ -47,7 +46,6 @@ fn hook(statuses: Vec<u16>) -> Hook {
             let mut body = vec![0; len];
             let _ = reader.read_exact(&mut body);
             let status = *statuses.get(i).or(statuses.last()).unwrap();
-            i += 1;
             log.lock()
                 .unwrap()
                 .push((key, status, String::from_utf8_lossy(&body).into_owned()));
