@@ -218,3 +218,67 @@ timeout = "30s"
         "claims should be spread over several schedulers: {owners:?}"
     );
 }
+
+#[test]
+fn headless_logs_json_lines_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        r#"
+[scheduler]
+database = "test.db"
+shutdown_grace = "1s"
+
+[agents.quick]
+kind = "command"
+command = ["sh", "-c", "cat > /dev/null; echo '{\"event\":\"result\",\"status\":\"success\"}'"]
+
+[[schedule]]
+id = "tick"
+agent = "quick"
+every = "1s"
+check_every = "1s"
+close_after = "1s"
+"#,
+    )
+    .unwrap();
+    let log_path = dir.path().join("json.log");
+    let mut child = Command::new(bin())
+        .args(["run", "--headless", "--log-format", "json", "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("a succeeded run", Duration::from_secs(30), || {
+        let s = store(dir.path())?;
+        let n = s.read(|tx| tx.count_by_state()).ok()?;
+        n.iter()
+            .any(|(st, c)| *st == RunState::Succeeded && *c > 0)
+            .then_some(())
+    });
+    sigterm(&mut child);
+    let status = child.wait().unwrap();
+    assert!(status.success() || status.code().is_none(), "{status:?}");
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    assert!(lines.iter().any(|l| l["fields"]["kind"] == "succeeded"), "{text}");
+    assert!(
+        lines.iter().any(|l| l["fields"]["message"] == "stopped"),
+        "stopped cleanly:\n{text}"
+    );
+    let s = store(dir.path()).unwrap();
+    let stopped = s
+        .read(|tx| {
+            tx.events(&EventFilter {
+                kinds: vec!["scheduler_stopped".into()],
+                ..EventFilter::default()
+            })
+        })
+        .unwrap();
+    assert_eq!(stopped.len(), 1);
+}
