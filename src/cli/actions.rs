@@ -4,13 +4,48 @@
 
 use super::exit;
 use super::trigger::report;
+use crate::config::Config;
 use crate::operator;
+use crate::store::Store;
 use crate::store::types::{RunFilter, RunState};
 use crate::time::{Clock, SystemClock};
 use std::path::Path;
 
 fn actor(by: Option<&str>) -> String {
     by.map(str::to_string).unwrap_or_else(operator::default_actor)
+}
+
+/// Opens the database for writing, runs an operator action, prints what it
+/// says on success; refusals exit 1, an unopenable database 2.
+fn act(config: &Path, db: Option<&Path>, f: impl FnOnce(&Store) -> operator::Result<String>) -> i32 {
+    let (store, _) = match super::db::open_for_cli(config, db, true) {
+        Ok(x) => x,
+        Err(c) => return c,
+    };
+    done(f(&store))
+}
+
+/// Like [`act`], for actions that need the config (schedule ids).
+fn act_on_schedule(
+    config: &Path,
+    db: Option<&Path>,
+    f: impl FnOnce(&Store, &Config) -> operator::Result<String>,
+) -> i32 {
+    match super::db::open_for_cli(config, db, true) {
+        Ok((store, Some(cfg))) => done(f(&store, &cfg)),
+        Ok((_, None)) => needs_config(),
+        Err(c) => c,
+    }
+}
+
+fn done(outcome: operator::Result<String>) -> i32 {
+    match outcome {
+        Ok(text) => {
+            println!("{text}");
+            exit::OK
+        }
+        Err(e) => report(e),
+    }
 }
 
 pub fn approve(
@@ -21,100 +56,64 @@ pub fn approve(
     by: Option<&str>,
     resume_after: Option<&str>,
 ) -> i32 {
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
     let who = actor(by);
-    match operator::approve(&store, run, &who, reason, resume_after, SystemClock.now()) {
-        Ok(r) => {
-            println!(
-                "run {run} approved by {who}; now {} ({})",
-                r.state,
-                r.state_reason.unwrap_or_default()
-            );
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        let r = operator::approve(store, run, &who, reason, resume_after, SystemClock.now())?;
+        Ok(format!(
+            "run {run} approved by {who}; now {} ({})",
+            r.state,
+            r.state_reason.unwrap_or_default()
+        ))
+    })
 }
 
 pub fn reject(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
     let who = actor(by);
-    match operator::reject(&store, run, &who, reason, SystemClock.now()) {
-        Ok(_) => {
-            println!("run {run} rejected by {who}: failed");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        operator::reject(store, run, &who, reason, SystemClock.now())?;
+        Ok(format!("run {run} rejected by {who}: failed"))
+    })
 }
 
 pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool) -> i32 {
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    match operator::kill(
-        &store,
-        &operator::default_actor(),
-        reason,
-        cancel_running,
-        SystemClock.now(),
-    ) {
-        Ok(()) => {
-            println!(
-                "kill switch ON: nothing new will be claimed{}",
-                if cancel_running {
-                    "; running attempts are being cancelled"
-                } else {
-                    ""
-                }
-            );
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        operator::kill(
+            store,
+            &operator::default_actor(),
+            reason,
+            cancel_running,
+            SystemClock.now(),
+        )?;
+        Ok(format!(
+            "kill switch ON: nothing new will be claimed{}",
+            if cancel_running {
+                "; running attempts are being cancelled"
+            } else {
+                ""
+            }
+        ))
+    })
 }
 
 pub fn unkill(config: &Path, db: Option<&Path>, reason: &str) -> i32 {
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    match operator::unkill(&store, &operator::default_actor(), reason, SystemClock.now()) {
-        Ok(()) => {
-            println!("kill switch off");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        operator::unkill(store, &operator::default_actor(), reason, SystemClock.now())?;
+        Ok("kill switch off".into())
+    })
 }
 
 pub fn pause(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
-    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
-        Ok((s, Some(c))) => (s, c),
-        Ok((_, None)) => return needs_config(),
-        Err(c) => return c,
-    };
-    match operator::pause(
-        &store,
-        &cfg,
-        schedule,
-        &operator::default_actor(),
-        reason,
-        SystemClock.now(),
-    ) {
-        Ok(()) => {
-            println!("{schedule} paused");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act_on_schedule(config, db, |store, cfg| {
+        operator::pause(
+            store,
+            cfg,
+            schedule,
+            &operator::default_actor(),
+            reason,
+            SystemClock.now(),
+        )?;
+        Ok(format!("{schedule} paused"))
+    })
 }
 
 pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reason: Option<&str>) -> i32 {
@@ -174,25 +173,17 @@ pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reaso
 }
 
 pub fn close_circuit(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
-    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
-        Ok((s, Some(c))) => (s, c),
-        Ok((_, None)) => return needs_config(),
-        Err(c) => return c,
-    };
-    match operator::close_circuit(
-        &store,
-        &cfg,
-        schedule,
-        &operator::default_actor(),
-        reason,
-        SystemClock.now(),
-    ) {
-        Ok(()) => {
-            println!("circuit of {schedule} closed");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act_on_schedule(config, db, |store, cfg| {
+        operator::close_circuit(
+            store,
+            cfg,
+            schedule,
+            &operator::default_actor(),
+            reason,
+            SystemClock.now(),
+        )?;
+        Ok(format!("circuit of {schedule} closed"))
+    })
 }
 
 pub fn maintenance_add(
@@ -210,25 +201,18 @@ pub fn maintenance_add(
             return exit::USAGE;
         }
     };
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    match operator::add_maintenance(
-        &store,
-        from,
-        to,
-        reason,
-        &operator::default_actor(),
-        schedules,
-        SystemClock.now(),
-    ) {
-        Ok(id) => {
-            println!("maintenance window {id} added");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        let id = operator::add_maintenance(
+            store,
+            from,
+            to,
+            reason,
+            &operator::default_actor(),
+            schedules,
+            SystemClock.now(),
+        )?;
+        Ok(format!("maintenance window {id} added"))
+    })
 }
 
 pub fn backfill(
@@ -346,18 +330,11 @@ pub fn dlq_list(config: &Path, db: Option<&Path>, json: bool) -> i32 {
 }
 
 pub fn dlq_requeue(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
     let who = actor(by);
-    match operator::requeue(&store, run, &who, reason, SystemClock.now()) {
-        Ok(_) => {
-            println!("run {run} requeued by {who}: retry_wait, due now");
-            exit::OK
-        }
-        Err(e) => report(e),
-    }
+    act(config, db, |store| {
+        operator::requeue(store, run, &who, reason, SystemClock.now())?;
+        Ok(format!("run {run} requeued by {who}: retry_wait, due now"))
+    })
 }
 
 fn needs_config() -> i32 {
