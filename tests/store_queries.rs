@@ -195,6 +195,12 @@ fn running_counts_by_schedule_tenant_and_pool() {
             assert_eq!(tx.count_running(None, None, Some(Pool::Backfill))?, 1);
             assert_eq!(tx.count_running(None, None, Some(Pool::OnTime))?, 2);
             assert_eq!(tx.count_running(Some("t"), None, Some(Pool::Backfill))?, 0);
+            let pairs = tx.running_counts()?;
+            let key = |t: &str, s: &str| (t.to_string(), s.to_string());
+            assert_eq!(pairs.len(), 3, "{pairs:?}");
+            assert_eq!(pairs[&key("acme", "s")], 1);
+            assert_eq!(pairs[&key("acme", "t")], 1);
+            assert_eq!(pairs[&key("globex", "s")], 1);
             let all: Vec<i64> = tx.running_runs(None)?.iter().map(|r| r.id).collect();
             assert_eq!(all, [b.id, c.id, a.id], "soonest lease first");
             let of_s: Vec<i64> = tx.running_runs(Some("s"))?.iter().map(|r| r.id).collect();

@@ -7,6 +7,7 @@ use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 use rusqlite::types::Value;
+use std::collections::HashMap;
 
 /// States a run may be created in: a live window, or one already decided by
 /// the calendar, catch-up or expiry. Anything else needs an attempt first.
@@ -48,6 +49,7 @@ const PREVIOUS_RUN: &str = concat!(
 const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
      AND (?1 IS NULL OR schedule = ?1) AND (?2 IS NULL OR tenant = ?2) \
      AND (?3 IS NULL OR pool = ?3)";
+const RUNNING_PAIRS: &str = "SELECT tenant, schedule FROM runs WHERE state = 'running'";
 const RUNNING_RUNS: &str = concat!(
     "SELECT ",
     run_cols!(),
@@ -96,6 +98,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("next_due_check", NEXT_DUE_CHECK),
     ("previous_run", PREVIOUS_RUN),
     ("count_running", COUNT_RUNNING),
+    ("running_counts", RUNNING_PAIRS),
     ("running_runs", RUNNING_RUNS),
     ("expired_leases", EXPIRED_LEASES),
     ("recent_runs", RECENT_RUNS),
@@ -221,6 +224,18 @@ impl Tx<'_> {
         Ok(stmt
             .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
             .optional()?)
+    }
+
+    /// How many runs are running per (tenant, schedule), in one pass over the
+    /// running runs; pairs with none are absent.
+    pub fn running_counts(&self) -> Result<HashMap<(String, String), u32>> {
+        let mut stmt = self.conn.prepare_cached(RUNNING_PAIRS)?;
+        let mut rows = stmt.query([])?;
+        let mut counts = HashMap::new();
+        while let Some(row) = rows.next()? {
+            *counts.entry((row.get(0)?, row.get(1)?)).or_insert(0) += 1;
+        }
+        Ok(counts)
     }
 
     /// Running runs, optionally only of one schedule, tenant and/or pool.
