@@ -240,6 +240,74 @@ fn recent_runs_are_finished_runs_newest_window_first() {
 }
 
 #[test]
+fn execution_memory_is_recent_runs_with_their_last_attempts_words() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let end = |summary: Option<&str>, message: Option<&str>| AttemptEnd {
+                summary: summary.map(str::to_string),
+                message: message.map(str::to_string),
+                ..AttemptEnd::default()
+            };
+            // Two attempts: the last one's summary, not the first one's message.
+            let a = claim(tx, &insert(tx, "s", "w0", t0()));
+            tx.end_attempt(
+                a.run.id,
+                a.fencing_token,
+                &end(None, Some("first try failed")),
+                t0(),
+            )?;
+            let retry = go(tx, &a.run, RetryWait);
+            let a2 = claim(tx, &retry);
+            tx.end_attempt(a2.run.id, a2.fencing_token, &end(Some("sent 3"), None), t0())?;
+            let a = go(tx, &a2.run, Succeeded);
+            // No summary: the message.
+            let b = claim(tx, &insert(tx, "s", "w1", t0() + mins(60)));
+            tx.end_attempt(b.run.id, b.fencing_token, &end(None, Some("timed out")), t0())?;
+            let change = Change {
+                state_reason: Some("retries exhausted".into()),
+                ..Change::default()
+            };
+            let b = tx.transition(b.run.id, Running, Dead, &change, t0(), &[])?;
+            // No attempt at all: the state reason.
+            let c = insert(tx, "s", "w2", t0() + mins(120));
+            let change = Change {
+                state_reason: Some("calendar: not a business day".into()),
+                ..Change::default()
+            };
+            let c = tx.transition(c.id, Pending, Skipped, &change, t0(), &[])?;
+            // An attempt that said nothing, no reason: nothing.
+            let d = claim(tx, &insert(tx, "s", "w3", t0() + mins(180)));
+            tx.end_attempt(d.run.id, d.fencing_token, &end(None, None), t0())?;
+            let d = go(tx, &d.run, Succeeded);
+            // Not finished, or another schedule: not in the memory.
+            insert(tx, "s", "w4", t0() + mins(240));
+            insert(tx, "other", "w5", t0() + mins(240));
+
+            let memory = tx.execution_memory("acme", "s", 10)?;
+            let recent: Vec<i64> = tx.recent_runs("acme", "s", 10)?.iter().map(|r| r.id).collect();
+            let ids: Vec<i64> = memory.iter().map(|m| m.run_id).collect();
+            assert_eq!(ids, recent);
+            assert_eq!(ids, [d.id, c.id, b.id, a.id]);
+            let words: Vec<Option<&str>> = memory.iter().map(|m| m.summary.as_deref()).collect();
+            assert_eq!(
+                words,
+                [
+                    None,
+                    Some("calendar: not a business day"),
+                    Some("timed out"),
+                    Some("sent 3")
+                ]
+            );
+            assert_eq!(memory[0].window_key, "w3");
+            assert_eq!(memory[1].state, Skipped);
+            assert_eq!(tx.execution_memory("acme", "s", 2)?.len(), 2);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
 fn run_listing_filters_and_counts_by_state() {
     let store = Store::open_in_memory().unwrap();
     store

@@ -68,6 +68,14 @@ const RECENT_RUNS: &str = concat!(
      AND state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY window_start DESC, id DESC LIMIT ?3"
 );
+/// `recent_runs` with each run's last attempt's summary (or message), else the
+/// run's state reason, in one statement.
+const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
+       (SELECT COALESCE(a.summary, a.message) FROM attempts a WHERE a.run_id = r.id \
+        ORDER BY a.n DESC LIMIT 1), r.state_reason) \
+     FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 \
+     AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
+     ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
 const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM runs GROUP BY state";
 /// ?12 clears not_before/next_check_at (entering running or a terminal state);
 /// ?13 clears the lease (leaving running).
@@ -102,6 +110,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("running_runs", RUNNING_RUNS),
     ("expired_leases", EXPIRED_LEASES),
     ("recent_runs", RECENT_RUNS),
+    ("execution_memory", EXECUTION_MEMORY),
     ("run", RUN_BY_ID),
     ("find_run", RUN_BY_WINDOW),
 ];
@@ -279,6 +288,22 @@ impl Tx<'_> {
     /// the execution memory.
     pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
         self.query_runs(RECENT_RUNS, rusqlite::params![tenant, schedule, limit(n)])
+    }
+
+    /// The runs of [`Tx::recent_runs`] as an envelope's execution memory: each
+    /// with its last attempt's summary, or that attempt's message, or the run's
+    /// state reason.
+    pub fn execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
+        let mut stmt = self.conn.prepare_cached(EXECUTION_MEMORY)?;
+        let rows = stmt.query_map(rusqlite::params![tenant, schedule, limit(n)], |r| {
+            Ok(RunMemory {
+                run_id: r.get(0)?,
+                window_key: r.get(1)?,
+                state: r.get(2)?,
+                summary: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// THE state-changing function. Refuses what [`RunState::can_become`]
