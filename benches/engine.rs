@@ -21,7 +21,7 @@ use agentcron::config::{Config, load_str};
 use agentcron::engine::{Engine, EngineOptions};
 use agentcron::store::Store;
 use agentcron::store::types::{
-    AttemptEnd, AttemptStatus, Change, EventFilter, NewEvent, NewRun, Pool, RunReason, RunState,
+    AttemptEnd, AttemptStatus, Change, Claim, EventFilter, NewEvent, NewRun, Pool, RunReason, RunState,
 };
 use agentcron::time::{Clock, SystemClock, VirtualClock};
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
@@ -464,6 +464,7 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
         ],
     ];
     table(&["", ""], &rows);
+    println!("   events by kind: {}", event_kinds(&dir.path().join("bench.db")));
     println!();
     let recorded = stats(recorded);
     let observed = stats(observed);
@@ -514,6 +515,23 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
         recorded,
         observed,
         on_time_observed,
+    }
+}
+
+/// `kind count, …` over the whole trace, most frequent first.
+fn event_kinds(db: &Path) -> String {
+    let counts = rusqlite::Connection::open(db).and_then(|c| {
+        let mut stmt = c.prepare("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY 2 DESC")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+    });
+    match counts {
+        Ok(counts) => counts
+            .iter()
+            .map(|(k, n)| format!("{k} {}", thousands(*n as u64)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(e) => format!("unreadable: {e}"),
     }
 }
 
@@ -580,7 +598,8 @@ fn lifecycles_bench(args: &Args) {
         return;
     }
     let replay = store_replay(runs);
-    let two_tx = store_two_tx(runs);
+    let two_tx = store_two_tx(runs, 1);
+    let batched = store_two_tx(runs, 100);
     let empty = empty_transactions(runs);
     println!();
     println!("-- lifecycles summary (target >= 5,000/s) --");
@@ -599,6 +618,7 @@ fn lifecycles_bench(args: &Args) {
         row("engine: tick + drain_reports, VirtualClock", done, engine),
         row("store: the engine's transactions, replayed", runs, replay),
         row("store: 2 write transactions per run", runs, two_tx),
+        row("store: 2 write transactions per 100 runs", runs, batched),
         row("store: empty write transaction (per tx)", runs, empty),
     ];
     table(
@@ -756,7 +776,7 @@ fn store_replay(runs: usize) -> Spent {
     let names = [
         "open: insert_run + window_opened + set_last_evaluated",
         "claim: decision event + claim (+ attempt, claimed event)",
-        "dispatch read: steps, memory (recent_runs + attempts of each), state",
+        "dispatch read: steps, execution memory, schedule state",
         "dispatch write: envelope + started + schedule_state",
         "end_attempt",
         "read run",
@@ -808,9 +828,7 @@ fn store_replay(runs: usize) -> Spent {
             store.read(|tx| {
                 tx.completed_steps(run.id)?;
                 tx.uncertain_steps(run.id)?;
-                for r in tx.recent_runs(&run.tenant, &run.schedule, 5)? {
-                    tx.attempts(r.id)?;
-                }
+                tx.execution_memory(&run.tenant, &run.schedule, 5)?;
                 tx.schedule_state(&run.schedule)
             })
         });
@@ -887,68 +905,90 @@ fn store_replay(runs: usize) -> Spent {
     total
 }
 
-/// The store's ceiling for one durable lifecycle: open + claim + start in one
-/// write transaction, end + succeed in a second.
-fn store_two_tx(runs: usize) -> Spent {
+/// The store's ceiling for durable lifecycles: open + claim + start of `batch`
+/// runs in one write transaction, end + succeed of the same runs in a second
+/// (`batch` = 1: two write transactions per run).
+fn store_two_tx(runs: usize, batch: usize) -> Spent {
     let dir = temp_dir();
     let store = open_store(dir.path());
     let t0 = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
-    let end = AttemptEnd {
-        status: Some(AttemptStatus::Succeeded),
-        exit_code: Some(0),
-        ..AttemptEnd::default()
-    };
     let mut spent = Spent::default();
-    for n in 0..runs {
+    let mut n = 0;
+    while n < runs {
+        let chunk: Vec<usize> = (n..(n + batch).min(runs)).collect();
+        n += chunk.len();
         let now = t0 + TimeDelta::milliseconds(n as i64);
-        let new = new_run(n, n, now);
-        let envelope = envelope_text(n as i64);
-        let claim = spent.time(|| {
+        let claims = spent.time(|| {
             store.write(|tx| {
-                let Some(run) = tx.insert_run(&new, now)? else {
-                    return Ok(None);
-                };
-                let opened = json!({"window_key": run.window_key});
-                tx.append_event(&NewEvent::new(now, "window_opened", opened).for_run(&run))?;
-                let lease = now + TimeDelta::seconds(60);
-                let claim = tx.claim(
-                    run.id,
-                    RunState::Pending,
-                    "bench",
-                    lease,
-                    RunReason::Scheduled,
-                    run.due_at,
-                    now,
-                )?;
-                if let Some(c) = &claim {
-                    tx.set_attempt_envelope(run.id, c.attempt, &envelope)?;
-                    let started = json!({"attempt": c.attempt, "token": c.fencing_token});
-                    tx.append_event(&NewEvent::new(now, "started", started).for_run(&c.run))?;
+                let mut claims = vec![];
+                for i in &chunk {
+                    claims.extend(open_claim_start(tx, *i, now)?);
                 }
-                Ok(claim)
+                Ok(claims)
             })
         });
-        let Some(claim) = ok(claim, "open + claim + start") else {
-            continue;
-        };
+        let claims = ok(claims, "open + claim + start");
         let done = spent.time(|| {
             store.write(|tx| {
-                tx.end_attempt(claim.run.id, claim.fencing_token, &end, now)?;
-                let ev = NewEvent::new(now, "succeeded", json!({"attempt": claim.attempt}));
-                let change = Change::default();
-                tx.transition(
-                    claim.run.id,
-                    RunState::Running,
-                    RunState::Succeeded,
-                    &change,
-                    now,
-                    &[ev],
-                )
+                for claim in &claims {
+                    end_succeed(tx, claim, now)?;
+                }
+                Ok(())
             })
         });
         ok(done, "end + succeed");
     }
     spent
+}
+
+/// A new window of run `n`, claimed and started.
+fn open_claim_start(
+    tx: &agentcron::store::Tx,
+    n: usize,
+    now: DateTime<Utc>,
+) -> agentcron::store::Result<Option<Claim>> {
+    let Some(run) = tx.insert_run(&new_run(n, n, now), now)? else {
+        return Ok(None);
+    };
+    let opened = json!({"window_key": run.window_key});
+    tx.append_event(&NewEvent::new(now, "window_opened", opened).for_run(&run))?;
+    let lease = now + TimeDelta::seconds(60);
+    let claim = tx.claim(
+        run.id,
+        RunState::Pending,
+        "bench",
+        lease,
+        RunReason::Scheduled,
+        run.due_at,
+        now,
+    )?;
+    if let Some(c) = &claim {
+        tx.set_attempt_envelope(run.id, c.attempt, &envelope_text(run.id))?;
+        let started = json!({"attempt": c.attempt, "token": c.fencing_token});
+        tx.append_event(&NewEvent::new(now, "started", started).for_run(&c.run))?;
+    }
+    Ok(claim)
+}
+
+/// The attempt ends with exit 0 and the run succeeds.
+fn end_succeed(tx: &agentcron::store::Tx, claim: &Claim, now: DateTime<Utc>) -> agentcron::store::Result<()> {
+    let end = AttemptEnd {
+        status: Some(AttemptStatus::Succeeded),
+        exit_code: Some(0),
+        ..AttemptEnd::default()
+    };
+    tx.end_attempt(claim.run.id, claim.fencing_token, &end, now)?;
+    let ev = NewEvent::new(now, "succeeded", json!({"attempt": claim.attempt}));
+    let change = Change::default();
+    tx.transition(
+        claim.run.id,
+        RunState::Running,
+        RunState::Succeeded,
+        &change,
+        now,
+        &[ev],
+    )?;
+    Ok(())
 }
 
 /// The fixed cost of one write transaction on this file (lock, WAL commit).
