@@ -195,6 +195,12 @@ fn running_counts_by_schedule_tenant_and_pool() {
             assert_eq!(tx.count_running(None, None, Some(Pool::Backfill))?, 1);
             assert_eq!(tx.count_running(None, None, Some(Pool::OnTime))?, 2);
             assert_eq!(tx.count_running(Some("t"), None, Some(Pool::Backfill))?, 0);
+            let pairs = tx.running_counts()?;
+            let key = |t: &str, s: &str| (t.to_string(), s.to_string());
+            assert_eq!(pairs.len(), 3, "{pairs:?}");
+            assert_eq!(pairs[&key("acme", "s")], 1);
+            assert_eq!(pairs[&key("acme", "t")], 1);
+            assert_eq!(pairs[&key("globex", "s")], 1);
             let all: Vec<i64> = tx.running_runs(None)?.iter().map(|r| r.id).collect();
             assert_eq!(all, [b.id, c.id, a.id], "soonest lease first");
             let of_s: Vec<i64> = tx.running_runs(Some("s"))?.iter().map(|r| r.id).collect();
@@ -228,6 +234,74 @@ fn recent_runs_are_finished_runs_newest_window_first() {
             assert_eq!(recent, [ids[6], ids[5], ids[3]]);
             let all: Vec<i64> = tx.recent_runs("acme", "s", 10)?.iter().map(|r| r.id).collect();
             assert_eq!(all, [ids[6], ids[5], ids[3], ids[1], ids[0]]);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn execution_memory_is_recent_runs_with_their_last_attempts_words() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            let end = |summary: Option<&str>, message: Option<&str>| AttemptEnd {
+                summary: summary.map(str::to_string),
+                message: message.map(str::to_string),
+                ..AttemptEnd::default()
+            };
+            // Two attempts: the last one's summary, not the first one's message.
+            let a = claim(tx, &insert(tx, "s", "w0", t0()));
+            tx.end_attempt(
+                a.run.id,
+                a.fencing_token,
+                &end(None, Some("first try failed")),
+                t0(),
+            )?;
+            let retry = go(tx, &a.run, RetryWait);
+            let a2 = claim(tx, &retry);
+            tx.end_attempt(a2.run.id, a2.fencing_token, &end(Some("sent 3"), None), t0())?;
+            let a = go(tx, &a2.run, Succeeded);
+            // No summary: the message.
+            let b = claim(tx, &insert(tx, "s", "w1", t0() + mins(60)));
+            tx.end_attempt(b.run.id, b.fencing_token, &end(None, Some("timed out")), t0())?;
+            let change = Change {
+                state_reason: Some("retries exhausted".into()),
+                ..Change::default()
+            };
+            let b = tx.transition(b.run.id, Running, Dead, &change, t0(), &[])?;
+            // No attempt at all: the state reason.
+            let c = insert(tx, "s", "w2", t0() + mins(120));
+            let change = Change {
+                state_reason: Some("calendar: not a business day".into()),
+                ..Change::default()
+            };
+            let c = tx.transition(c.id, Pending, Skipped, &change, t0(), &[])?;
+            // An attempt that said nothing, no reason: nothing.
+            let d = claim(tx, &insert(tx, "s", "w3", t0() + mins(180)));
+            tx.end_attempt(d.run.id, d.fencing_token, &end(None, None), t0())?;
+            let d = go(tx, &d.run, Succeeded);
+            // Not finished, or another schedule: not in the memory.
+            insert(tx, "s", "w4", t0() + mins(240));
+            insert(tx, "other", "w5", t0() + mins(240));
+
+            let memory = tx.execution_memory("acme", "s", 10)?;
+            let recent: Vec<i64> = tx.recent_runs("acme", "s", 10)?.iter().map(|r| r.id).collect();
+            let ids: Vec<i64> = memory.iter().map(|m| m.run_id).collect();
+            assert_eq!(ids, recent);
+            assert_eq!(ids, [d.id, c.id, b.id, a.id]);
+            let words: Vec<Option<&str>> = memory.iter().map(|m| m.summary.as_deref()).collect();
+            assert_eq!(
+                words,
+                [
+                    None,
+                    Some("calendar: not a business day"),
+                    Some("timed out"),
+                    Some("sent 3")
+                ]
+            );
+            assert_eq!(memory[0].window_key, "w3");
+            assert_eq!(memory[1].state, Skipped);
+            assert_eq!(tx.execution_memory("acme", "s", 2)?.len(), 2);
             Ok(())
         })
         .unwrap();

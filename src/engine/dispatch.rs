@@ -41,21 +41,16 @@ impl Engine {
         let (completed, uncertain, memory, state) = self.store.read(|tx| {
             let completed = tx.completed_steps(run.id)?;
             let uncertain = tx.uncertain_steps(run.id)?;
-            let mut memory = vec![];
-            for r in tx.recent_runs(&run.tenant, &run.schedule, memory_n)? {
-                if r.id == run.id {
-                    continue;
-                }
-                let summary = tx
-                    .attempts(r.id)?
-                    .last()
-                    .and_then(|a| a.summary.clone().or(a.message.clone()));
-                memory.push(MemoryEntry {
-                    window: r.window_key.clone(),
-                    state: r.state,
-                    summary: summary.or(r.state_reason.clone()),
-                });
-            }
+            let memory: Vec<MemoryEntry> = tx
+                .execution_memory(&run.tenant, &run.schedule, memory_n)?
+                .into_iter()
+                .filter(|m| m.run_id != run.id)
+                .map(|m| MemoryEntry {
+                    window: m.window_key,
+                    state: m.state,
+                    summary: m.summary,
+                })
+                .collect();
             let state = tx.schedule_state(&run.schedule)?;
             Ok((completed, uncertain, memory, state))
         })?;

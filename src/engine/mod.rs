@@ -117,6 +117,10 @@ pub struct Engine {
     pub(crate) rules: Vec<Option<FireRule>>,
     pub(crate) gates: Vec<Vec<Box<dyn Gate>>>,
     pub(crate) index: HashMap<String, usize>,
+    /// Whether any schedule has an `on_event` / `after_event` trigger, and any an
+    /// `approval_ttl`: asked every tick, so not answered by walking every schedule.
+    pub(crate) has_event_triggers: bool,
+    pub(crate) has_approval_ttls: bool,
     /// Next window opening per time-triggered schedule: (instant, schedule index).
     pub(crate) heap: BinaryHeap<Reverse<(DateTime<Utc>, usize)>>,
     /// Last evaluated instant per schedule (mirror of the store).
@@ -194,6 +198,13 @@ impl Engine {
             .enumerate()
             .map(|(i, s)| (s.id.clone(), i))
             .collect();
+        let has_event_triggers = cfg.schedules.iter().any(|s| {
+            matches!(
+                s.trigger,
+                TriggerConfig::OnEvent { .. } | TriggerConfig::AfterEvent { .. }
+            )
+        });
+        let has_approval_ttls = cfg.schedules.iter().any(|s| s.approval_ttl.is_some());
         let n = cfg.schedules.len();
         let (reports_tx, reports_rx) = mpsc::unbounded_channel();
         Self {
@@ -205,6 +216,8 @@ impl Engine {
             rules,
             gates,
             index,
+            has_event_triggers,
+            has_approval_ttls,
             heap: BinaryHeap::new(),
             cursor: vec![None; n],
             running: HashMap::new(),

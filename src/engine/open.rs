@@ -184,13 +184,7 @@ impl Engine {
     /// Opens windows for posted events (`on_event`, `after_event` + delay),
     /// deduped by event id: the window key is the event id.
     pub(crate) fn open_posted_events(&mut self, now: DateTime<Utc>) -> Result<()> {
-        let has_event_triggers = self.cfg.schedules.iter().any(|s| {
-            matches!(
-                s.trigger,
-                TriggerConfig::OnEvent { .. } | TriggerConfig::AfterEvent { .. }
-            )
-        });
-        if !has_event_triggers {
+        if !self.has_event_triggers {
             return Ok(());
         }
         loop {

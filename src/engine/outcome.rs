@@ -552,7 +552,7 @@ impl Engine {
 
     /// `needs_human` runs past their schedule's `approval_ttl` fail with that reason.
     pub(crate) fn expire_approvals(&mut self, now: DateTime<Utc>) -> Result<()> {
-        if self.cfg.schedules.iter().all(|s| s.approval_ttl.is_none()) {
+        if !self.has_approval_ttls {
             return Ok(());
         }
         // Polled every 30 s for runs parked by other schedulers; a deadline we

@@ -20,27 +20,53 @@ pub(crate) struct SwitchFacts {
     kill: Option<Switch>,
     states: HashMap<String, ScheduleState>,
     maintenance: Vec<(Vec<String>, String)>,
-    running_by_schedule: HashMap<String, u32>,
-    running_by_tenant: HashMap<String, u32>,
+    /// Read the first time a quota needs it in this tick, then counted up as
+    /// this tick claims.
+    running: Option<RunningCounts>,
+}
+
+/// Running runs per schedule and per tenant.
+#[derive(Default)]
+struct RunningCounts {
+    by_schedule: HashMap<String, u32>,
+    by_tenant: HashMap<String, u32>,
 }
 
 impl SwitchFacts {
-    fn running_schedule(&mut self, tx_store: &crate::store::Store, schedule: &str) -> Result<u32> {
-        if let Some(n) = self.running_by_schedule.get(schedule) {
-            return Ok(*n);
+    /// One pass over the running runs for the whole tick, not one count query
+    /// per schedule (each of which walked every running run).
+    fn running(&mut self, store: &crate::store::Store) -> Result<&RunningCounts> {
+        if self.running.is_none() {
+            let mut counts = RunningCounts::default();
+            for ((tenant, schedule), n) in store.read(|tx| tx.running_counts())? {
+                *counts.by_schedule.entry(schedule).or_insert(0) += n;
+                *counts.by_tenant.entry(tenant).or_insert(0) += n;
+            }
+            self.running = Some(counts);
         }
-        let n = tx_store.read(|tx| tx.count_running(Some(schedule), None, None))?;
-        self.running_by_schedule.insert(schedule.to_string(), n);
-        Ok(n)
+        Ok(self.running.get_or_insert_default())
     }
 
-    fn running_tenant(&mut self, tx_store: &crate::store::Store, tenant: &str) -> Result<u32> {
-        if let Some(n) = self.running_by_tenant.get(tenant) {
-            return Ok(*n);
+    fn running_schedule(&mut self, store: &crate::store::Store, schedule: &str) -> Result<u32> {
+        Ok(self
+            .running(store)?
+            .by_schedule
+            .get(schedule)
+            .copied()
+            .unwrap_or(0))
+    }
+
+    fn running_tenant(&mut self, store: &crate::store::Store, tenant: &str) -> Result<u32> {
+        Ok(self.running(store)?.by_tenant.get(tenant).copied().unwrap_or(0))
+    }
+
+    /// A run claimed in this tick. Counts not read yet need nothing: the store
+    /// will already hold the claim when they are.
+    fn count_claim(&mut self, run: &Run) {
+        if let Some(c) = &mut self.running {
+            *c.by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
+            *c.by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
         }
-        let n = tx_store.read(|tx| tx.count_running(None, Some(tenant), None))?;
-        self.running_by_tenant.insert(tenant.to_string(), n);
-        Ok(n)
     }
 }
 
@@ -116,8 +142,7 @@ impl Engine {
             kill,
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
-            running_by_schedule: HashMap::new(),
-            running_by_tenant: HashMap::new(),
+            running: None,
         })
     }
 
@@ -211,8 +236,7 @@ impl Engine {
         let gates = self.run_gates(idx, &run, now)?;
         let d = Decision::from_gates(time, switches, gates);
         if d.verdict == Verdict::Claim {
-            *facts.running_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
-            *facts.running_by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
+            facts.count_claim(&run);
         }
         self.apply(idx, &run, d, sw.probe, now)?;
         if sw.probe {

@@ -7,6 +7,7 @@ use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 use rusqlite::types::Value;
+use std::collections::HashMap;
 
 /// States a run may be created in: a live window, or one already decided by
 /// the calendar, catch-up or expiry. Anything else needs an attempt first.
@@ -48,6 +49,7 @@ const PREVIOUS_RUN: &str = concat!(
 const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
      AND (?1 IS NULL OR schedule = ?1) AND (?2 IS NULL OR tenant = ?2) \
      AND (?3 IS NULL OR pool = ?3)";
+const RUNNING_PAIRS: &str = "SELECT tenant, schedule FROM runs WHERE state = 'running'";
 const RUNNING_RUNS: &str = concat!(
     "SELECT ",
     run_cols!(),
@@ -66,6 +68,14 @@ const RECENT_RUNS: &str = concat!(
      AND state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY window_start DESC, id DESC LIMIT ?3"
 );
+/// `recent_runs` with each run's last attempt's summary (or message), else the
+/// run's state reason, in one statement.
+const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
+       (SELECT COALESCE(a.summary, a.message) FROM attempts a WHERE a.run_id = r.id \
+        ORDER BY a.n DESC LIMIT 1), r.state_reason) \
+     FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 \
+     AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
+     ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
 const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM runs GROUP BY state";
 /// ?12 clears not_before/next_check_at (entering running or a terminal state);
 /// ?13 clears the lease (leaving running).
@@ -96,9 +106,11 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("next_due_check", NEXT_DUE_CHECK),
     ("previous_run", PREVIOUS_RUN),
     ("count_running", COUNT_RUNNING),
+    ("running_counts", RUNNING_PAIRS),
     ("running_runs", RUNNING_RUNS),
     ("expired_leases", EXPIRED_LEASES),
     ("recent_runs", RECENT_RUNS),
+    ("execution_memory", EXECUTION_MEMORY),
     ("run", RUN_BY_ID),
     ("find_run", RUN_BY_WINDOW),
 ];
@@ -223,6 +235,18 @@ impl Tx<'_> {
             .optional()?)
     }
 
+    /// How many runs are running per (tenant, schedule), in one pass over the
+    /// running runs; pairs with none are absent.
+    pub fn running_counts(&self) -> Result<HashMap<(String, String), u32>> {
+        let mut stmt = self.conn.prepare_cached(RUNNING_PAIRS)?;
+        let mut rows = stmt.query([])?;
+        let mut counts = HashMap::new();
+        while let Some(row) = rows.next()? {
+            *counts.entry((row.get(0)?, row.get(1)?)).or_insert(0) += 1;
+        }
+        Ok(counts)
+    }
+
     /// Running runs, optionally only of one schedule, tenant and/or pool.
     pub fn count_running(
         &self,
@@ -264,6 +288,22 @@ impl Tx<'_> {
     /// the execution memory.
     pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
         self.query_runs(RECENT_RUNS, rusqlite::params![tenant, schedule, limit(n)])
+    }
+
+    /// The runs of [`Tx::recent_runs`] as an envelope's execution memory: each
+    /// with its last attempt's summary, or that attempt's message, or the run's
+    /// state reason.
+    pub fn execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
+        let mut stmt = self.conn.prepare_cached(EXECUTION_MEMORY)?;
+        let rows = stmt.query_map(rusqlite::params![tenant, schedule, limit(n)], |r| {
+            Ok(RunMemory {
+                run_id: r.get(0)?,
+                window_key: r.get(1)?,
+                state: r.get(2)?,
+                summary: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// THE state-changing function. Refuses what [`RunState::can_become`]

@@ -392,6 +392,16 @@ pub struct Change {
     pub operator: Option<String>,
 }
 
+/// A finished run as an agent's execution memory shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMemory {
+    pub run_id: i64,
+    pub window_key: String,
+    pub state: RunState,
+    /// The last attempt's summary or message, else the run's state reason.
+    pub summary: Option<String>,
+}
+
 /// The result of a successful claim.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claim {
