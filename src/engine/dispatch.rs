@@ -127,24 +127,31 @@ impl Engine {
             config_dir: self.cfg.dir.clone(),
             log_limit: self.opts.log_limit,
         };
-        let handle = self.runner.start(spec, self.reports_tx.clone());
-        self.running.insert(
-            run.id,
+        self.pending_starts.push((
+            spec,
             Running {
                 run_id: run.id,
                 token,
                 attempt: claim.attempt,
                 schedule: idx,
                 pool: run.pool,
-                handle,
+                handle: crate::agent::runner::AttemptHandle::detached(),
                 result: None,
                 verify_step,
                 cancel: None,
                 last_heartbeat_event: None,
                 rate_limited: false,
             },
-        );
+        ));
         self.after_start(idx, now);
         Ok(())
+    }
+
+    /// Starts the attempts claimed by a batch that has committed.
+    pub(crate) fn start_pending(&mut self) {
+        for (spec, mut running) in std::mem::take(&mut self.pending_starts) {
+            running.handle = self.runner.start(spec, self.reports_tx.clone());
+            self.running.insert(running.run_id, running);
+        }
     }
 }

@@ -126,6 +126,9 @@ pub struct Engine {
     /// Last evaluated instant per schedule (mirror of the store).
     pub(crate) cursor: Vec<Option<DateTime<Utc>>>,
     pub(crate) running: HashMap<i64, Running>,
+    /// Attempts claimed in the current batch, started once it has committed:
+    /// an agent never runs on a claim that could still roll back.
+    pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running)>,
     pub(crate) reports_tx: mpsc::UnboundedSender<AttemptReport>,
     pub(crate) reports_rx: mpsc::UnboundedReceiver<AttemptReport>,
     pub(crate) posted_seq: i64,
@@ -221,6 +224,7 @@ impl Engine {
             heap: BinaryHeap::new(),
             cursor: vec![None; n],
             running: HashMap::new(),
+            pending_starts: vec![],
             reports_tx,
             reports_rx,
             posted_seq: 0,
@@ -314,29 +318,42 @@ impl Engine {
             self.start()?;
         }
         let now = self.clock.now();
+        // Each phase commits once (see Store::batch): a tick that opens or ends
+        // hundreds of runs writes their pages once, not once per run.
+        let store = self.store.clone();
         self.drain_reports()?;
-        self.renew_leases(now)?;
-        self.sweep_zombies(now)?;
+        store.batch(|| {
+            self.renew_leases(now)?;
+            self.sweep_zombies(now)?;
+            if !self.stopping {
+                self.open_due_windows(now)?;
+                self.open_posted_events(now)?;
+            }
+            Ok::<(), EngineError>(())
+        })?;
         if !self.stopping {
-            self.open_due_windows(now)?;
-            self.open_posted_events(now)?;
             self.apply_kill_cancel(now)?;
             self.evaluate_due_runs(now)?;
         }
-        self.expire_approvals(now)?;
-        self.maybe_tick_event(now)?;
+        store.batch(|| {
+            self.expire_approvals(now)?;
+            self.maybe_tick_event(now)
+        })?;
         Ok(())
     }
 
-    /// Handles every agent report already received.
+    /// Handles every agent report already received, in one transaction.
     pub fn drain_reports(&mut self) -> Result<usize> {
-        let mut n = 0;
-        while let Ok(report) = self.reports_rx.try_recv() {
-            let now = self.clock.now();
-            self.handle_report(now, report)?;
-            n += 1;
-        }
-        Ok(n)
+        let store = self.store.clone();
+        store.batch(|| {
+            let mut n = 0;
+            while let Ok(report) = self.reports_rx.try_recv() {
+                let now = self.clock.now();
+                self.handle_report(now, report)?;
+                n += 1;
+            }
+            Ok::<usize, EngineError>(n)
+        })
     }
 
     /// Waits (in real time) for the next agent report and handles it. For tests

@@ -90,12 +90,37 @@ impl Engine {
             (Pool::Backfill, Pool::Backfill) => (a.window_start, a.id).cmp(&(b.window_start, b.id)),
         });
         let mut facts = self.switch_facts(now)?;
-        for run in due {
-            let Some(&idx) = self.index.get(&run.schedule) else {
-                // A run of a schedule no longer in the config: leave it alone.
-                continue;
+        // Runs whose gates stay inside agentcron are decided and claimed in one
+        // transaction; a run with a gate that does IO (a command, HTTP, another
+        // database) is decided outside any batch, so no lock is held while it waits.
+        let store = self.store.clone();
+        let mut due = due.into_iter().peekable();
+        while due.peek().is_some() {
+            let needs_io = |e: &Engine, r: &Run| {
+                e.index.get(&r.schedule).is_some_and(|&idx| {
+                    e.gates[idx]
+                        .iter()
+                        .any(|g| !matches!(g.kind(), "previous_run_finished" | "calendar" | "simulated"))
+                })
             };
-            self.evaluate_run(idx, run, now, &mut facts)?;
+            if due.peek().is_some_and(|r| needs_io(self, r)) {
+                if let Some(run) = due.next()
+                    && let Some(&idx) = self.index.get(&run.schedule)
+                {
+                    self.evaluate_run(idx, run, now, &mut facts)?;
+                }
+            } else {
+                store.batch(|| {
+                    while let Some(run) = due.next_if(|r| !needs_io(self, r)) {
+                        // A run of a schedule no longer in the config is left alone.
+                        if let Some(&idx) = self.index.get(&run.schedule) {
+                            self.evaluate_run(idx, run, now, &mut facts)?;
+                        }
+                    }
+                    Ok::<(), super::EngineError>(())
+                })?;
+            }
+            self.start_pending();
         }
         Ok(())
     }
@@ -474,7 +499,12 @@ impl Engine {
             Pool::OnTime => self.cfg.scheduler.workers,
             Pool::Backfill => self.cfg.scheduler.backfill_workers,
         };
-        let in_pool = self.running.values().filter(|r| r.pool == pool).count();
+        let in_pool = self
+            .running
+            .values()
+            .chain(self.pending_starts.iter().map(|(_, r)| r))
+            .filter(|r| r.pool == pool)
+            .count();
         if in_pool >= pool_size {
             checks.push(held(
                 "quota",

@@ -43,6 +43,35 @@ pub struct Store {
     path: Option<PathBuf>,
 }
 
+thread_local! {
+    /// The open [`Store::batch`] of this thread: (store, its locked connection).
+    static BATCH: std::cell::Cell<Option<(*const Store, *const Connection)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// `BEGIN IMMEDIATE` with the same lock retries as [`Store::write`].
+fn begin_immediate(conn: &Connection) -> Result<()> {
+    let started = Instant::now();
+    let mut retries = 0;
+    let mut backoff = LOCK_BACKOFF;
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => return Ok(()),
+            Err(e) if is_busy(&e) => {
+                if retries == LOCK_RETRIES {
+                    return Err(StoreError::Locked {
+                        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    });
+                }
+                retries += 1;
+                std::thread::sleep(backoff);
+                backoff *= 2;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// A handle inside one transaction; every query lives here so callers can batch
 /// several in one atomic unit.
 pub struct Tx<'a> {
@@ -164,11 +193,81 @@ impl Store {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Runs `f` with every [`Store::write`] and [`Store::read`] it makes (on
+    /// this thread, on this store) inside ONE `BEGIN IMMEDIATE` transaction:
+    /// each write becomes a savepoint that rolls back alone when it fails, and
+    /// the whole batch commits at the end (or rolls back if `f` fails).
+    ///
+    /// Why: every SQLite commit rewrites each page it touched; a tick that opens
+    /// or finishes hundreds of runs in one commit writes those pages once. Other
+    /// threads using this store wait for the batch; other processes wait on the
+    /// database lock as for any write. Keep IO that may block (gates, agents)
+    /// out of a batch.
+    pub fn batch<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let me: *const Store = self;
+        if BATCH.with(|b| b.get().is_some_and(|(s, _)| s == me)) {
+            return f(); // already inside this store's batch
+        }
+        let guard = self.lock();
+        begin_immediate(&guard)?;
+        let conn: *const Connection = &*guard;
+        BATCH.with(|b| b.set(Some((me, conn))));
+        // Cleared on every way out of `f`, panics included, before the guard goes.
+        struct Clear;
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                BATCH.with(|b| b.set(None));
+            }
+        }
+        let clear = Clear;
+        let out = f();
+        drop(clear);
+        let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match guard.execute_batch(end) {
+            Ok(()) => out,
+            Err(e) if out.is_ok() => {
+                let _ = guard.execute_batch("ROLLBACK");
+                Err(E::from(if is_busy(&e) {
+                    StoreError::Locked { waited_ms: 0 }
+                } else {
+                    e.into()
+                }))
+            }
+            Err(_) => out,
+        }
+    }
+
+    /// The connection of this thread's open batch on this store, if any.
+    fn batch_conn(&self) -> Option<*const Connection> {
+        let me: *const Store = self;
+        BATCH.with(|b| b.get().filter(|(s, _)| *s == me).map(|(_, c)| c))
+    }
+
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction; commits on `Ok`, rolls back
     /// on `Err`. When another process holds the write lock beyond busy_timeout,
     /// the BEGIN is retried a few times with growing backoff, then
-    /// [`StoreError::Locked`].
+    /// [`StoreError::Locked`]. Inside a [`Store::batch`] it is a savepoint.
     pub fn write<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        if let Some(conn) = self.batch_conn() {
+            // SAFETY: the pointer is set by `batch` on this thread while it holds
+            // the connection's mutex guard for the whole call of its closure, and
+            // cleared before the guard is dropped; we are inside that closure.
+            let conn = unsafe { &*conn };
+            conn.execute_batch("SAVEPOINT agentcron_write")?;
+            return match f(&Tx { conn }) {
+                Ok(v) => {
+                    conn.execute_batch("RELEASE agentcron_write")?;
+                    Ok(v)
+                }
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK TO agentcron_write; RELEASE agentcron_write");
+                    Err(e)
+                }
+            };
+        }
         let mut conn = self.lock();
         let started = Instant::now();
         let locked = |started: Instant| StoreError::Locked {
@@ -207,6 +306,12 @@ impl Store {
     /// Runs `f` on one consistent read snapshot (a deferred transaction).
     /// Writes belong in [`Store::write`]; a read-only store refuses them.
     pub fn read<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        if let Some(conn) = self.batch_conn() {
+            // SAFETY: as in `write`: the batch on this thread holds the guard.
+            return f(&Tx {
+                conn: unsafe { &*conn },
+            });
+        }
         let mut conn = self.lock();
         let started = Instant::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
