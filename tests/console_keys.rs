@@ -1047,3 +1047,53 @@ fn a_standalone_rehearsal_quits_with_q_and_never_with_esc() {
     assert_eq!(qs, vec![Action::LeaveRehearsal]);
     assert!(footer.iter().any(|b| b.action == Action::Step));
 }
+
+#[test]
+fn the_schedules_in_view_follow_the_cursor() {
+    // Five hundred schedules: only those around the cursor are asked for.
+    let mut snap = fixed_snapshot();
+    let template = snap.schedules[0].clone();
+    let lane = snap.lanes[0].clone();
+    for i in 0..496 {
+        let mut row = template.clone();
+        row.id = format!("job-{i:03}");
+        snap.schedules.push(row);
+        let mut l = lane.clone();
+        l.schedule = format!("job-{i:03}");
+        l.runs.clear();
+        snap.lanes.push(l);
+    }
+    let mut m = model_sized(80, 24, false);
+    let cmds = update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let view = cmds
+        .iter()
+        .find_map(|c| match c {
+            Cmd::View(v) => Some(v.clone()),
+            _ => None,
+        })
+        .expect("the view is sent once data is there");
+    assert_eq!(view.first().map(String::as_str), Some("daily-sales-report"));
+    assert!(view.len() <= 2 * 24 + 1, "{}", view.len());
+    assert!(!view.iter().any(|v| v == "job-495"));
+    // Nothing moved: nothing sent.
+    assert!(
+        !update(&mut m, Msg::Tick { now: now() })
+            .iter()
+            .any(|c| matches!(c, Cmd::View(_)))
+    );
+    // To the last row: its neighbourhood is asked for.
+    let cmds = update(&mut m, ch('G'));
+    let view = cmds
+        .iter()
+        .find_map(|c| match c {
+            Cmd::View(v) => Some(v.clone()),
+            _ => None,
+        })
+        .expect("a new view");
+    assert!(view.iter().any(|v| v == "job-495"), "{view:?}");
+    // The timeline's cursor counts too.
+    update(&mut m, ch('2'));
+    update(&mut m, ch('g'));
+    assert!(m.view_sent.iter().any(|v| v == "daily-sales-report"));
+    assert!(m.view_sent.iter().any(|v| v == "job-495"));
+}

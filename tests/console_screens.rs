@@ -276,6 +276,36 @@ fn resume_and_backfill_dialogs_show_their_plan() {
 }
 
 #[test]
+fn long_lists_draw_the_rows_around_the_cursor() {
+    // Five hundred schedules, the last one selected: it is on screen, selected,
+    // and schedules not loaded yet show … instead of a made-up state.
+    let mut snap = fixed_snapshot();
+    let template = snap.schedules[1].clone();
+    for i in 0..496 {
+        let mut row = template.clone();
+        row.id = format!("job-{i:03}");
+        row.loaded = i < 490;
+        if !row.loaded {
+            row.last = None;
+            row.next_fire = None;
+        }
+        snap.schedules.push(row);
+    }
+    let mut m = model_sized(80, 24, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    update(&mut m, ch('G'));
+    let out = screen(&m, 80, 24);
+    let row = out
+        .lines()
+        .find(|l| l.contains("job-495"))
+        .unwrap_or_else(|| panic!("last row not drawn:\n{out}"));
+    assert!(row.contains('▌'), "not marked selected: {row}");
+    assert!(row.contains('…'), "not loaded, shown as …: {row}");
+    assert!(out.contains("job-489") && out.contains("► running"), "{out}");
+    assert!(!out.contains("daily-sales-report"), "scrolled away:\n{out}");
+}
+
+#[test]
 fn too_small_keeps_the_kill_switch_visible() {
     let m = loaded_model(40, 10);
     insta::assert_snapshot!("too_small_40x10", screen(&m, 40, 10));

@@ -209,6 +209,7 @@ fn every_pane_is_loaded_from_the_store() {
     let req = SnapshotRequest {
         focus: Some(ids.waiting),
         reuse_slow: None,
+        view: None,
     };
     let (snap, slow) = load_snapshot_with(&store, &cfg, now(), &req).expect("snapshot");
 
@@ -350,6 +351,7 @@ fn the_slow_tier_is_reused_and_corrected_by_fresh_lanes() {
     let req = SnapshotRequest {
         focus: None,
         reuse_slow: Some(stale),
+        view: None,
     };
     let (snap, used) = load_snapshot_with(&store, &cfg, now(), &req).expect("second");
     assert_eq!(
@@ -363,6 +365,41 @@ fn the_slow_tier_is_reused_and_corrected_by_fresh_lanes() {
         "the lane shows the run left needs_human"
     );
     assert!(snap.retries.iter().any(|r| r.run.id == ids.human));
+}
+
+#[test]
+fn approvals_follow_the_trace_for_schedules_out_of_view() {
+    let (_dir, path, ids) = temp_store();
+    let store = Store::open(&path).expect("open");
+    let cfg = config();
+    let (_, slow) = load_snapshot_with(&store, &cfg, now(), &SnapshotRequest::default()).expect("first");
+    // After the slow tier was read: one run is approved, another parked for a human.
+    agentcron::operator::approve(&store, ids.human, "carol", "checked", None, now()).expect("approve");
+    store
+        .write(|tx| {
+            tx.transition(
+                ids.running,
+                RunState::Running,
+                RunState::NeedsHuman,
+                &Change::default(),
+                now(),
+                &[
+                    NewEvent::new(now(), "parked_for_human", json!({"reason": "refund"}))
+                        .with_run_id(ids.running),
+                ],
+            )
+        })
+        .expect("park");
+    // hourly-sync is out of view: no lane tells; the trace does.
+    let req = SnapshotRequest {
+        reuse_slow: Some(slow),
+        view: Some(vec!["daily-sales-report".into()]),
+        ..SnapshotRequest::default()
+    };
+    let (snap, _) = load_snapshot_with(&store, &cfg, now(), &req).expect("second");
+    assert!(!snap.lane("hourly-sync").is_some_and(|l| l.loaded));
+    let waiting: Vec<i64> = snap.approvals.iter().map(|a| a.run.id).collect();
+    assert_eq!(waiting, vec![ids.running]);
 }
 
 #[test]
@@ -385,6 +422,35 @@ fn lanes_are_bounded() {
         lane.runs
             .windows(2)
             .all(|w| w[0].window_start < w[1].window_start)
+    );
+}
+
+#[test]
+fn only_the_schedules_in_view_read_their_runs() {
+    let (_dir, path, _ids) = temp_store();
+    let store = Store::open_read_only(&path).expect("open");
+    let req = SnapshotRequest {
+        view: Some(vec!["hourly-sync".into()]),
+        ..SnapshotRequest::default()
+    };
+    let (snap, _) = load_snapshot_with(&store, &config(), now(), &req).expect("snapshot");
+    // Every schedule is listed, with its switches; runs and next fires only in view.
+    assert_eq!(snap.schedules.len(), 4);
+    assert_eq!(snap.lanes.len(), 4);
+    let daily = snap.schedule("daily-sales-report").expect("daily");
+    assert!(!daily.loaded && daily.last.is_none() && daily.next_fire.is_none());
+    let lane = snap.lane("daily-sales-report").expect("lane");
+    assert!(!lane.loaded && lane.runs.is_empty());
+    let hourly = snap.schedule("hourly-sync").expect("hourly");
+    assert!(hourly.loaded && hourly.next_fire.is_some());
+    assert!(snap.lane("hourly-sync").is_some_and(|l| l.loaded));
+    // The queues do not depend on the view.
+    let all = load_snapshot(&store, &config(), now()).expect("all");
+    assert_eq!(snap.retries.len(), all.retries.len());
+    assert_eq!(snap.approvals.len(), all.approvals.len());
+    assert!(
+        all.schedules.iter().all(|s| s.loaded),
+        "the first ones by default"
     );
 }
 
@@ -426,6 +492,7 @@ fn the_screen_of_a_real_store() {
     let req = SnapshotRequest {
         focus,
         reuse_slow: None,
+        view: None,
     };
     let (snap, _) = load_snapshot_with(&store, &cfg, now(), &req).expect("focused");
     update(&mut m, Msg::Snapshot(Box::new(snap)));

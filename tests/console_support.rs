@@ -535,6 +535,7 @@ fn schedule_row(
 ) -> ScheduleRow {
     ScheduleRow {
         id: id.into(),
+        loaded: true,
         tenant: tenant.into(),
         trigger: trigger.into(),
         timezone: chrono_tz::Asia::Shanghai,
@@ -563,6 +564,7 @@ fn lane(schedule: &str, tenant: &str, runs: Vec<Run>) -> Lane {
     Lane {
         schedule: schedule.into(),
         tenant: tenant.into(),
+        loaded: true,
         runs,
     }
 }

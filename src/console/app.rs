@@ -65,6 +65,8 @@ pub enum Cmd {
     Refresh,
     /// The selected run changed: load its events and decision with snapshots.
     Focus(Option<i64>),
+    /// The schedules in view changed: load their newest runs and lanes.
+    View(Vec<String>),
     LoadRunDetail(i64),
     SetTheme(String),
     /// Open a rehearsal; its store becomes the console's `source`.
@@ -275,6 +277,8 @@ pub struct Model {
     pub last_run: Option<i64>,
     /// The focus last sent to the shell.
     pub focus_sent: Option<i64>,
+    /// The schedules in view last sent to the shell.
+    pub view_sent: Vec<String>,
     pub screen: Screen,
     pub overlay: Overlay,
     pub bar: Option<Bar>,
@@ -318,6 +322,7 @@ impl Model {
             gates_scroll: 0,
             last_run: None,
             focus_sent: None,
+            view_sent: Vec::new(),
             screen: Screen::Main,
             overlay: Overlay::None,
             bar: None,
@@ -361,8 +366,7 @@ impl Model {
     pub fn selected_run(&self) -> Option<i64> {
         match self.pane {
             Pane::Schedules => {
-                let keys = panes::schedules::keys(self);
-                let id = self.schedules.selected(&keys)?.name()?;
+                let id = panes::schedules::selected(self)?;
                 self.snapshot.schedule(id)?.last.as_ref().map(|l| l.id)
             }
             Pane::Timeline => panes::timeline::selected_run(self).map(|r| r.id),
@@ -381,10 +385,33 @@ impl Model {
         }
     }
 
+    /// The schedules whose rows or lanes can be on screen: a screenful either
+    /// side of the schedules and timeline cursors (the panes scroll to keep
+    /// their cursor visible, so this covers whatever they draw).
+    pub fn schedules_in_view(&self) -> Vec<String> {
+        let span = usize::from(self.height).max(1);
+        let mut out: Vec<String> = Vec::new();
+        let around = |at: Option<usize>, names: &mut dyn Iterator<Item = &str>, out: &mut Vec<String>| {
+            let from = at.unwrap_or(0).saturating_sub(span);
+            for name in names.skip(from).take(2 * span + 1) {
+                if !out.iter().any(|o| o == name) {
+                    out.push(name.to_string());
+                }
+            }
+        };
+        let at = self.schedules.resolve_names(panes::schedules::names(self));
+        around(at, &mut panes::schedules::names(self), &mut out);
+        let at = self
+            .timeline
+            .lane
+            .resolve_names(panes::timeline::lane_names(self));
+        around(at, &mut panes::timeline::lane_names(self), &mut out);
+        out
+    }
+
     /// The selected schedule of the schedules pane.
     pub fn selected_schedule(&self) -> Option<String> {
-        let keys = panes::schedules::keys(self);
-        self.schedules.selected(&keys)?.name().map(str::to_string)
+        panes::schedules::selected(self).map(str::to_string)
     }
 
     fn set_status(&mut self, level: Level, text: impl Into<String>) {
@@ -501,7 +528,21 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
         Msg::RehearsalFailed { .. } => {}
     }
     sync_focus(m, &mut cmds);
+    sync_view(m, &mut cmds);
     cmds
+}
+
+/// Tells the shell when the schedules in view changed (once data is there:
+/// before, the shell loads the first ones anyway).
+fn sync_view(m: &mut Model, cmds: &mut Vec<Cmd>) {
+    if !m.loaded {
+        return;
+    }
+    let view = m.schedules_in_view();
+    if view != m.view_sent {
+        m.view_sent = view.clone();
+        cmds.push(Cmd::View(view));
+    }
 }
 
 /// The rehearsal started or stepped: its clock, zone and verdicts.
@@ -572,6 +613,7 @@ fn leave_rehearsal(m: &mut Model, cmds: &mut Vec<Cmd>) {
 /// Forgets the data of the store no longer shown.
 fn show_new_source(m: &mut Model) {
     m.snapshot = Snapshot::default();
+    m.view_sent.clear();
     m.loaded = false;
     m.load_error = None;
     m.screen = Screen::Main;
@@ -864,8 +906,9 @@ fn navigate(m: &mut Model, action: Action) {
     };
     match m.pane {
         Pane::Schedules => {
-            let keys = panes::schedules::keys(m);
-            step(&mut m.schedules, &keys);
+            let mut c = m.schedules.clone();
+            c.navigate_names(|| panes::schedules::names(m), action, page);
+            m.schedules = c;
         }
         Pane::Retries => {
             let keys = panes::retries::keys(m);

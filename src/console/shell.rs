@@ -6,7 +6,8 @@
 //! The store is read by a poller thread with its own connection: every 250 ms
 //! it probes the newest event id and reloads the snapshot when it moved (or the
 //! selection changed, or 5 s passed, for next fires and maintenance). The full
-//! scans of a snapshot (counts, needs_human, dead letters) are reused for up to 5 s.
+//! scans of a snapshot (counts, needs_human, dead letters) are reused for 5 s,
+//! or longer on databases where they are slow.
 //!
 //! Which store the poller reads is its *source*: the live database, or in
 //! rehearsal mode the rehearsal's (with the rehearsal's config and virtual
@@ -42,8 +43,11 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(250);
 /// A full reload at least this often, even when nothing was written.
 const FULL_EVERY: Duration = Duration::from_secs(5);
-/// The slow tier (counts, needs_human, dead letters) is reused for this long.
+/// The slow tier (counts, needs_human, dead letters) is reused for this long…
 const SLOW_EVERY: Duration = Duration::from_secs(5);
+/// …or for this many times what reading it took, on databases where its full
+/// scans are slow (a million runs: seconds), so a console left open stays idle.
+const SLOW_SHARE: u32 = 20;
 /// The clock tick (relative times, header clock).
 const TICK: Duration = Duration::from_secs(1);
 /// At most ~30 frames a second.
@@ -94,6 +98,7 @@ struct Source {
 /// What the poller is asked to do.
 enum Request {
     Focus(Option<i64>),
+    View(Vec<String>),
     Refresh,
     Detail(i64),
     /// Read another store from now on.
@@ -229,7 +234,9 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
     thread::spawn(move || {
         let mut source = source;
         let mut focus: Option<i64> = None;
+        let mut view: Option<Vec<String>> = None;
         let mut slow: Option<(SlowTier, i64, Instant)> = None;
+        let mut slow_every = SLOW_EVERY;
         let mut last_id: Option<i64> = None;
         let mut last_load: Option<Instant> = None;
         let mut force = true;
@@ -245,12 +252,19 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
                         force |= f != focus;
                         focus = f;
                     }
+                    Request::View(v) => {
+                        force |= view.as_ref() != Some(&v);
+                        view = Some(v);
+                    }
                     Request::Refresh => {
                         force = true;
                         slow = None;
                     }
                     Request::Source(s) => {
                         source = Some(s);
+                        // Its schedules are others: the first ones until told.
+                        view = None;
+                        slow_every = SLOW_EVERY;
                         force = true;
                         slow = None;
                         last_id = None;
@@ -287,16 +301,19 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
             // Reuse the full scans while young, or while nothing was written since.
             let reuse = slow
                 .as_ref()
-                .filter(|(_, seen, at)| at.elapsed() < SLOW_EVERY || *seen == id)
+                .filter(|(_, seen, at)| at.elapsed() < slow_every || *seen == id)
                 .map(|(s, _, _)| s.clone());
             let req = SnapshotRequest {
                 focus,
                 reuse_slow: reuse,
+                view: view.clone(),
             };
+            let started = Instant::now();
             match snapshot::load_snapshot_with(&src.store, &src.cfg, src.clock.now(), &req) {
                 Ok((mut snap, used)) => {
                     snap.source = src.id;
                     if req.reuse_slow.is_none() {
+                        slow_every = SLOW_EVERY.max(started.elapsed() * SLOW_SHARE);
                         slow = Some((used, snap.last_event_id, Instant::now()));
                     }
                     last_id = Some(snap.last_event_id);
@@ -343,6 +360,7 @@ impl Executor {
             Cmd::Quit => {}
             Cmd::Refresh => self.request(Request::Refresh),
             Cmd::Focus(f) => self.request(Request::Focus(f)),
+            Cmd::View(v) => self.request(Request::View(v)),
             Cmd::LoadRunDetail(id) => self.request(Request::Detail(id)),
             Cmd::SetTheme(name) => {
                 let msg = match theme::select(Some(&name), false, &self.dirs) {
@@ -543,7 +561,16 @@ fn event_loop(
         }
     };
     stop.store(true, Ordering::SeqCst);
-    let _ = input.join();
+    // The input thread sees `stop` within INPUT_POLL — unless the terminal hung
+    // up, where crossterm's read never returns (and spins): then it is left to
+    // end with the process instead of keeping the process alive.
+    let deadline = Instant::now() + 3 * INPUT_POLL;
+    while !input.is_finished() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    if input.is_finished() {
+        let _ = input.join();
+    }
     // Stops a rehearsal and removes its database before the terminal is restored.
     exec.player = None;
     outcome

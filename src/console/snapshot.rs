@@ -2,11 +2,13 @@
 //! read transaction. The console never reaches into the engine: everything the
 //! engine does is in the store (runs, attempts, steps, events, switches).
 //!
-//! Every query is bounded and, except two, index-backed, so a snapshot stays
-//! cheap with a million runs in the database:
+//! Panes query what they show. Every query is bounded and index-backed, so a
+//! snapshot stays cheap with a million runs and ten thousand schedules:
 //! - the kill switch and other switches, schedule states, maintenance: small tables;
-//! - one lane per configured schedule: its newest [`LANE_WINDOWS`] runs
-//!   (`runs_window` index, newest first, limited);
+//! - every configured schedule as a row (from the config and its state), but
+//!   its newest run, next fire and lane — its newest [`LANE_WINDOWS`] runs
+//!   (`runs_window` index, newest first, limited) — only for the schedules in
+//!   view ([`SnapshotRequest::view`], the rows around the cursors);
 //! - the retry and backfill queues: [`Tx::due_runs`] with an instant far in the
 //!   future, i.e. the pending / retry_wait runs by next check (`runs_due`
 //!   partial index), at most [`QUEUE_LIMIT`];
@@ -19,7 +21,9 @@
 //! dead-letter queue (the runs table has no index on state) — form the
 //! [`SlowTier`], which the caller reuses between loads and refreshes only every
 //! few seconds (see the shell). Between slow loads the approvals and dead
-//! letters are corrected from the fresh lanes.
+//! letters are kept fresh from the trace: the events since the slow tier was
+//! read that move a run in or out of them (an id range of the events table),
+//! and the lanes in view.
 
 use super::panes::gates::{DecisionView, latest_decision};
 use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
@@ -35,6 +39,8 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Recent windows per schedule in the timeline.
 pub const LANE_WINDOWS: usize = 64;
+/// Schedules loaded in full before the console said which are in view.
+pub const DEFAULT_VIEW: usize = 64;
 /// Pending / retry_wait runs read for the retry and backfill queues.
 pub const QUEUE_LIMIT: usize = 1000;
 /// Rows of the approvals list.
@@ -120,6 +126,8 @@ impl Snapshot {
 #[derive(Debug, Clone)]
 pub struct ScheduleRow {
     pub id: String,
+    /// In view: `next_fire` and `last` were read (else both are `None`).
+    pub loaded: bool,
     pub tenant: String,
     /// `cron 0 9 * * MON-FRI`, `every 5m`, `on ticket.created`, …
     pub trigger: String,
@@ -157,6 +165,8 @@ pub struct LastRun {
 pub struct Lane {
     pub schedule: String,
     pub tenant: String,
+    /// In view: `runs` was read (else it is empty).
+    pub loaded: bool,
     pub runs: Vec<Run>,
 }
 
@@ -242,6 +252,8 @@ pub struct FocusRun {
 #[derive(Debug, Clone, Default)]
 pub struct SlowTier {
     pub at: DateTime<Utc>,
+    /// The newest event id when it was read: later changes come from the trace.
+    pub event_id: i64,
     pub counts: Vec<(RunState, u64)>,
     pub approvals: Vec<ApprovalRow>,
     pub dead: Vec<Run>,
@@ -254,6 +266,9 @@ pub struct SnapshotRequest {
     pub focus: Option<i64>,
     /// A slow tier to reuse instead of reading it again.
     pub reuse_slow: Option<SlowTier>,
+    /// The schedules in view, whose newest runs, next fires and lanes are read;
+    /// `None`: the first [`DEFAULT_VIEW`] of the config.
+    pub view: Option<Vec<String>>,
 }
 
 /// A run's detail view: attempts, steps, events, bounded log, envelope.
@@ -285,7 +300,7 @@ pub fn load_snapshot_with(
             Some(s) => s.clone(),
             None => load_slow(tx, now)?,
         };
-        let snap = load_fast(tx, cfg, now, req.focus, &slow)?;
+        let snap = load_fast(tx, cfg, now, req, &slow)?;
         Ok((snap, slow))
     })
 }
@@ -296,6 +311,7 @@ pub fn last_event_id(store: &Store) -> Result<i64, StoreError> {
 }
 
 fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
+    let event_id = tx.max_event_id()?;
     let counts = tx.count_by_state()?;
     let runs = tx.runs(&RunFilter {
         states: vec![RunState::NeedsHuman],
@@ -319,6 +335,7 @@ fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
     })?;
     Ok(SlowTier {
         at: now,
+        event_id,
         counts,
         approvals,
         dead,
@@ -363,7 +380,7 @@ fn load_fast(
     tx: &Tx,
     cfg: &Config,
     now: DateTime<Utc>,
-    focus: Option<i64>,
+    req: &SnapshotRequest,
     slow: &SlowTier,
 ) -> Result<Snapshot, StoreError> {
     let last_event_id = tx.max_event_id()?;
@@ -372,28 +389,51 @@ fn load_fast(
         .into_iter()
         .map(|s| (s.schedule.clone(), s))
         .collect();
+    let in_view: std::collections::HashSet<&str> = match &req.view {
+        Some(v) => v.iter().map(String::as_str).collect(),
+        None => cfg
+            .schedules
+            .iter()
+            .take(DEFAULT_VIEW)
+            .map(|s| s.id.as_str())
+            .collect(),
+    };
 
     let mut schedules = Vec::with_capacity(cfg.schedules.len());
     let mut lanes = Vec::with_capacity(cfg.schedules.len());
     for s in &cfg.schedules {
-        let mut runs = tx.runs(&RunFilter {
-            schedule: Some(s.id.clone()),
-            tenant: Some(s.tenant.clone()),
-            newest_first: true,
-            limit: Some(LANE_WINDOWS),
-            ..RunFilter::default()
-        })?;
+        let loaded = in_view.contains(s.id.as_str());
+        let mut runs = if loaded {
+            tx.runs(&RunFilter {
+                schedule: Some(s.id.clone()),
+                tenant: Some(s.tenant.clone()),
+                newest_first: true,
+                limit: Some(LANE_WINDOWS),
+                ..RunFilter::default()
+            })?
+        } else {
+            Vec::new()
+        };
         runs.reverse();
-        let st = states
-            .get(&s.id)
-            .cloned()
-            .unwrap_or_else(|| crate::store::ScheduleState::new(&s.id));
+        let default_state;
+        let st = match states.get(&s.id) {
+            Some(st) => st,
+            None => {
+                default_state = crate::store::ScheduleState::new(&s.id);
+                &default_state
+            }
+        };
         schedules.push(ScheduleRow {
             id: s.id.clone(),
+            loaded,
             tenant: s.tenant.clone(),
             trigger: trigger_text(s),
             timezone: s.timezone,
-            next_fire: next_fire(cfg, s, st.last_start, now),
+            next_fire: if loaded {
+                next_fire(cfg, s, st.last_start, now)
+            } else {
+                None
+            },
             last: runs.last().map(|r| LastRun {
                 id: r.id,
                 state: r.state,
@@ -411,6 +451,7 @@ fn load_fast(
         lanes.push(Lane {
             schedule: s.id.clone(),
             tenant: s.tenant.clone(),
+            loaded,
             runs,
         });
     }
@@ -441,8 +482,15 @@ fn load_fast(
         .collect();
     backfill.sort_by_key(|r| (r.run.window_start, r.run.id));
 
-    let approvals = fresh_approvals(tx, &slow.approvals, &lanes)?;
-    let dead = fresh_dead(&slow.dead, &lanes)
+    let moved = moved_since(tx, slow.event_id)?;
+    let fresh: HashMap<i64, &Run> = lanes
+        .iter()
+        .flat_map(|l| l.runs.iter())
+        .chain(moved.iter())
+        .map(|r| (r.id, r))
+        .collect();
+    let approvals = fresh_approvals(tx, &slow.approvals, &fresh)?;
+    let dead = fresh_dead(&slow.dead, &fresh)
         .into_iter()
         .map(|run| RetryRow {
             max_attempts: by_id
@@ -454,7 +502,7 @@ fn load_fast(
     let running = tx.running_runs(None)?;
     let switches = switch_board(tx, cfg, now, &states, &running)?;
 
-    let focus = match focus {
+    let focus = match req.focus {
         Some(id) => match tx.try_run(id)? {
             Some(run) => Some(focus_run(tx, run)?),
             None => None,
@@ -480,17 +528,49 @@ fn load_fast(
     })
 }
 
-/// The slow needs_human list corrected by the lanes, which are read every
-/// time: runs that left `needs_human` drop out, new ones come in.
-fn fresh_approvals(tx: &Tx, slow: &[ApprovalRow], lanes: &[Lane]) -> Result<Vec<ApprovalRow>, StoreError> {
-    let lane_runs: HashMap<i64, &Run> = lanes
-        .iter()
-        .flat_map(|l| l.runs.iter())
-        .map(|r| (r.id, r))
-        .collect();
+/// The event kinds that move a run into or out of the approvals and
+/// dead-letter lists.
+const LIST_KINDS: [&str; 5] = [
+    "parked_for_human",
+    "dead_lettered",
+    "approved",
+    "rejected",
+    "requeued",
+];
+/// Runs re-read from the trace at most per load (newest first).
+const MOVED_LIMIT: usize = 500;
+
+/// The runs that entered or left `needs_human` or `dead` since event `after`,
+/// read again.
+fn moved_since(tx: &Tx, after: i64) -> Result<Vec<Run>, StoreError> {
+    let events = tx.events(&EventFilter {
+        after_id: Some(after),
+        kinds: LIST_KINDS.iter().map(|k| k.to_string()).collect(),
+        newest_first: true,
+        limit: Some(MOVED_LIMIT),
+        ..EventFilter::default()
+    })?;
+    let mut ids: Vec<i64> = events.iter().filter_map(|e| e.run_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut runs = Vec::with_capacity(ids.len());
+    for id in ids {
+        runs.extend(tx.try_run(id)?);
+    }
+    Ok(runs)
+}
+
+/// The slow needs_human list corrected by `fresh` runs (the lanes in view and
+/// the runs the trace says moved): runs that left `needs_human` drop out, new
+/// ones come in.
+fn fresh_approvals(
+    tx: &Tx,
+    slow: &[ApprovalRow],
+    fresh: &HashMap<i64, &Run>,
+) -> Result<Vec<ApprovalRow>, StoreError> {
     let mut out: Vec<ApprovalRow> = Vec::with_capacity(slow.len());
     for row in slow {
-        match lane_runs.get(&row.run.id) {
+        match fresh.get(&row.run.id) {
             Some(r) if r.state != RunState::NeedsHuman => {}
             Some(r) => out.push(ApprovalRow {
                 run: (*r).clone(),
@@ -499,42 +579,42 @@ fn fresh_approvals(tx: &Tx, slow: &[ApprovalRow], lanes: &[Lane]) -> Result<Vec<
             None => out.push(row.clone()),
         }
     }
-    for lane in lanes {
-        for r in lane.runs.iter().filter(|r| r.state == RunState::NeedsHuman) {
-            if !out.iter().any(|a| a.run.id == r.id) && out.len() < APPROVALS_LIMIT {
-                out.push(ApprovalRow {
-                    run: r.clone(),
-                    steps: tx.steps(r.id)?,
-                });
-            }
+    let mut new: Vec<&Run> = fresh
+        .values()
+        .filter(|r| r.state == RunState::NeedsHuman && !out.iter().any(|a| a.run.id == r.id))
+        .copied()
+        .collect();
+    new.sort_by_key(|r| (r.window_start, r.id));
+    for r in new {
+        if out.len() < APPROVALS_LIMIT {
+            out.push(ApprovalRow {
+                run: r.clone(),
+                steps: tx.steps(r.id)?,
+            });
         }
     }
     out.sort_by_key(|a| (a.run.window_start, a.run.id));
     Ok(out)
 }
 
-/// The slow dead-letter list corrected by the lanes: requeued runs drop out,
-/// runs that just died come in. Newest window first.
-fn fresh_dead(slow: &[Run], lanes: &[Lane]) -> Vec<Run> {
-    let lane_runs: HashMap<i64, &Run> = lanes
-        .iter()
-        .flat_map(|l| l.runs.iter())
-        .map(|r| (r.id, r))
-        .collect();
+/// The slow dead-letter list corrected by `fresh` runs: requeued runs drop
+/// out, runs that just died come in. Newest window first.
+fn fresh_dead(slow: &[Run], fresh: &HashMap<i64, &Run>) -> Vec<Run> {
     let mut out: Vec<Run> = slow
         .iter()
-        .filter_map(|r| match lane_runs.get(&r.id) {
-            Some(fresh) if fresh.state != RunState::Dead => None,
-            Some(fresh) => Some((*fresh).clone()),
+        .filter_map(|r| match fresh.get(&r.id) {
+            Some(f) if f.state != RunState::Dead => None,
+            Some(f) => Some((*f).clone()),
             None => Some(r.clone()),
         })
         .collect();
-    for r in lanes.iter().flat_map(|l| l.runs.iter()) {
-        if r.state == RunState::Dead && !out.iter().any(|o| o.id == r.id) && out.len() < DEAD_LIMIT {
-            out.push(r.clone());
+    for r in fresh.values() {
+        if r.state == RunState::Dead && !out.iter().any(|o| o.id == r.id) {
+            out.push((*r).clone());
         }
     }
     out.sort_by_key(|r| (std::cmp::Reverse(r.window_start), std::cmp::Reverse(r.id)));
+    out.truncate(DEAD_LIMIT);
     out
 }
 
@@ -669,8 +749,19 @@ fn quotas(
             });
         }
     }
+    // Running runs by schedule, once: ten thousand schedules would otherwise
+    // scan the running list each.
+    let mut by_schedule: HashMap<(&str, &str), usize> = HashMap::new();
+    for r in running {
+        *by_schedule
+            .entry((r.tenant.as_str(), r.schedule.as_str()))
+            .or_default() += 1;
+    }
     for s in &cfg.schedules {
-        let used = count(&|r| r.schedule == s.id && r.tenant == s.tenant);
+        let used = by_schedule
+            .get(&(s.tenant.as_str(), s.id.as_str()))
+            .copied()
+            .unwrap_or(0);
         let divisor = states.get(&s.id).map_or(1, |st| st.concurrency_divisor.max(1));
         let limit = (s.max_concurrency / divisor).max(1);
         if used > 0 || divisor > 1 {

@@ -2,7 +2,7 @@
 //! parked them and the step journal (side-effect steps that started but never
 //! finished are the uncertain ones a human must check).
 
-use super::{RowKey, mark_span, note_line, pane_block, run_matches, scroll_offset, selected_style};
+use super::{RowKey, drawn, mark_span, note_line, pane_block, run_matches, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{first_line, local_short, relative};
 use crate::console::marks;
@@ -76,7 +76,11 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         .max(2);
     let [list, detail] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(0)]).areas(inner);
     let wide = area.width >= 120;
-    let table_rows = rows.iter().map(|r| {
+    let keys = keys(m);
+    let selected = m.approvals.resolve(&keys);
+    let visible_rows = usize::from(list.height.saturating_sub(1));
+    let (offset, shown) = drawn(selected, visible_rows);
+    let table_rows = rows.iter().skip(offset).take(visible_rows).map(|r| {
         let run = &r.run;
         let mut cells = vec![
             Cell::from(format!("#{}", run.id)),
@@ -110,14 +114,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         widths.push(Constraint::Fill(3));
         header.push("ERROR");
     }
-    let keys = keys(m);
-    let selected = m.approvals.resolve(&keys);
-    let mut state = TableState::default()
-        .with_selected(selected)
-        .with_offset(scroll_offset(
-            selected,
-            usize::from(list.height.saturating_sub(1)),
-        ));
+    let mut state = TableState::default().with_selected(shown);
     let table = Table::new(table_rows, widths)
         .header(Row::new(header).style(t.style(Token::Muted)))
         .row_highlight_style(if focused {

@@ -1,7 +1,7 @@
 //! The backfill queue: pending catch-up runs (pool `backfill`), oldest window
 //! first, with the countdown to expiry (`window_start + catchup_window`).
 
-use super::{RowKey, list_rows, note_line, pane_block, run_matches, scroll_offset, selected_style};
+use super::{RowKey, drawn, list_rows, note_line, pane_block, run_matches, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{countdown, local_short};
 use crate::console::snapshot::BackfillRow;
@@ -39,7 +39,11 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         return;
     }
     let wide = area.width >= 100;
-    let table_rows = rows.iter().map(|r| {
+    let keys = keys(m);
+    let selected = m.backfill.resolve(&keys);
+    let visible_rows = list_rows(area);
+    let (offset, shown) = drawn(selected, visible_rows);
+    let table_rows = rows.iter().skip(offset).take(visible_rows).map(|r| {
         let run = &r.run;
         let expiry = match r.expires_at {
             Some(at) => {
@@ -83,11 +87,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     }
     widths.extend([Constraint::Length(11), Constraint::Fill(2)]);
     header.extend(["EXPIRES IN", "REASON"]);
-    let keys = keys(m);
-    let selected = m.backfill.resolve(&keys);
-    let mut state = TableState::default()
-        .with_selected(selected)
-        .with_offset(scroll_offset(selected, list_rows(area)));
+    let mut state = TableState::default().with_selected(shown);
     let table = Table::new(table_rows, widths)
         .header(Row::new(header).style(t.style(Token::Muted)))
         .row_highlight_style(if focused {

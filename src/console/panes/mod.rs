@@ -11,6 +11,7 @@ pub mod schedules;
 pub mod switches;
 pub mod timeline;
 
+use super::keymap::Action;
 use super::marks::Mark;
 use super::theme::{Theme, Token};
 use crate::store::Run;
@@ -119,6 +120,56 @@ impl ListCursor {
             return Some(i);
         }
         Some(self.index.min(keys.len() - 1))
+    }
+
+    /// [`ListCursor::resolve`] over the names of a list, without building its
+    /// keys: the schedules list may hold ten thousand rows, and this runs for
+    /// every frame.
+    pub fn resolve_names<'a>(&self, names: impl Iterator<Item = &'a str>) -> Option<usize> {
+        let want = self.key.as_ref().and_then(RowKey::name);
+        let mut len = 0;
+        for (i, name) in names.enumerate() {
+            if Some(name) == want {
+                return Some(i);
+            }
+            len = i + 1;
+        }
+        (len > 0).then(|| self.index.min(len - 1))
+    }
+
+    /// The selected name of a list (see [`ListCursor::resolve_names`]).
+    pub fn selected_name<'a, I>(&self, names: impl Fn() -> I) -> Option<&'a str>
+    where
+        I: Iterator<Item = &'a str>,
+    {
+        let i = self.resolve_names(names())?;
+        names().nth(i)
+    }
+
+    /// Moves like [`ListCursor::move_by`], [`ListCursor::top`] and
+    /// [`ListCursor::bottom`] do, over the names of a list.
+    pub fn navigate_names<'a, I>(&mut self, names: impl Fn() -> I, action: Action, page: usize)
+    where
+        I: Iterator<Item = &'a str>,
+    {
+        let Some(cur) = self.resolve_names(names()) else {
+            return;
+        };
+        let last = names().count().saturating_sub(1);
+        let next = match action {
+            Action::Down => cur + 1,
+            Action::Up => cur.saturating_sub(1),
+            Action::PageDown => cur + page,
+            Action::PageUp => cur.saturating_sub(page),
+            Action::Top => 0,
+            Action::Bottom => last,
+            _ => return,
+        }
+        .min(last);
+        if let Some(name) = names().nth(next) {
+            self.key = Some(RowKey::Name(name.to_string()));
+            self.index = next;
+        }
     }
 
     /// The selected key in `keys` (see [`ListCursor::resolve`]).
@@ -237,6 +288,13 @@ pub fn scroll_offset(selected: Option<usize>, visible: usize) -> usize {
         Some(i) if visible > 0 && i >= visible => i + 1 - visible,
         _ => 0,
     }
+}
+
+/// Which rows of a list are drawn, so that only those are built (lists can be
+/// long): the first one, and the selection counted from it.
+pub fn drawn(selected: Option<usize>, visible: usize) -> (usize, Option<usize>) {
+    let offset = scroll_offset(selected, visible);
+    (offset, selected.map(|i| i - offset))
 }
 
 /// Rows `lines` take when wrapped at `width` (an estimate: character wrap).

@@ -2,7 +2,7 @@
 //! countdown to the next attempt (`not_before`), soonest first; below them the
 //! dead-letter queue (retries exhausted, newest first), which `r` requeues.
 
-use super::{RowKey, note_line, pane_block, run_matches, scroll_offset, selected_style};
+use super::{RowKey, drawn, note_line, pane_block, run_matches, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{countdown, first_line, local_short, relative};
 use crate::console::snapshot::RetryRow;
@@ -54,7 +54,11 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         .min(inner.height.saturating_sub(4))
         .max(2);
     let [list, detail] = Layout::vertical([Constraint::Length(list_h), Constraint::Min(0)]).areas(inner);
-    let table_rows = rows.iter().map(|r| {
+    let keys = keys(m);
+    let selected = m.retries.resolve(&keys);
+    let visible_rows = usize::from(list.height.saturating_sub(1));
+    let (offset, shown) = drawn(selected, visible_rows);
+    let table_rows = rows.iter().skip(offset).take(visible_rows).map(|r| {
         let run = &r.run;
         let next = run.not_before.or(run.next_check_at);
         let class = run.error_class.map_or("-", |c| c.as_str());
@@ -97,14 +101,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         widths.push(Constraint::Fill(3));
         header.push("LAST ERROR");
     }
-    let keys = keys(m);
-    let selected = m.retries.resolve(&keys);
-    let mut state = TableState::default()
-        .with_selected(selected)
-        .with_offset(scroll_offset(
-            selected,
-            usize::from(list.height.saturating_sub(1)),
-        ));
+    let mut state = TableState::default().with_selected(shown);
     let table = Table::new(table_rows, widths)
         .header(Row::new(header).style(t.style(Token::Muted)))
         .row_highlight_style(if focused {

@@ -1,9 +1,8 @@
 //! Schedules: id, tenant, next fire (relative and absolute, in the schedule's
-//! zone), the newest run's state, circuit, paused.
+//! zone), the newest run's state, circuit, paused. Only the rows on screen are
+//! built (there may be ten thousand).
 
-use super::{
-    RowKey, filter_match, list_rows, mark_span, note_line, pane_block, scroll_offset, selected_style,
-};
+use super::{RowKey, drawn, filter_match, list_rows, mark_span, note_line, pane_block, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{fit, relative};
 use crate::console::marks;
@@ -26,9 +25,20 @@ pub fn keys(m: &Model) -> Vec<RowKey> {
     visible(m).map(|s| RowKey::Name(s.id.clone())).collect()
 }
 
+/// The listed schedule ids, in order, borrowed (see [`super::ListCursor::resolve_names`]).
+pub fn names(m: &Model) -> impl Iterator<Item = &str> {
+    visible(m).map(|s| s.id.as_str())
+}
+
+/// The selected schedule's id.
+pub fn selected(m: &Model) -> Option<&str> {
+    m.schedules.selected_name(|| names(m))
+}
+
 /// `in 23h30m Tue 09:00` in the schedule's own zone (with the date when wide).
 fn next_fire(m: &Model, s: &ScheduleRow, wide: bool) -> Line<'static> {
     match &s.next_fire {
+        _ if !s.loaded => Line::from(Span::raw("…")),
         Some(f) => {
             let local = f.at.with_timezone(&s.timezone);
             let abs = if wide {
@@ -77,7 +87,10 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         Constraint::Length(12),
         Constraint::Length(9),
     ]);
-    let table_rows = rows.iter().map(|s| {
+    let selected = m.schedules.resolve_names(names(m));
+    let visible_rows = list_rows(area);
+    let (offset, shown) = drawn(selected, visible_rows);
+    let table_rows = rows.iter().skip(offset).take(visible_rows).map(|s| {
         let mut cells = vec![Cell::from(s.id.clone())];
         if wide {
             cells.push(Cell::from(s.tenant.clone()));
@@ -85,6 +98,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         }
         cells.push(Cell::from(next_fire(m, s, roomy)));
         cells.push(match &s.last {
+            _ if !s.loaded => Cell::from(Span::styled("…", t.style(Token::Muted))),
             Some(l) => Cell::from(mark_span(marks::run_state(l.state), t)),
             None => Cell::from(Span::styled("· none", t.style(Token::Muted))),
         });
@@ -92,11 +106,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         cells.push(Cell::from(mark_span(marks::paused(s.paused), t)));
         Row::new(cells)
     });
-    let keys = keys(m);
-    let selected = m.schedules.resolve(&keys);
-    let mut state = TableState::default()
-        .with_selected(selected)
-        .with_offset(scroll_offset(selected, list_rows(area)));
+    let mut state = TableState::default().with_selected(shown);
     let table = Table::new(table_rows, widths)
         .header(Row::new(header).style(t.style(Token::Muted)))
         .row_highlight_style(if focused {

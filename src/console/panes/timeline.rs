@@ -23,27 +23,24 @@ const LABEL: usize = 16;
 /// Each cell: the glyph and a space.
 const CELL: usize = 2;
 
-fn lanes(m: &Model) -> Vec<&Lane> {
-    m.snapshot
-        .lanes
-        .iter()
-        .filter(|l| {
-            filter_match(&m.filter, &[&l.schedule, &l.tenant])
-                || l.runs.iter().any(|r| run_matches(&m.filter, r))
-        })
-        .collect()
+fn lanes(m: &Model) -> impl Iterator<Item = &Lane> {
+    m.snapshot.lanes.iter().filter(|l| {
+        filter_match(&m.filter, &[&l.schedule, &l.tenant]) || l.runs.iter().any(|r| run_matches(&m.filter, r))
+    })
 }
 
 /// The listed lanes (schedule ids), in order.
 pub fn lane_keys(m: &Model) -> Vec<RowKey> {
-    lanes(m)
-        .iter()
-        .map(|l| RowKey::Name(l.schedule.clone()))
-        .collect()
+    lanes(m).map(|l| RowKey::Name(l.schedule.clone())).collect()
 }
 
-fn selected_lane<'m>(m: &'m Model, keys: &[RowKey]) -> Option<&'m Lane> {
-    let name = m.timeline.lane.selected(keys)?.name()?;
+/// The listed lanes' schedule ids, borrowed (see [`super::ListCursor::resolve_names`]).
+pub fn lane_names(m: &Model) -> impl Iterator<Item = &str> {
+    lanes(m).map(|l| l.schedule.as_str())
+}
+
+fn selected_lane(m: &Model) -> Option<&Lane> {
+    let name = m.timeline.lane.selected_name(|| lane_names(m))?;
     m.snapshot.lane(name)
 }
 
@@ -63,8 +60,7 @@ fn cell_index(c: &GridCursor, lane: &Lane) -> Option<usize> {
 
 /// The selected run.
 pub fn selected_run(m: &Model) -> Option<&Run> {
-    let keys = lane_keys(m);
-    let lane = selected_lane(m, &keys)?;
+    let lane = selected_lane(m)?;
     cell_index(&m.timeline, lane).map(|i| &lane.runs[i])
 }
 
@@ -101,21 +97,11 @@ pub fn settle(m: &mut Model) {
 
 /// Moves between lanes (up/down, keeping the column) and windows (left/right).
 pub fn navigate(m: &mut Model, action: Action, page: usize) {
-    let keys = lane_keys(m);
     let mut c = m.timeline.clone();
-    match action {
-        Action::Down => c.lane.move_by(&keys, 1),
-        Action::Up => c.lane.move_by(&keys, -1),
-        Action::PageDown => c.lane.move_by(&keys, page as isize),
-        Action::PageUp => c.lane.move_by(&keys, -(page as isize)),
-        Action::Top => c.lane.top(&keys),
-        Action::Bottom => c.lane.bottom(&keys),
-        _ => {}
-    }
+    c.lane.navigate_names(|| lane_names(m), action, page);
     let Some(lane) = c
         .lane
-        .selected(&keys)
-        .and_then(|k| k.name())
+        .selected_name(|| lane_names(m))
         .and_then(|n| m.snapshot.lane(n))
     else {
         m.timeline = c;
@@ -193,7 +179,8 @@ fn lane_line(
     };
     let start = end.saturating_sub(cells);
     if start == end {
-        spans.push(Span::styled(" no runs yet", t.style(Token::Muted)));
+        let note = if lane.loaded { " no runs yet" } else { " …" };
+        spans.push(Span::styled(note, t.style(Token::Muted)));
         return Line::from(spans);
     }
     let bracket = t.style(Token::Focus);
@@ -239,7 +226,7 @@ pub fn run_summary(m: &Model, t: &Theme, run: &Run) -> Line<'static> {
 }
 
 pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
-    let shown = lanes(m);
+    let shown: Vec<&Lane> = lanes(m).collect();
     let block = pane_block(format!("2 Timeline ({} schedules)", shown.len()), focused, t);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -267,8 +254,10 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     if with_legend {
         f.render_widget(Paragraph::new(legend(t)), legend_area);
     }
-    let keys = lane_keys(m);
-    let sel_lane = m.timeline.lane.resolve(&keys);
+    let sel_lane = m
+        .timeline
+        .lane
+        .resolve_names(shown.iter().map(|l| l.schedule.as_str()));
     let cells = (usize::from(grid.width).saturating_sub(LABEL + 1) / CELL).max(1);
     let rows = usize::from(grid.height);
     let offset = super::scroll_offset(sel_lane, rows);
