@@ -256,14 +256,19 @@ impl Store {
             // the connection's mutex guard for the whole call of its closure, and
             // cleared before the guard is dropped; we are inside that closure.
             let conn = unsafe { &*conn };
-            conn.execute_batch("SAVEPOINT agentcron_write")?;
+            let run = |sql: &str| -> Result<()> {
+                conn.prepare_cached(sql)?.execute([])?;
+                Ok(())
+            };
+            run("SAVEPOINT agentcron_write")?;
             return match f(&Tx { conn }) {
                 Ok(v) => {
-                    conn.execute_batch("RELEASE agentcron_write")?;
+                    run("RELEASE agentcron_write")?;
                     Ok(v)
                 }
                 Err(e) => {
-                    let _ = conn.execute_batch("ROLLBACK TO agentcron_write; RELEASE agentcron_write");
+                    let _ = run("ROLLBACK TO agentcron_write");
+                    let _ = run("RELEASE agentcron_write");
                     Err(e)
                 }
             };

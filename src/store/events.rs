@@ -1,7 +1,7 @@
 //! The append-only trace (`events`) and the posted named events that feed
 //! `on_event` / `after_event` triggers.
 
-use super::sql::{Ms, event_from_row, json_text, json_value, limit, ts};
+use super::sql::{Ms, event_from_row, json_text, json_value, limit, ts, with_limit};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
@@ -73,8 +73,8 @@ fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
         " ORDER BY id"
     });
     if let Some(n) = filter.limit {
-        params.push(Value::Integer(limit(n)));
-        sql.push_str(&format!(" LIMIT ?{}", params.len()));
+        // A literal: a bound LIMIT re-prepares the statement every time.
+        sql.push_str(&format!(" LIMIT {}", limit(n)));
     }
     (sql, params)
 }
@@ -148,8 +148,10 @@ impl Tx<'_> {
 
     /// Posted events with `seq > after_seq`, oldest first, at most `limit_to`.
     pub fn posted_events_after(&self, after_seq: i64, limit_to: usize) -> Result<Vec<PostedEvent>> {
-        let mut stmt = self.conn.prepare_cached(POSTED_AFTER)?;
-        let rows = stmt.query_map(rusqlite::params![after_seq, limit(limit_to)], |r| {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&with_limit(POSTED_AFTER, "?2", limit_to))?;
+        let rows = stmt.query_map(rusqlite::params![after_seq], |r| {
             Ok(PostedEvent {
                 seq: r.get(0)?,
                 name: r.get(1)?,

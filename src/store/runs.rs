@@ -1,7 +1,7 @@
 //! Runs: creation (deduped per window), lookups for the engine's hot paths, and
 //! [`Tx::transition`], the one function that changes a run's state.
 
-use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row};
+use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row, with_limit};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
@@ -208,15 +208,15 @@ impl Tx<'_> {
             sql.push_str(" ORDER BY window_start, id");
         }
         if let Some(n) = filter.limit {
-            params.push(Value::Integer(limit(n)));
-            sql.push_str(&format!(" LIMIT ?{}", params.len()));
+            // A literal: a bound LIMIT re-prepares the statement every time.
+            sql.push_str(&format!(" LIMIT {}", limit(n)));
         }
         self.query_runs(&sql, rusqlite::params_from_iter(params))
     }
 
     /// Pending / retry_wait runs with `next_check_at <= now`, oldest check first.
     pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
-        self.query_runs(DUE_RUNS, rusqlite::params![Ms(now), limit(limit_to)])
+        self.query_runs(&with_limit(DUE_RUNS, "?2", limit_to), rusqlite::params![Ms(now)])
     }
 
     /// The earliest `next_check_at` among pending / retry_wait runs.
@@ -287,15 +287,18 @@ impl Tx<'_> {
     /// The last `n` finished (terminal) runs of a schedule, newest window first:
     /// the execution memory.
     pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
-        self.query_runs(RECENT_RUNS, rusqlite::params![tenant, schedule, limit(n)])
+        self.query_runs(
+            &with_limit(RECENT_RUNS, "?3", n),
+            rusqlite::params![tenant, schedule],
+        )
     }
 
     /// The runs of [`Tx::recent_runs`] as an envelope's execution memory: each
     /// with its last attempt's summary, or that attempt's message, or the run's
     /// state reason.
     pub fn execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
-        let mut stmt = self.conn.prepare_cached(EXECUTION_MEMORY)?;
-        let rows = stmt.query_map(rusqlite::params![tenant, schedule, limit(n)], |r| {
+        let mut stmt = self.conn.prepare_cached(&with_limit(EXECUTION_MEMORY, "?3", n))?;
+        let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| {
             Ok(RunMemory {
                 run_id: r.get(0)?,
                 window_key: r.get(1)?,

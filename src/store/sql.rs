@@ -85,6 +85,13 @@ pub(crate) fn ts_opt(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<DateT
     Ok(row.get::<_, Option<Ms>>(idx)?.map(|m| m.0))
 }
 
+/// `sql` with its `LIMIT ?N` made a literal. A bound LIMIT makes SQLite
+/// re-prepare the statement on every execution (the planner uses its value),
+/// which cost more than the query itself on the engine's hot paths.
+pub(crate) fn with_limit(sql: &str, placeholder: &str, n: usize) -> String {
+    sql.replace(&format!("LIMIT {placeholder}"), &format!("LIMIT {}", limit(n)))
+}
+
 /// Counts and limits are i64 in SQLite; anything beyond is "no limit" anyway.
 pub(crate) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
