@@ -8,8 +8,9 @@
 use chrono::NaiveDateTime;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 /// How long a schedule's windows are, which decides the shape of its window keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +84,23 @@ impl CronSpec {
         } else {
             trimmed.to_string()
         };
-        let cron = parser
-            .parse(&expanded)
-            .map_err(|e| format!("invalid cron expression `{trimmed}`: {}", describe_error(&e)))?;
+        let cron = interned(&expanded, || {
+            let cron = parser
+                .parse(&expanded)
+                .map_err(|e| format!("invalid cron expression `{trimmed}`: {}", describe_error(&e)))?;
+            // Reject expressions that can never fire (e.g. `0 0 30 2 *`) now, not at 3am.
+            let probe = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .ok_or("internal: probe date")?;
+            if cron.find_next_occurrence(&probe, true).is_err() {
+                // A year field may legitimately lie in the past; only refuse if it also
+                // never fires from today's calendar perspective (year 2000 covers both).
+                return Err(format!(
+                    "cron expression `{trimmed}` never fires (no date matches it)"
+                ));
+            }
+            Ok(cron)
+        })?;
         let (second, minute, hour, dom, dow) = if nickname {
             nickname_fields(trimmed)?
         } else if fields.len() == 5 {
@@ -102,20 +117,9 @@ impl CronSpec {
         } else {
             Cadence::Daily
         };
-        // Reject expressions that can never fire (e.g. `0 0 30 2 *`) now, not at 3am.
-        let probe = chrono::NaiveDate::from_ymd_opt(2000, 1, 1)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .ok_or("internal: probe date")?;
-        if cron.find_next_occurrence(&probe, true).is_err() {
-            // A year field may legitimately lie in the past; only refuse if it also
-            // never fires from today's calendar perspective (year 2000 covers both).
-            return Err(format!(
-                "cron expression `{trimmed}` never fires (no date matches it)"
-            ));
-        }
         Ok(Self {
             expr: trimmed.to_string(),
-            cron: Arc::new(cron),
+            cron,
             repeats_within_day,
             cadence,
         })
@@ -140,6 +144,29 @@ impl CronSpec {
     pub fn next_local(&self, from: NaiveDateTime, inclusive: bool) -> Option<NaiveDateTime> {
         self.cron.find_next_occurrence(&from, inclusive).ok()
     }
+}
+
+/// The parsed expression for `expanded`, shared by every schedule that uses it:
+/// croner keeps a 5 KB year table per parsed expression, and real configs repeat
+/// a few expressions (`*/5 * * * *`, `0 9 * * 1-5`) across thousands of
+/// schedules. Entries die with their last user; dead ones are swept as the map grows.
+fn interned(expanded: &str, parse: impl FnOnce() -> Result<Cron, String>) -> Result<Arc<Cron>, String> {
+    static SHARED: LazyLock<Mutex<HashMap<String, Weak<Cron>>>> = LazyLock::new(Default::default);
+    if let Some(cron) = SHARED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(expanded)
+        .and_then(Weak::upgrade)
+    {
+        return Ok(cron);
+    }
+    let cron = Arc::new(parse()?);
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if shared.len() >= 1024 && shared.len().is_power_of_two() {
+        shared.retain(|_, c| c.strong_count() > 0);
+    }
+    shared.insert(expanded.to_string(), Arc::downgrade(&cron));
+    Ok(cron)
 }
 
 fn is_single_weekday(dow: &str) -> bool {
@@ -192,6 +219,19 @@ mod tests {
             .unwrap()
             .and_hms_opt(h, mi, 0)
             .unwrap()
+    }
+
+    #[test]
+    fn schedules_with_the_same_expression_share_one_parsed_cron() {
+        let a = CronSpec::parse("7 3 * * 1-5").unwrap();
+        let b = CronSpec::parse(" 7 3 * * 1-5 ").unwrap();
+        let c = CronSpec::parse("8 3 * * 1-5").unwrap();
+        assert!(Arc::ptr_eq(&a.cron, &b.cron));
+        assert!(!Arc::ptr_eq(&a.cron, &c.cron));
+        assert_eq!(b.expr(), "7 3 * * 1-5");
+        // Errors are never cached: the same bad expression fails each time.
+        assert!(CronSpec::parse("0 0 30 2 *").is_err());
+        assert!(CronSpec::parse("0 0 30 2 *").is_err());
     }
 
     #[test]
