@@ -89,8 +89,9 @@ fn the_same_file_gives_the_same_timeline() {
 }
 
 #[test]
-fn breaking_the_retry_rule_breaks_downstream_timeout() {
-    // One attempt only: the timed-out attempt is final, the report never goes out.
+fn a_downstream_that_never_recovers_breaks_downstream_timeout() {
+    // Not a rule flip but the world's: every attempt hangs into its timeout, so the
+    // retries run out and the report never goes out; the rehearsal must say so.
     let f = variant("downstream-timeout.toml", |t| {
         t.replace(
             "attempts = [{ hang = true }, { latency = \"2m\" }]",
@@ -128,6 +129,24 @@ fn breaking_the_circuit_rule_breaks_the_circuit_rehearsal() {
             .iter()
             .any(|t| t.contains("skipped because the circuit is open")),
         "{failed:?}"
+    );
+}
+
+#[test]
+fn breaking_the_fold_policy_breaks_the_fall_back_rehearsal() {
+    // dst_fold = "last": the pinned 01:30 runs in the second (EST) 01:30.
+    let f = variant("dst-fall-back.toml", |t| {
+        t.replace(
+            "cron = \"30 1 * * *\"",
+            "cron = \"30 1 * * *\"\ndst_fold = \"last\"",
+        )
+    });
+    let out = rehearse(&[f.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("✗ FAIL  the pinned job ran in the first 01:30"),
+        "{stdout}"
     );
 }
 

@@ -31,6 +31,10 @@ pub struct Driver {
     pub schedulers: Vec<Scheduler>,
     /// Safety valve: work items handled at one instant before giving up.
     max_rounds_per_instant: usize,
+    /// Which scheduler goes first in the next round: the turn rotates, so with
+    /// two schedulers each one is first to a due window half the time and their
+    /// claims really contend (deterministically).
+    turn: usize,
 }
 
 impl Driver {
@@ -52,6 +56,7 @@ impl Driver {
             gates,
             schedulers: vec![],
             max_rounds_per_instant: 10_000,
+            turn: 0,
         };
         d.add_scheduler("main")?;
         Ok(d)
@@ -119,7 +124,11 @@ impl Driver {
             let now = self.clock.now();
             let released = self.sim.release_due(now);
             let mut handled = 0;
-            for s in &mut self.schedulers {
+            let n = self.schedulers.len().max(1);
+            self.turn = (self.turn + 1) % n;
+            let first = self.turn.min(self.schedulers.len());
+            let (before, from_turn) = self.schedulers.split_at_mut(first);
+            for s in from_turn.iter_mut().chain(before.iter_mut()) {
                 if let Some(e) = s.engine.as_mut() {
                     handled += e.drain_reports()?;
                     e.tick()?;

@@ -680,6 +680,24 @@ fn check(
             pending(t, format!("{n} so far"))
         };
     }
+    if let Some(step) = &e.step {
+        let want = e.count.unwrap_or(1);
+        let t = text(format!("step {step} of {target} starts exactly {want} time(s)"));
+        let n = run_events
+            .iter()
+            .filter(|ev| {
+                ev.kind == "step" && ev.detail["name"] == step.as_str() && ev.detail["status"] == "started"
+            })
+            .count();
+        let ended = run.as_ref().is_some_and(|r| r.state.is_terminal());
+        return if n > want {
+            decide(t, false, format!("it started {n} times"))
+        } else if ended || final_ {
+            decide(t, n == want, format!("it started {n} time(s)"))
+        } else {
+            pending(t, format!("{n} so far"))
+        };
+    }
     if let Some(before) = &e.finished_before {
         let limit = scenario::instant(before);
         let t = text(format!("{target} finishes before {before}"));

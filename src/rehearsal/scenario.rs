@@ -205,6 +205,10 @@ pub struct ExpectSpec {
     /// Side effect (step name) landed exactly `count` times (default 1).
     #[serde(default)]
     pub side_effect: Option<String>,
+    /// Step (by name) of the run started exactly `count` times over all its
+    /// attempts (default 1), counted from the step events.
+    #[serde(default)]
+    pub step: Option<String>,
     #[serde(default)]
     pub count: Option<usize>,
     /// The run reached its end state before this instant.

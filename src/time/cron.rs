@@ -52,7 +52,9 @@ impl CronSpec {
     /// Parses 5-field (Unix), 6-field (leading seconds) and 7-field (seconds and
     /// year) expressions. Weekdays are Unix-numbered: 0 and 7 are Sunday, so `1-5`
     /// is Monday to Friday. Day-of-month and day-of-week are ORed as in Vixie cron
-    /// when both are restricted (prefix the weekday field with `+` to AND them).
+    /// when both are restricted (prefix the weekday field with `+` to AND them);
+    /// as in Vixie, a field that starts with `*` (`*/2`) does not count as
+    /// restricted for this, so `0 9 */2 * MON` is odd-numbered Mondays.
     pub fn parse(expr: &str) -> Result<Self, String> {
         let trimmed = expr.trim();
         let fields: Vec<&str> = trimmed.split_whitespace().collect();
@@ -63,10 +65,16 @@ impl CronSpec {
                 fields.len()
             ));
         }
+        let (dom_field, dow_field) = match fields.len() {
+            5 => (fields[2], fields[4]),
+            6 | 7 => (fields[3], fields[5]),
+            _ => ("*", "*"),
+        };
+        let starred = |f: &str| f.starts_with('*') || f.starts_with('?');
         let parser = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Optional)
-            .dom_and_dow(false)
+            .dom_and_dow(starred(dom_field) || starred(dow_field))
             .alternative_weekdays(false)
             .sloppy_ranges(true)
             .build();
@@ -267,6 +275,31 @@ mod tests {
         assert_eq!(t.date(), NaiveDate::from_ymd_opt(2026, 6, 8).unwrap()); // Monday
         let t = c.next_local(at(2026, 6, 29, 1, 0), false).unwrap(); // after Mon 29th
         assert_eq!(t.date(), NaiveDate::from_ymd_opt(2026, 7, 1).unwrap());
+    }
+
+    #[test]
+    fn a_starred_day_field_ands_like_vixie() {
+        // Vixie: a field starting with `*` is "unrestricted" for the OR rule, so
+        // the other field's days are filtered by it: odd-numbered Mondays.
+        let c = CronSpec::parse("0 9 */2 * MON").unwrap();
+        let mut t = at(2026, 7, 1, 0, 0);
+        let mut got = vec![];
+        for _ in 0..3 {
+            t = c.next_local(t, false).unwrap();
+            got.push(t.date().to_string());
+        }
+        assert_eq!(got, ["2026-07-13", "2026-07-27", "2026-08-03"]);
+        // Day of month every other day, any weekday (`*/1` weekdays): every odd day.
+        let c = CronSpec::parse("0 9 */2 * */1").unwrap();
+        assert_eq!(
+            c.next_local(at(2026, 7, 1, 10, 0), false).unwrap().date(),
+            NaiveDate::from_ymd_opt(2026, 7, 3).unwrap()
+        );
+        // `*` weekday with a restricted day of month: only that day.
+        let c = CronSpec::parse("0 9 15 * *").unwrap();
+        assert_eq!(c.next_local(at(2026, 7, 1, 0, 0), false).unwrap().day(), 15);
+        let c = CronSpec::parse("0 9 ? * MON").unwrap();
+        assert_eq!(c.next_local(at(2026, 7, 1, 0, 0), false).unwrap().day(), 6);
     }
 
     #[test]
