@@ -245,7 +245,15 @@ async fn exit_77_waits_for_a_human_who_approves_or_rejects() {
     // The second day's run: rejected.
     let run2 = run_by_key(&h.store, "report", "2026-06-07");
     assert_eq!(run2.state, RunState::NeedsHuman);
-    let rejected = operator::reject(&h.store, run2.id, "bob", "not safe to resend", h.now()).unwrap();
+    let rejected = operator::reject(
+        &h.store,
+        Some(&h.cfg),
+        run2.id,
+        "bob",
+        "not safe to resend",
+        h.now(),
+    )
+    .unwrap();
     assert_eq!(rejected.state, RunState::Failed);
     h.run_until("2026-06-07T12:00:00Z").await;
     let run2 = h.run(run2.id);
@@ -268,7 +276,7 @@ async fn exit_77_waits_for_a_human_who_approves_or_rejects() {
         (approvals[0].actor.as_str(), approvals[0].at),
         ("bob", t("2026-06-07T09:10:00Z"))
     );
-    let err = operator::reject(&h.store, run2.id, "bob", "again", h.now());
+    let err = operator::reject(&h.store, Some(&h.cfg), run2.id, "bob", "again", h.now());
     assert!(matches!(err, Err(ActionError::Refused(_))));
     assert_eq!(h.ledger(), [format!("{KEY} deliver attempt=2")]);
 }
@@ -693,4 +701,95 @@ async fn unkill_starts_held_windows_at_once() {
         t("2026-06-06T09:00:20Z"),
         "claimed when the switch went off, not a check_every later"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_runs_count_for_the_circuit_and_a_rejected_probe_reopens_it() {
+    let toml = format!(
+        r#"{}
+[[schedule]]
+id = "hooks"
+agent = "bot"
+on_event = "go"
+close_after = "1h"
+overlap = "allow"
+max_concurrency = 4
+circuit = {{ open_after = 2, cool_down = "30m" }}
+"#,
+        base("30s", false)
+    );
+    let mut h = Real::new(&toml, "2026-06-06T09:00:00Z");
+    let human = json!({"do": ["fetch"], "exit": 77});
+    h.script(json!({"f1": human, "f2": human, "probe": human, "ok": {"do": ["fetch"]}}));
+    let post = |h: &Real, id: &str| {
+        operator::post_event(&h.store, "go", Some(id), &json!({}), h.now()).unwrap();
+    };
+    // Two runs parked for a human and rejected: two failed runs, the circuit opens.
+    for id in ["f1", "f2"] {
+        post(&h, id);
+    }
+    h.settle().await;
+    for id in ["f1", "f2"] {
+        let run = run_by_key(&h.store, "hooks", id);
+        assert_eq!(run.state, RunState::NeedsHuman);
+        operator::reject(&h.store, Some(&h.cfg), run.id, "bob", "wrong list", h.now()).unwrap();
+    }
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::Open);
+    assert_eq!(h.schedule_state("hooks").consecutive_failures, 2);
+    assert_eq!(schedule_events(&h.store, "hooks", "circuit_opened").len(), 1);
+    let alerts = schedule_events(&h.store, "hooks", "alert");
+    assert!(
+        alerts.iter().any(|e| e.detail["what"] == "circuit_opened"),
+        "{alerts:?}"
+    );
+
+    // After the cool-down the probe parks for a human too; rejecting it reopens
+    // the circuit (it must not stay half-open for good).
+    h.clock.set(t("2026-06-06T09:30:00Z"));
+    post(&h, "probe");
+    h.settle().await;
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::HalfOpen);
+    let probe = run_by_key(&h.store, "hooks", "probe");
+    assert_eq!(probe.state, RunState::NeedsHuman);
+    operator::reject(&h.store, Some(&h.cfg), probe.id, "bob", "still wrong", h.now()).unwrap();
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::Open);
+    assert_eq!(schedule_events(&h.store, "hooks", "circuit_opened").len(), 2);
+
+    // The next cool-down's probe succeeds and closes it.
+    h.clock.set(t("2026-06-06T10:01:00Z"));
+    post(&h, "ok");
+    h.settle().await;
+    assert_eq!(run_by_key(&h.store, "hooks", "ok").state, RunState::Succeeded);
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_nobody_approves_reopens_the_circuit_at_its_approval_ttl() {
+    let toml = format!(
+        r#"{}
+[[schedule]]
+id = "hooks"
+agent = "bot"
+on_event = "go"
+close_after = "1h"
+overlap = "allow"
+max_concurrency = 4
+approval_ttl = "10m"
+circuit = {{ open_after = 1, cool_down = "5m" }}
+"#,
+        base("30s", false)
+    );
+    let mut h = Real::new(&toml, "2026-06-06T09:00:00Z");
+    h.script(json!({"f1": {"do": ["fetch"], "exit": 65}, "probe": {"do": ["fetch"], "exit": 77}}));
+    operator::post_event(&h.store, "go", Some("f1"), &json!({}), h.now()).unwrap();
+    h.settle().await;
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::Open);
+    h.clock.set(t("2026-06-06T09:06:00Z"));
+    operator::post_event(&h.store, "go", Some("probe"), &json!({}), h.now()).unwrap();
+    h.settle().await;
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::HalfOpen);
+    h.run_until("2026-06-06T09:20:00Z").await;
+    let probe = run_by_key(&h.store, "hooks", "probe");
+    assert_eq!(probe.state, RunState::Failed, "{:?}", probe.state_reason);
+    assert_eq!(h.schedule_state("hooks").circuit, CircuitState::Open);
 }

@@ -69,10 +69,13 @@ pub fn approve(
 
 pub fn reject(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
     let who = actor(by);
-    act(config, db, |store| {
-        operator::reject(store, run, &who, reason, SystemClock.now())?;
-        Ok(format!("run {run} rejected by {who}: failed"))
-    })
+    match super::db::open_for_cli(config, db, true) {
+        Ok((store, cfg)) => done(
+            operator::reject(&store, cfg.as_ref(), run, &who, reason, SystemClock.now())
+                .map(|_| format!("run {run} rejected by {who}: failed")),
+        ),
+        Err(c) => c,
+    }
 }
 
 pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool) -> i32 {

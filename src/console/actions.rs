@@ -32,7 +32,7 @@ pub fn perform(
         Cmd::Approve { run, reason } => operator::approve(store, *run, actor, reason, None, now)
             .map(|r| format!("run #{run} approved by {actor}: now {}", r.state))
             .map_err(text),
-        Cmd::Reject { run, reason } => operator::reject(store, *run, actor, reason, now)
+        Cmd::Reject { run, reason } => operator::reject(store, Some(cfg), *run, actor, reason, now)
             .map(|_| format!("run #{run} rejected by {actor}: failed for good"))
             .map_err(text),
         Cmd::Requeue { run, reason } => operator::requeue(store, *run, actor, reason, now)

@@ -604,6 +604,9 @@ impl Engine {
                 "approval_ttl",
                 &why,
             )?;
+            // A run nobody approved failed: it counts for the circuit (and a
+            // parked half-open probe reopens it).
+            self.circuit_after_run(idx, false, now)?;
         }
         self.next_ttl_deadline = next_deadline;
         Ok(())

@@ -194,7 +194,14 @@ pub fn approve(
 }
 
 /// Rejects a `needs_human` run: it fails with the reason.
-pub fn reject(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<Run> {
+pub fn reject(
+    store: &Store,
+    cfg: Option<&Config>,
+    run_id: i64,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Run> {
     require_reason(reason)?;
     let run = run_or_refuse(store, run_id)?;
     if run.state != RunState::NeedsHuman {
@@ -214,7 +221,10 @@ pub fn reject(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTi
         json!({"by": actor, "reason": reason, "at": rfc3339(now)}),
     )
     .for_run(&run);
-    store
+    let policy = cfg
+        .and_then(|c| c.schedule(&run.schedule))
+        .map(|s| s.circuit.clone());
+    let (run, opened) = store
         .write(|tx| {
             tx.record_approval(&Approval {
                 run_id,
@@ -224,16 +234,82 @@ pub fn reject(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTi
                 resume_after: None,
                 at: now,
             })?;
-            tx.transition(
+            let run = tx.transition(
                 run_id,
                 RunState::NeedsHuman,
                 RunState::Failed,
                 &change,
                 now,
                 &[ev],
-            )
+            )?;
+            // A rejected run is a failed run for the circuit breaker: it counts
+            // toward `open_after`, and a rejected half-open probe reopens it.
+            let opened = match &policy {
+                Some(p) => circuit_after_failed_run(tx, &run, p, now)?,
+                None => None,
+            };
+            Ok((run, opened))
         })
-        .map_err(refused)
+        .map_err(refused)?;
+    if let (Some(cfg), Some(message)) = (cfg, opened) {
+        alert(store, cfg, &run, "circuit_opened", &message, now);
+    }
+    Ok(run)
+}
+
+/// Applies a run that failed for good (outside the engine: an operator's
+/// reject) to its schedule's circuit, with the `circuit_opened` event when it
+/// opens. Returns the alert message when it opened.
+fn circuit_after_failed_run(
+    tx: &crate::store::Tx,
+    run: &Run,
+    policy: &crate::config::model::CircuitPolicy,
+    now: DateTime<Utc>,
+) -> crate::store::Result<Option<String>> {
+    use crate::recovery::circuit::{CircuitChange, on_run_finished};
+    let mut st = tx.schedule_state(&run.schedule)?;
+    let change = on_run_finished(&mut st, policy, false, now);
+    tx.put_schedule_state(&st)?;
+    if change != CircuitChange::Opened {
+        return Ok(None);
+    }
+    tx.append_event(
+        &NewEvent::new(
+            now,
+            "circuit_opened",
+            json!({"consecutive_failures": st.consecutive_failures,
+                   "probe_after": rfc3339(now + crate::time::duration::to_delta(policy.cool_down)),
+                   "after": format!("run {} rejected", run.id)}),
+        )
+        .for_schedule(&run.tenant, &run.schedule),
+    )?;
+    Ok(Some(format!(
+        "circuit of {} opened after {} consecutive failed runs (the last, run {}, rejected)",
+        run.schedule, st.consecutive_failures, run.id
+    )))
+}
+
+/// An alert from an operator action: the `alert` event, then the configured
+/// sink (a failure to deliver is itself an event, as in the engine).
+fn alert(store: &Store, cfg: &Config, run: &Run, what: &str, message: &str, now: DateTime<Utc>) {
+    let owner = cfg.schedule(&run.schedule).and_then(|s| s.owner.clone());
+    let detail = json!({"what": what, "message": message, "owner": owner, "at": rfc3339(now),
+                        "tenant": run.tenant, "schedule": run.schedule, "run": run.id});
+    let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(&run.tenant, &run.schedule);
+    ev.run_id = Some(run.id);
+    let _ = store.write(|tx| tx.append_event(&ev).map(|_| ()));
+    if let Some(sink) = &cfg.scheduler.alert
+        && let Err(e) = crate::recovery::alert::send(sink, &detail, &cfg.dir)
+    {
+        let _ = store.write(|tx| {
+            tx.append_event(&NewEvent::new(
+                now,
+                "alert_failed",
+                json!({"error": e, "alert": detail}),
+            ))
+            .map(|_| ())
+        });
+    }
 }
 
 /// Requeues a failed or dead run (dead-letter queue): one more attempt, now.
