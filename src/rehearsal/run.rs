@@ -359,7 +359,7 @@ impl Rehearsal {
                     .map_err(|e| e.to_string())
             }),
             "reject" => find().and_then(|id| {
-                operator::reject(&store, Some(&cfg), id, &by, &reason, now)
+                operator::reject(&store, Some(cfg), id, &by, &reason, now)
                     .map(|_| format!("ACTION {by} rejected run {id}: {reason}"))
                     .map_err(|e| e.to_string())
             }),
