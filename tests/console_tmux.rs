@@ -359,6 +359,34 @@ every = "2s"
 }
 
 #[test]
+fn a_console_that_cannot_start_starts_no_scheduler() {
+    // A bad theme (in a terminal) and a missing terminal: refused with exit 2
+    // before the embedded scheduler exists, so no run is claimed and no agent
+    // starts (the database is never even created).
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let tm = Tmux::start(
+        dir.path(),
+        &console_command(dir.path(), &["--theme", "no-such-theme"]),
+    );
+    let screen = tm.wait_for("[exited 2]");
+    assert!(screen.contains("unknown theme `no-such-theme`"), "{screen}");
+    assert!(!dir.path().join("test.db").exists(), "a scheduler ran");
+
+    let out = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(dir.path().join("test.db"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("needs a terminal"), "{}", text(&out));
+    assert!(!dir.path().join("test.db").exists(), "a scheduler ran");
+}
+
+#[test]
 fn quitting_with_q_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     config(&dir, &format!("{BASE}{REFUNDS}"));

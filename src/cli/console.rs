@@ -40,11 +40,12 @@ pub fn run(o: Options<'_>) -> i32 {
     // A read-only console never schedules; an attached one leaves that to the
     // headless scheduler.
     let embedded = !o.attach && !o.read_only;
+    // Refuse (not a terminal, unknown theme) before starting anything: an
+    // embedded scheduler would otherwise claim runs and start agents first.
+    if let Err(code) = console::preflight(&options(&cfg, &o, db.clone())) {
+        return code;
+    }
     let scheduler = if embedded {
-        if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            // Refuse before starting anything (the console would refuse anyway).
-            return console::run(options(&cfg, &o, db));
-        }
         match start_embedded(cfg.clone()) {
             Ok(s) => Some(s),
             Err(code) => return code,

@@ -58,3 +58,9 @@ pub struct ConsoleOptions {
 pub fn run(opts: ConsoleOptions) -> i32 {
     shell::run(opts)
 }
+
+/// The console's start checks (terminal, theme) without starting it: callers
+/// run this before starting anything the console would watch.
+pub fn preflight(opts: &ConsoleOptions) -> Result<(), i32> {
+    shell::preflight(opts).map(|_| ())
+}

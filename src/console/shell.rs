@@ -129,24 +129,31 @@ impl Live {
     }
 }
 
-pub fn run(opts: ConsoleOptions) -> i32 {
+/// What must hold before the console starts (and before anything is started
+/// for it, such as the embedded scheduler): a terminal on stdin and stdout, a
+/// theme that exists. Err is the exit code, after the message.
+pub fn preflight(opts: &ConsoleOptions) -> Result<theme::Theme, i32> {
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         eprintln!(
             "agentcron: the console needs a terminal (stdin and stdout must be a TTY).\n\
              hint: for scripts use `agentcron run --headless` and the CLI verbs \
              (`agentcron runs`, `show`, `events`, `explain`; `agentcron rehearse FILE` headless)."
         );
-        return 2;
+        return Err(2);
     }
     let env_no_color = theme::no_color_requested(std::env::var("NO_COLOR").ok().as_deref());
     let no_color = opts.no_color || env_no_color;
     let dirs = theme_dirs(&opts.config);
-    let theme = match theme::select(opts.theme.as_deref(), no_color, &dirs) {
+    theme::select(opts.theme.as_deref(), no_color, &dirs).map_err(|e| {
+        eprintln!("agentcron: {e}");
+        2
+    })
+}
+
+pub fn run(opts: ConsoleOptions) -> i32 {
+    let theme = match preflight(&opts) {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("agentcron: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
     // `rehearse FILE --console` has no live database.
     let live = if opts.rehearsal.is_some() {
@@ -190,6 +197,7 @@ pub fn run(opts: ConsoleOptions) -> i32 {
             return 2;
         }
     };
+    let dirs = theme_dirs(&opts.config);
     let result = event_loop(&mut term, opts, live, theme, dirs);
     restore_terminal();
     match result {
