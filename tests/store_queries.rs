@@ -654,3 +654,74 @@ fn schedule_state_defaults_and_upserts() {
         })
         .unwrap();
 }
+
+/// Counts by state, the slow way: every run, counted here.
+fn counted(tx: &Tx) -> Vec<(RunState, u64)> {
+    let runs = tx.runs(&RunFilter::default()).unwrap();
+    RunState::ALL
+        .iter()
+        .map(|s| (*s, runs.iter().filter(|r| r.state == *s).count() as u64))
+        .collect()
+}
+
+fn sorted(mut v: Vec<(RunState, u64)>) -> Vec<(RunState, u64)> {
+    v.sort_by_key(|(s, _)| s.as_str());
+    v
+}
+
+#[test]
+fn run_counts_follow_every_insert_and_transition() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            for (i, to) in [Succeeded, Skipped, NeedsHuman, Running, Pending, Expired, Missed]
+                .into_iter()
+                .enumerate()
+            {
+                run_in(tx, to, &format!("w{i}"));
+                assert_eq!(sorted(tx.count_by_state()?), sorted(counted(tx)), "after {to}");
+            }
+            let r = run_in(tx, RetryWait, "w-retry");
+            go(tx, &r, Running);
+            assert_eq!(sorted(tx.count_by_state()?), sorted(counted(tx)));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_migration_counts_the_runs_an_older_database_already_has() {
+    let (_dir, path) = temp_db();
+    {
+        let store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                run_in(tx, Succeeded, "a");
+                run_in(tx, Succeeded, "b");
+                run_in(tx, Failed, "c");
+                insert(tx, "s", "d", t0());
+                Ok(())
+            })
+            .unwrap();
+    }
+    // Back to schema 1, as a database written before the counts existed.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_update; \
+             DROP TRIGGER run_counts_delete; DROP TABLE run_counts; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    store
+        .read(|tx| {
+            let counts = tx.count_by_state()?;
+            assert!(counts.contains(&(Succeeded, 2)), "{counts:?}");
+            assert!(counts.contains(&(Failed, 1)), "{counts:?}");
+            assert!(counts.contains(&(Pending, 1)), "{counts:?}");
+            assert_eq!(sorted(counts), sorted(counted(tx)));
+            Ok(())
+        })
+        .unwrap();
+}

@@ -6,7 +6,7 @@
 //! The store is read by a poller thread with its own connection: every 250 ms
 //! it probes the newest event id and reloads the snapshot when it moved (or the
 //! selection changed, or 5 s passed, for next fires and maintenance). The full
-//! scans of a snapshot (counts, needs_human, dead letters) are reused for 5 s,
+//! scans of a snapshot (needs_human, dead letters) are reused for 5 s,
 //! or longer on databases where they are slow.
 //!
 //! Which store the poller reads is its *source*: the live database, or in
@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(250);
 /// A full reload at least this often, even when nothing was written.
 const FULL_EVERY: Duration = Duration::from_secs(5);
-/// The slow tier (counts, needs_human, dead letters) is reused for this long…
+/// The slow tier (needs_human, dead letters) is reused for this long…
 const SLOW_EVERY: Duration = Duration::from_secs(5);
 /// …or for this many times what reading it took, on databases where its full
 /// scans are slow (a million runs: seconds), so a console left open stays idle.

@@ -17,7 +17,8 @@
 //! - for the selected run only: its newest events and its latest decision
 //!   (`events_run` index).
 //!
-//! The three full scans — run counts by state, the `needs_human` list and the
+//! Run counts by state are ten rows the store keeps by triggers, read every
+//! load. The two full scans — the `needs_human` list and the
 //! dead-letter queue (the runs table has no index on state) — form the
 //! [`SlowTier`], which the caller reuses between loads and refreshes only every
 //! few seconds (see the shell). Between slow loads the approvals and dead
@@ -72,7 +73,7 @@ pub struct Snapshot {
     /// The newest event id: when it does not move, nothing was written.
     pub last_event_id: i64,
     pub counts: Vec<(RunState, u64)>,
-    /// When the slow tier (counts, needs_human list) was read.
+    /// When the counts were read (every load: the store keeps them by triggers).
     pub counts_at: Option<DateTime<Utc>>,
     pub schedules: Vec<ScheduleRow>,
     /// One lane per schedule, in the order of `schedules`.
@@ -248,13 +249,12 @@ pub struct FocusRun {
     pub decision: Option<DecisionView>,
 }
 
-/// The expensive part of a snapshot (three full scans), reused between loads.
+/// The expensive part of a snapshot (two full scans), reused between loads.
 #[derive(Debug, Clone, Default)]
 pub struct SlowTier {
     pub at: DateTime<Utc>,
     /// The newest event id when it was read: later changes come from the trace.
     pub event_id: i64,
-    pub counts: Vec<(RunState, u64)>,
     pub approvals: Vec<ApprovalRow>,
     pub dead: Vec<Run>,
 }
@@ -312,7 +312,6 @@ pub fn last_event_id(store: &Store) -> Result<i64, StoreError> {
 
 fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
     let event_id = tx.max_event_id()?;
-    let counts = tx.count_by_state()?;
     let runs = tx.runs(&RunFilter {
         states: vec![RunState::NeedsHuman],
         limit: Some(APPROVALS_LIMIT),
@@ -336,7 +335,6 @@ fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
     Ok(SlowTier {
         at: now,
         event_id,
-        counts,
         approvals,
         dead,
     })
@@ -514,8 +512,8 @@ fn load_fast(
         source: 0,
         taken_at: now,
         last_event_id,
-        counts: slow.counts.clone(),
-        counts_at: Some(slow.at),
+        counts: tx.count_by_state()?,
+        counts_at: Some(now),
         schedules,
         lanes,
         retries,

@@ -76,7 +76,7 @@ const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
      FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 \
      AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
-const COUNT_BY_STATE: &str = "SELECT state, COUNT(*) FROM runs GROUP BY state";
+const COUNT_BY_STATE: &str = "SELECT state, n FROM run_counts";
 /// ?12 clears not_before/next_check_at (entering running or a terminal state);
 /// ?13 clears the lease (leaving running).
 const TRANSITION: &str = concat!(
