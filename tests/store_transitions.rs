@@ -10,7 +10,10 @@ use serde_json::json;
 use support::*;
 
 /// DESIGN.md "Run state machine", written out independently of `can_become`
-/// so that a change to either one is caught.
+/// so that a change to either one is caught. Beyond the diagram's arrows:
+/// pending → failed / needs_human and the re-gated retry_wait → skipped / failed /
+/// needs_human are a gate's `on_fail = "fail" | "human" | "skip"` (DESIGN.md
+/// layer 2; "a retry is re-gated").
 const ALLOWED: &[(RunState, RunState)] = &[
     (Pending, Running),
     (Pending, Skipped),
@@ -27,7 +30,6 @@ const ALLOWED: &[(RunState, RunState)] = &[
     (RetryWait, Skipped),
     (RetryWait, Failed),
     (RetryWait, NeedsHuman),
-    (RetryWait, Dead),
     (NeedsHuman, RetryWait),
     (NeedsHuman, Pending),
     (NeedsHuman, Failed),

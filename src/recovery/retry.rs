@@ -49,7 +49,9 @@ pub fn plan(policy: &RetryPolicy, run_id: i64, attempt: u32, now: DateTime<Utc>)
     let base = base_delay(policy, attempt);
     let jitter = policy.jitter.clamp(0.0, 1.0);
     let ms = base.num_milliseconds() as f64;
-    let jittered = (ms * (1.0 + jitter * jitter_factor(run_id, attempt))).max(0.0);
+    // The cap holds after jitter too: a capped delay spreads below `max`, never past it.
+    let cap = (policy.max.as_millis() as f64).max(ms);
+    let jittered = (ms * (1.0 + jitter * jitter_factor(run_id, attempt))).clamp(0.0, cap);
     RetryPlan::At(now + TimeDelta::milliseconds(jittered.round() as i64))
 }
 
@@ -99,5 +101,22 @@ mod tests {
             distinct.insert(d);
         }
         assert!(distinct.len() > 100, "jitter should spread runs");
+    }
+
+    #[test]
+    fn jitter_never_pushes_a_capped_delay_past_max() {
+        // Exponential 60s, 120s, 240s, then capped at 300s; jitter 0.5.
+        let p = policy(Backoff::Exponential, 0.5);
+        let now = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
+        let mut below = 0;
+        for run in 0..200 {
+            let RetryPlan::At(t) = plan(&p, run, 4, now) else {
+                panic!()
+            };
+            let d = (t - now).num_milliseconds();
+            assert!((150_000..=300_000).contains(&d), "{d}");
+            below += usize::from(d < 300_000);
+        }
+        assert!(below > 50, "capped delays still spread below the cap");
     }
 }

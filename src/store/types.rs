@@ -74,7 +74,7 @@ impl RunState {
             // Attempt outcome; cancel_previous and kill --cancel-running also end here.
             (Running, Succeeded | RetryWait | NeedsHuman | Failed | Dead) => true,
             // Re-gated retry: claimed again, or a gate now says skip / fail / human.
-            (RetryWait, Running | Skipped | Failed | NeedsHuman | Dead) => true,
+            (RetryWait, Running | Skipped | Failed | NeedsHuman) => true,
             // Approve (new attempt, or back to the gates) / reject / approval_ttl.
             (NeedsHuman, RetryWait | Pending | Failed) => true,
             // Catch-up rules.
