@@ -970,6 +970,23 @@ fn open(m: &mut Model, cmds: &mut Vec<Cmd>) {
     }
 }
 
+/// Whether `action` can act on what is selected now: approve / reject need a
+/// `needs_human` run, requeue a failed or dead one (the footer lists only keys
+/// that work here). Other actions always apply; unknown runs are given the
+/// benefit of the doubt (the store decides).
+pub fn action_applies(m: &Model, action: Action) -> bool {
+    let wanted: &[RunState] = match action {
+        Action::Approve | Action::Reject => &[RunState::NeedsHuman],
+        Action::Requeue => &[RunState::Failed, RunState::Dead],
+        _ => return true,
+    };
+    match action_run(m, action).map(|id| m.known_run(id).map(|r| r.state)) {
+        Some(Some(state)) => wanted.contains(&state),
+        Some(None) => true,
+        None => false,
+    }
+}
+
 /// The run an approve / reject / requeue is about, from the detail or the pane.
 fn action_run(m: &Model, action: Action) -> Option<i64> {
     if let Screen::Detail(d) = &m.screen {

@@ -361,6 +361,9 @@ fn footer_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
     let w = usize::from(w);
     let mut spans: Vec<Span> = Vec::new();
     for b in keymap::footer(&m.layers(), m.read_only) {
+        if !crate::console::app::action_applies(m, b.action) {
+            continue;
+        }
         let key = Span::styled(format!(" {}", b.keys_label()), t.style(Token::Accent));
         let desc = Span::styled(format!(" {} ", b.description), t.style(Token::Muted));
         if width(&spans) + key.width() + desc.width() > w {
