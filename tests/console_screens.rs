@@ -191,6 +191,15 @@ fn reason_dialog() {
 }
 
 #[test]
+fn approval_dialog() {
+    let mut m = loaded_model(80, 24);
+    update(&mut m, ch('5'));
+    update(&mut m, ch('a'));
+    type_text(&mut m, "checked the refund list with finance");
+    insta::assert_snapshot!("approve_dialog_80x24", screen(&m, 80, 24));
+}
+
+#[test]
 fn kill_type_to_confirm_dialog() {
     let mut snap = fixed_snapshot();
     snap.switches.kill = None;
