@@ -282,3 +282,93 @@ close_after = "1s"
         .unwrap();
     assert_eq!(stopped.len(), 1);
 }
+
+#[test]
+fn a_stop_lets_short_attempts_finish_and_stops_long_ones_with_their_children() {
+    let dir = tempfile::tempdir().unwrap();
+    // The agent starts a grandchild (a shell's `sleep`), records its pid, and
+    // finishes after AGENT_SECONDS unless stopped first.
+    let agent = dir.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat >/dev/null\nsleep \"$AGENT_SECONDS\" &\necho $! > \"$PIDS/$RUN.pid\"\nwait\n\
+         echo '{\"event\":\"result\",\"status\":\"success\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let schedule = |id: &str, seconds: u32| {
+        format!(
+            r#"
+[agents.{id}]
+kind = "command"
+command = ["{agent}"]
+timeout = "60s"
+env = {{ AGENT_SECONDS = "{seconds}", PIDS = "{pids}", RUN = "{id}" }}
+
+[[schedule]]
+id = "{id}"
+agent = "{id}"
+on_event = "go"
+close_after = "10m"
+"#,
+            agent = agent.display(),
+            pids = pids.display()
+        )
+    };
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!(
+            "[scheduler]\ndatabase = \"test.db\"\nlease = \"30s\"\nshutdown_grace = \"3s\"\n{}{}",
+            schedule("short", 1),
+            schedule("long", 120)
+        ),
+    )
+    .unwrap();
+    let mut a = start(dir.path(), "a.log");
+    wait_for("the database", Duration::from_secs(20), || store(dir.path()));
+    let out = Command::new(bin())
+        .args(["event", "post", "go", "--id", "e1", "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pid_of = |name: &str| -> Option<i32> {
+        std::fs::read_to_string(pids.join(format!("{name}.pid")))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let long_child = wait_for("both agents running", Duration::from_secs(20), || {
+        pid_of("short")?;
+        pid_of("long")
+    });
+    sigterm(&mut a);
+    let s = store(dir.path()).unwrap();
+    let state = |id: &str| {
+        s.read(|tx| tx.find_run("default", id, "e1"))
+            .unwrap()
+            .unwrap()
+            .state
+    };
+    assert_eq!(
+        state("short"),
+        RunState::Succeeded,
+        "finished within the grace period"
+    );
+    // The long one is left to lease expiry, but nothing of it runs on.
+    assert_eq!(state("long"), RunState::Running);
+    // Gone, or a zombie waiting for init to reap it (it was reparented there).
+    let alive = std::fs::read_to_string(format!("/proc/{long_child}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit(')').next().map(|rest| rest.trim_start().to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z'));
+    assert!(
+        !alive,
+        "the long agent's grandchild {long_child} outlived the scheduler"
+    );
+    let log = std::fs::read_to_string(dir.path().join("a.log")).unwrap();
+    assert!(log.contains("grace period over"), "{log}");
+}

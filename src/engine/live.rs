@@ -2,6 +2,7 @@
 //! or at most a second so other processes' changes are seen), stop gracefully.
 
 use super::{Engine, Result};
+use crate::agent::runner::AttemptSignal;
 use crate::store::types::{EventFilter, NewEvent};
 use chrono::TimeDelta;
 use serde_json::json;
@@ -10,6 +11,10 @@ use std::time::{Duration, Instant};
 /// Longest sleep: switches, approvals and runs created by other processes
 /// (CLI, console, other schedulers) are seen within this.
 const POLL: Duration = Duration::from_millis(500);
+
+/// How long stopping the agents left after the grace period may take: the
+/// runner's SIGTERM-to-SIGKILL grace, and a little for the reports.
+const STOP_AGENTS_WITHIN: Duration = Duration::from_secs(5);
 
 /// Wall clock and monotonic clock disagreeing by more than this is a clock jump.
 const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
@@ -95,8 +100,9 @@ impl Engine {
         if left > 0 {
             tracing::warn!(
                 left,
-                "grace period over; leaving running attempts to lease expiry"
+                "grace period over; stopping the agents, leaving their runs to lease expiry"
             );
+            self.stop_agents().await;
         }
         let now = self.clock.now();
         let detail = json!({"owner": self.opts.owner, "left_running": left});
@@ -107,6 +113,40 @@ impl Engine {
         self.log_events(log_after)?;
         self.abandon_running();
         Ok(())
+    }
+
+    /// Stops the agents still running after the grace period (their whole
+    /// process groups: SIGTERM, then SIGKILL) and waits for them to end, so no
+    /// agent of this scheduler keeps acting once it is gone. Their runs are not
+    /// touched: they stay `running` until the lease expires and a scheduler
+    /// marks the attempt lost (then retry, or a human if a side-effect step is
+    /// uncertain), exactly as after a crash.
+    async fn stop_agents(&mut self) {
+        let mut open: std::collections::HashSet<(i64, i64)> = self
+            .running
+            .iter()
+            .map(|(run, r)| {
+                r.handle.cancel();
+                (*run, r.token)
+            })
+            .collect();
+        let deadline = Instant::now() + STOP_AGENTS_WITHIN;
+        while !open.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::select! {
+                report = self.recv_report() => match report {
+                    Some(r) if matches!(r.signal, AttemptSignal::Ended { .. }) => {
+                        open.remove(&(r.run_id, r.token));
+                    }
+                    Some(_) => {}
+                    None => break,
+                },
+                _ = tokio::time::sleep(left) => break,
+            }
+        }
+        if !open.is_empty() {
+            tracing::warn!(left = open.len(), "agents still running after SIGKILL");
+        }
     }
 
     /// `tick` may block on gates and SQLite: on a multi-threaded runtime, tell
