@@ -468,6 +468,17 @@ fn daily_cost_cap_pauses_the_schedule() {
     assert!(second.last_error.unwrap().contains("daily cost cap exceeded"));
     let st = store.read(|tx| tx.schedule_state("job")).unwrap();
     assert!(st.paused, "paused with reason budget");
+    assert!(
+        st.paused_reason.as_deref().is_some_and(|r| r.starts_with("budget")),
+        "{:?}",
+        st.paused_reason
+    );
+    let alerts = schedule_events(&store, "job", "alert");
+    assert!(
+        alerts.iter().any(|e| e.detail["what"] == "budget"
+            && e.detail["message"].as_str().is_some_and(|m| m.contains("cost"))),
+        "{alerts:?}"
+    );
     let third = run_by_key(&store, "job", "2026-06-01T08:30+08:00");
     assert_eq!(third.attempts, 0);
     let _ = SimEnd::Success;
