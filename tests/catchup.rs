@@ -9,6 +9,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashSet;
 use support::*;
 
+/// The catch-up window of every schedule in these tests.
+const CATCHUP_WINDOW: TimeDelta = TimeDelta::hours(36);
+
 fn config_for(policy: &str) -> String {
     format!(
         r#"{BASE}
@@ -19,7 +22,7 @@ every = "5m"
 close_after = "5m"
 check_every = "1m"
 catchup = "{policy}"
-catchup_window = "24h"
+catchup_window = "36h"
 overlap = "allow"
 max_concurrency = 4
 
@@ -29,7 +32,7 @@ agent = "sim"
 cron = "0 * * * *"
 close_after = "10m"
 catchup = "{policy}"
-catchup_window = "24h"
+catchup_window = "36h"
 
 [[schedule]]
 id = "daily"
@@ -37,7 +40,7 @@ agent = "sim"
 cron = "0 9 * * *"
 close_after = "1h"
 catchup = "{policy}"
-catchup_window = "24h"
+catchup_window = "36h"
 "#
     )
 }
@@ -55,23 +58,54 @@ fn agents() -> Vec<(&'static str, agentcron::rehearsal::sim::SimAgent)> {
 struct Outage {
     down: DateTime<Utc>,
     up: DateTime<Utc>,
+    end: DateTime<Utc>,
     store: agentcron::store::Store,
 }
 
-/// Up from 2026-06-01 00:00Z for 1h, down 70h, up again for 8h.
+/// Up from 2026-06-01 00:00Z, down at 01:30Z for exactly 72 h, up again for 8 h.
 fn outage(policy: &str) -> (tempfile::TempDir, Outage) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&dir, &config_for(policy));
     let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
-    let down = t("2026-06-01T01:00:00Z");
+    let down = t("2026-06-01T01:30:00Z");
     d.run_until(down).unwrap();
     d.crash("main");
-    let up = down + TimeDelta::hours(70);
+    let up = down + TimeDelta::hours(72);
     d.jump_clock(up).unwrap();
     d.restart("main").unwrap();
-    d.run_until(up + TimeDelta::hours(8)).unwrap();
+    let end = up + TimeDelta::hours(8);
+    d.run_until(end).unwrap();
     let store = d.store().unwrap();
-    (dir, Outage { down, up, store })
+    (dir, Outage { down, up, end, store })
+}
+
+/// Every window start each schedule should have from the start of the test to
+/// `end`: computed here from the triggers, independently of the engine.
+fn planned_starts(schedule: &str, end: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    let (first, step) = match schedule {
+        "five" => (t("2026-06-01T00:00:00Z"), TimeDelta::minutes(5)),
+        "hourly" => (t("2026-06-01T00:00:00Z"), TimeDelta::hours(1)),
+        // 09:00 Asia/Shanghai.
+        "daily" => (t("2026-06-01T01:00:00Z"), TimeDelta::days(1)),
+        other => panic!("{other}"),
+    };
+    let mut out = vec![];
+    let mut at = first;
+    while at <= end {
+        out.push(at);
+        at += step;
+    }
+    out
+}
+
+/// A window of the outage: opened while the scheduler was down and closed
+/// before it came back.
+fn in_gap(o: &Outage, r: &Run) -> bool {
+    r.window_start > o.down && r.window_end <= o.up
+}
+
+fn expired_by_rule(o: &Outage, r: &Run) -> bool {
+    r.window_start + CATCHUP_WINDOW <= o.up
 }
 
 fn claimed_at(store: &agentcron::store::Store, run: &Run) -> Option<DateTime<Utc>> {
@@ -81,78 +115,129 @@ fn claimed_at(store: &agentcron::store::Store, run: &Run) -> Option<DateTime<Utc
         .map(|e| e.at)
 }
 
-#[test]
-fn policy_all_catches_up_oldest_first_in_the_backfill_pool_and_expires_the_rest() {
-    let (_dir, o) = outage("all");
+/// Exactly the planned windows, each once, and the outage's windows in the
+/// state the policy gives them; windows too old are expired, never run.
+fn check_policy(policy: &str) -> Outage {
+    let (_dir, o) = outage(policy);
     for sched in ["five", "hourly", "daily"] {
         let runs = runs(&o.store, sched);
-        let keys: HashSet<&str> = runs.iter().map(|r| r.window_key.as_str()).collect();
-        assert_eq!(keys.len(), runs.len(), "{sched}: a window key twice");
-        for r in &runs {
-            let closed_in_gap = r.window_start > o.down && r.window_end <= o.up;
-            if closed_in_gap && r.window_start + TimeDelta::hours(24) <= o.up {
-                assert_eq!(r.state, RunState::Expired, "{sched} {}", r.window_key);
-                assert_eq!(r.attempts, 0);
-            } else if closed_in_gap {
-                assert_eq!(
-                    (r.reason, r.pool),
-                    (RunReason::Catchup, Pool::Backfill),
-                    "{sched} {}",
-                    r.window_key
-                );
-                assert_eq!(r.state, RunState::Succeeded, "{sched} {}", r.window_key);
-            } else if r.window_start < o.up + TimeDelta::hours(7) {
-                assert_eq!(r.state, RunState::Succeeded, "{sched} {}", r.window_key);
+        let starts: Vec<DateTime<Utc>> = runs.iter().map(|r| r.window_start).collect();
+        assert_eq!(
+            starts,
+            planned_starts(sched, o.end),
+            "{sched}: the planned windows, each once"
+        );
+        let gap: Vec<&Run> = runs.iter().filter(|r| in_gap(&o, r)).collect();
+        assert!(!gap.is_empty(), "{sched}");
+        let (expired, recent): (Vec<&Run>, Vec<&Run>) = gap.iter().partition(|r| expired_by_rule(&o, r));
+        for r in &expired {
+            assert_eq!(r.state, RunState::Expired, "{policy} {sched} {}", r.window_key);
+            assert_eq!(r.attempts, 0);
+        }
+        // "latest": the newest window due by the restart runs (which may be the
+        // one due at the restart instant itself); the older ones are coalesced.
+        let newest = runs.iter().map(|r| r.window_start).filter(|s| *s <= o.up).max();
+        for r in &recent {
+            let what = format!("{policy} {sched} {}: {:?}", r.window_key, r.state_reason);
+            match policy {
+                "all" => {
+                    assert_eq!((r.reason, r.pool), (RunReason::Catchup, Pool::Backfill), "{what}");
+                    assert_eq!(r.state, RunState::Succeeded, "{what}");
+                }
+                "latest" if Some(r.window_start) == newest => {
+                    assert_eq!(r.state, RunState::Succeeded, "{what}");
+                    assert_eq!(r.attempts, 1, "{what}");
+                }
+                "latest" => {
+                    assert_eq!(r.state, RunState::Skipped, "{what}");
+                    assert!(
+                        r.state_reason.as_deref().unwrap().starts_with("coalesced"),
+                        "{what}"
+                    );
+                }
+                "none" => {
+                    assert_eq!(r.state, RunState::Skipped, "{what}");
+                    assert_eq!(r.attempts, 0, "{what}");
+                    assert!(r.state_reason.is_some(), "{what}");
+                }
+                other => panic!("{other}"),
             }
         }
+        // Everything before the outage and after the restart ran on time.
+        for r in runs
+            .iter()
+            .filter(|r| r.window_end <= o.down || r.window_start >= o.up)
+        {
+            if r.window_end <= o.end {
+                assert_eq!(r.state, RunState::Succeeded, "{policy} {sched} {}", r.window_key);
+                assert_eq!(
+                    r.reason,
+                    RunReason::Scheduled,
+                    "{policy} {sched} {}",
+                    r.window_key
+                );
+            }
+        }
+        // An alert names what was expired (and, for "none", what was dropped).
+        let alerts = schedule_events(&o.store, sched, "alert");
+        assert!(
+            alerts.iter().any(|a| a.detail["what"] == "catchup"),
+            "{policy} {sched}: {alerts:?}"
+        );
     }
-    // Exactly the planned windows: every 5 minutes through the outage, none missing.
+    o
+}
+
+#[test]
+fn policy_all_catches_up_oldest_first_in_the_backfill_pool_and_expires_the_rest() {
+    let o = check_policy("all");
+    for sched in ["five", "hourly", "daily"] {
+        // Oldest first: claim instants follow window order.
+        let caught_up: Vec<Run> = runs(&o.store, sched)
+            .into_iter()
+            .filter(|r| r.reason == RunReason::Catchup && r.attempts > 0)
+            .collect();
+        assert!(!caught_up.is_empty(), "{sched}");
+        let claims: Vec<DateTime<Utc>> = caught_up
+            .iter()
+            .map(|r| claimed_at(&o.store, r).unwrap())
+            .collect();
+        assert!(
+            claims.windows(2).all(|w| w[0] <= w[1]),
+            "{sched}: catch-up must drain oldest first"
+        );
+    }
+    // 36 h of five-minute windows before the restart, minus the one that was
+    // still open when the scheduler came back.
     let five = runs(&o.store, "five");
-    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
-    for w in starts.windows(2) {
-        assert_eq!(w[1] - w[0], TimeDelta::minutes(5));
-    }
-    let caught_up: Vec<&Run> = five
+    let caught_up = five
         .iter()
         .filter(|r| r.reason == RunReason::Catchup && r.attempts > 0)
-        .collect();
-    assert_eq!(
-        caught_up.len(),
-        24 * 12 - 1,
-        "24h of 5-minute windows minus the one still open at restart"
-    );
-    // Oldest first: claim instants follow window order.
-    let claims: Vec<DateTime<Utc>> = caught_up
-        .iter()
-        .map(|r| claimed_at(&o.store, r).unwrap())
-        .collect();
-    assert!(
-        claims.windows(2).all(|w| w[0] <= w[1]),
-        "catch-up must drain oldest first"
-    );
-    // Back up at 06-03 23:00Z: yesterday's daily window (09:00 Shanghai = 01:00Z)
-    // is caught up before today's, the one before is past the catch-up window.
+        .count();
+    assert_eq!(caught_up, 36 * 12 - 1);
+    // Back up at 06-04 01:30Z: 06-03's daily window (09:00 Shanghai = 01:00Z) is
+    // caught up; 06-02's is past the catch-up window; 06-04's was still open.
     let daily = runs(&o.store, "daily");
     let by_key = |k: &str| daily.iter().find(|r| r.window_key == k).unwrap();
     assert_eq!(
         by_key("2026-06-01").state,
         RunState::Succeeded,
-        "ran on time before the outage"
+        "ran before the outage"
     );
     assert_eq!(by_key("2026-06-02").state, RunState::Expired);
     assert_eq!(by_key("2026-06-03").state, RunState::Succeeded);
     assert_eq!(by_key("2026-06-03").reason, RunReason::Catchup);
-    assert_eq!(by_key("2026-06-04").reason, RunReason::Scheduled);
-    assert!(claimed_at(&o.store, by_key("2026-06-03")) < claimed_at(&o.store, by_key("2026-06-04")));
-    // An alert says windows expired.
-    let alerts = schedule_events(&o.store, "five", "alert");
-    assert!(alerts.iter().any(|a| a.detail["what"] == "catchup"), "{alerts:?}");
+    assert_eq!(by_key("2026-06-04").state, RunState::Succeeded);
+    // 06-04's window was still open at the restart: the on-time pool runs it at
+    // once, without waiting behind the catch-up.
+    assert_eq!(by_key("2026-06-04").pool, Pool::OnTime);
+    assert_eq!(claimed_at(&o.store, by_key("2026-06-04")), Some(o.up));
 }
 
 #[test]
 fn on_time_runs_are_not_delayed_while_the_backfill_drains() {
     let (_dir, o) = outage("all");
-    // The backfill of ~288 five-minute windows takes over an hour with 2 workers;
+    // The backfill of ~430 five-minute windows takes hours with 2 workers;
     // every on-time window after the restart is claimed the instant it is due.
     let mut checked = 0;
     for sched in ["five", "hourly"] {
@@ -186,40 +271,12 @@ fn on_time_runs_are_not_delayed_while_the_backfill_drains() {
 
 #[test]
 fn policy_latest_runs_only_the_newest_and_coalesces_the_rest() {
-    let (_dir, o) = outage("latest");
-    let hourly = runs(&o.store, "hourly");
-    let gap: Vec<&Run> = hourly
-        .iter()
-        .filter(|r| r.window_start > o.down && r.window_start <= o.up)
-        .collect();
-    let ran: Vec<&Run> = gap.iter().copied().filter(|r| r.attempts > 0).collect();
-    assert_eq!(ran.len(), 1, "only the newest window of the gap runs");
-    assert_eq!(
-        ran[0].window_start,
-        gap.iter().map(|r| r.window_start).max().unwrap()
-    );
-    for r in gap.iter().filter(|r| r.attempts == 0) {
-        assert!(
-            matches!(r.state, RunState::Skipped | RunState::Expired),
-            "{}",
-            r.window_key
-        );
-        if r.state == RunState::Skipped {
-            assert!(r.state_reason.as_deref().unwrap().starts_with("coalesced"));
-        }
-    }
+    check_policy("latest");
 }
 
 #[test]
 fn policy_none_skips_missed_windows_and_alerts() {
-    let (_dir, o) = outage("none");
-    let hourly = runs(&o.store, "hourly");
-    let gap: Vec<&Run> = hourly
-        .iter()
-        .filter(|r| r.window_start > o.down && r.window_end <= o.up)
-        .collect();
-    assert!(gap.iter().all(|r| r.attempts == 0));
-    assert!(gap.iter().filter(|r| r.state == RunState::Skipped).count() >= 23);
+    let o = check_policy("none");
     let alerts = schedule_events(&o.store, "hourly", "alert");
     assert!(alerts.iter().any(|a| {
         a.detail["message"]

@@ -469,7 +469,9 @@ fn daily_cost_cap_pauses_the_schedule() {
     let st = store.read(|tx| tx.schedule_state("job")).unwrap();
     assert!(st.paused, "paused with reason budget");
     assert!(
-        st.paused_reason.as_deref().is_some_and(|r| r.starts_with("budget")),
+        st.paused_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("budget")),
         "{:?}",
         st.paused_reason
     );
