@@ -19,6 +19,41 @@ const STOP_AGENTS_WITHIN: Duration = Duration::from_secs(5);
 /// Wall clock and monotonic clock disagreeing by more than this is a clock jump.
 const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
 
+/// Detects wall-clock jumps: between two observations the wall clock should
+/// move as much as the monotonic clock did; a difference beyond
+/// [`JUMP_THRESHOLD`] either way is a jump (NTP step, suspended laptop, an
+/// operator setting the date).
+#[derive(Debug, Clone, Copy)]
+pub struct JumpDetector {
+    last_wall: chrono::DateTime<chrono::Utc>,
+    last_mono: Instant,
+}
+
+impl JumpDetector {
+    pub fn new(wall: chrono::DateTime<chrono::Utc>, mono: Instant) -> Self {
+        Self {
+            last_wall: wall,
+            last_mono: mono,
+        }
+    }
+
+    /// The jump since the last observation, as (where the wall clock should
+    /// be, where it is), or None.
+    pub fn observe(
+        &mut self,
+        wall: chrono::DateTime<chrono::Utc>,
+        mono: Instant,
+    ) -> Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> {
+        let expected =
+            TimeDelta::from_std(mono.saturating_duration_since(self.last_mono)).unwrap_or_default();
+        let should_be = self.last_wall + expected;
+        let drift = wall - should_be;
+        self.last_wall = wall;
+        self.last_mono = mono;
+        (drift > JUMP_THRESHOLD || drift < -JUMP_THRESHOLD).then_some((should_be, wall))
+    }
+}
+
 impl Engine {
     /// Records a detected clock jump; the next tick plans any windows it skipped.
     pub fn note_clock_jump(
@@ -45,18 +80,11 @@ impl Engine {
     ) -> Result<()> {
         tokio::pin!(shutdown);
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
-        let mut last_wall = self.clock.now();
-        let mut last_mono = Instant::now();
+        let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
         loop {
-            let wall = self.clock.now();
-            let mono = Instant::now();
-            let expected = TimeDelta::from_std(mono - last_mono).unwrap_or_default();
-            let drift = (wall - last_wall) - expected;
-            if drift > JUMP_THRESHOLD || drift < -JUMP_THRESHOLD {
-                self.note_clock_jump(last_wall + expected, wall)?;
+            if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
+                self.note_clock_jump(from, to)?;
             }
-            last_wall = wall;
-            last_mono = mono;
             match self.tick_blocking() {
                 // Another process holds the database longer than the busy
                 // timeout: say so and try again; nothing is lost.
@@ -190,5 +218,50 @@ impl Engine {
             }
         }
         Ok(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    #[test]
+    fn wall_time_that_moves_with_the_monotonic_clock_is_no_jump() {
+        let m0 = Instant::now();
+        let mut d = JumpDetector::new(t("2026-06-01T09:00:00Z"), m0);
+        // 10 minutes pass on both clocks; a few seconds of NTP slew is fine.
+        assert_eq!(
+            d.observe(t("2026-06-01T09:10:00Z"), m0 + Duration::from_secs(600)),
+            None
+        );
+        assert_eq!(
+            d.observe(t("2026-06-01T09:10:29Z"), m0 + Duration::from_secs(600)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_forward_and_a_backward_step_are_jumps() {
+        let m0 = Instant::now();
+        let mut d = JumpDetector::new(t("2026-06-01T09:00:00Z"), m0);
+        // One second of real time, three hours of wall time.
+        assert_eq!(
+            d.observe(t("2026-06-01T12:00:01Z"), m0 + Duration::from_secs(1)),
+            Some((t("2026-06-01T09:00:01Z"), t("2026-06-01T12:00:01Z")))
+        );
+        // Then the wall clock is set back an hour.
+        assert_eq!(
+            d.observe(t("2026-06-01T11:00:02Z"), m0 + Duration::from_secs(2)),
+            Some((t("2026-06-01T12:00:02Z"), t("2026-06-01T11:00:02Z")))
+        );
+        // A suspended laptop: the monotonic clock stood still for 8 hours.
+        assert!(
+            d.observe(t("2026-06-01T19:00:03Z"), m0 + Duration::from_secs(3))
+                .is_some()
+        );
     }
 }
