@@ -6,7 +6,6 @@ mod support;
 use agentcron::rehearsal::sim::SimAttempt;
 use agentcron::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
-use std::collections::HashSet;
 use support::*;
 
 /// The catch-up window of every schedule in these tests.

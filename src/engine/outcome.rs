@@ -305,7 +305,7 @@ impl Engine {
             let ev = NewEvent::new(
                 now,
                 "retry_scheduled",
-                json!({"not_before": rfc3339(now), "after": "verify", "attempt": f.attempt}),
+                json!({"not_before": rfc3339(now), "after": "verify", "attempt": f.attempt, "next_attempt": f.attempt + 1}),
             )
             .for_run(&run);
             let c = Change {
