@@ -204,27 +204,40 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
         Action::PrevPane => assert_eq!(after.pane, before.pane.prev(), "{ctx}"),
         Action::GotoPane(p) => assert_eq!(after.pane, p, "{ctx}"),
         Action::Down | Action::Up | Action::Top | Action::Bottom | Action::PageDown | Action::PageUp => {
-            match layer {
-                Layer::Detail => assert_ne!(
-                    detail(after).map(|d| d.scroll),
-                    detail(before).map(|d| d.scroll),
-                    "{ctx}"
-                ),
-                Layer::Help => {
-                    let scroll = |m: &Model| match m.overlay {
-                        Overlay::Help { scroll } => scroll,
-                        _ => u16::MAX - 1,
-                    };
-                    assert_ne!(scroll(after), scroll(before), "{ctx}");
+            // Where the layer's cursor or scroll is: a larger number is further down.
+            let pos = |m: &Model| -> Option<usize> {
+                match layer {
+                    Layer::Detail => detail(m).map(|d| usize::from(d.scroll)),
+                    Layer::Help => match m.overlay {
+                        Overlay::Help { scroll } => Some(usize::from(scroll)),
+                        _ => None,
+                    },
+                    _ => m.schedules.resolve_names(schedules::names(m)),
                 }
-                _ => assert_ne!(after.schedules, before.schedules, "{ctx}"),
+            };
+            let (b, a) = (pos(before), pos(after));
+            assert!(b.is_some() && a.is_some(), "{ctx}: {b:?} -> {a:?}");
+            match action {
+                Action::Down | Action::PageDown | Action::Bottom => assert!(a > b, "{ctx}: {b:?} -> {a:?}"),
+                _ => assert!(a < b, "{ctx}: {b:?} -> {a:?}"),
+            }
+            if action == Action::Top {
+                assert_eq!(a, Some(0), "{ctx}");
+            }
+            if action == Action::Bottom && !matches!(layer, Layer::Detail | Layer::Help) {
+                assert_eq!(a, Some(schedules::names(after).count() - 1), "{ctx}");
             }
         }
-        Action::Left | Action::Right => assert_ne!(
-            timeline::selected_run(after).map(|r| r.id),
-            timeline::selected_run(before).map(|r| r.id),
-            "{ctx}"
-        ),
+        Action::Left | Action::Right => {
+            let start = |m: &Model| timeline::selected_run(m).map(|r| r.window_start);
+            let (b, a) = (start(before), start(after));
+            assert!(b.is_some() && a.is_some(), "{ctx}");
+            if action == Action::Left {
+                assert!(a < b, "{ctx}: h/← goes to an older window: {b:?} -> {a:?}");
+            } else {
+                assert!(a > b, "{ctx}: l/→ goes to a newer window: {b:?} -> {a:?}");
+            }
+        }
         Action::Open => {
             assert!(detail(after).is_some(), "{ctx}");
             assert!(cmds.iter().any(|c| matches!(c, Cmd::LoadRunDetail(_))), "{ctx}");
