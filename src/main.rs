@@ -157,16 +157,18 @@ enum Command {
         /// An ad-hoc cron expression instead of a schedule.
         #[arg(long)]
         cron: Option<String>,
+        // Not `requires = "cron"`: clap waives that when SCHEDULE, which conflicts
+        // with --cron, is given; cli::next rejects these flags with a schedule.
         /// IANA time zone for --cron (default UTC).
-        #[arg(long, requires = "cron")]
+        #[arg(long)]
         tz: Option<String>,
         /// DST gap policy for --cron.
-        #[arg(long, value_enum, requires = "cron")]
+        #[arg(long, value_enum)]
         dst_gap: Option<GapArg>,
         /// DST fold policy for --cron.
-        #[arg(long, value_enum, requires = "cron")]
+        #[arg(long, value_enum)]
         dst_fold: Option<FoldArg>,
-        /// How many fires to list.
+        /// How many fires to list (at most 10000).
         #[arg(long, default_value_t = 5)]
         count: usize,
         /// List fires strictly after this RFC 3339 instant (default now).
@@ -332,8 +334,14 @@ fn main() {
             json,
         }) => {
             let target = match (schedule, cron) {
-                (_, Some(expr)) => cli::next::Target::Cron {
-                    expr,
+                (_, Some(expr)) => cli::next::Target::Cron(expr),
+                (Some(id), None) => cli::next::Target::Schedule(id),
+                // clap's required group guarantees one of the two.
+                (None, None) => unreachable!("clap enforces SCHEDULE or --cron"),
+            };
+            let opts = cli::next::Options {
+                target,
+                cron_flags: cli::next::CronFlags {
                     tz: tz.as_deref(),
                     dst_gap: dst_gap.map(|g| match g {
                         GapArg::Shift => DstGap::Shift,
@@ -345,12 +353,6 @@ fn main() {
                         FoldArg::Both => DstFold::Both,
                     }),
                 },
-                (Some(id), None) => cli::next::Target::Schedule(id),
-                // clap's required group guarantees one of the two.
-                (None, None) => unreachable!("clap enforces SCHEDULE or --cron"),
-            };
-            let opts = cli::next::Options {
-                target,
                 count: *count,
                 after: after.as_deref(),
                 json: *json,

@@ -13,22 +13,34 @@ use std::path::Path;
 /// What to enumerate.
 pub enum Target<'a> {
     Schedule(&'a str),
-    Cron {
-        expr: &'a str,
-        tz: Option<&'a str>,
-        dst_gap: Option<DstGap>,
-        dst_fold: Option<DstFold>,
-    },
+    Cron(&'a str),
+}
+
+/// The zone and DST policy flags. They describe an ad-hoc `--cron` expression; a
+/// schedule brings its own from the config.
+pub struct CronFlags<'a> {
+    pub tz: Option<&'a str>,
+    pub dst_gap: Option<DstGap>,
+    pub dst_fold: Option<DstFold>,
 }
 
 pub struct Options<'a> {
     pub target: Target<'a>,
+    pub cron_flags: CronFlags<'a>,
     pub count: usize,
     pub after: Option<&'a str>,
     pub json: bool,
 }
 
+/// Most fires one call lists: enough for any review, small enough that a typo
+/// (an extra zero or two) cannot make the command run for minutes.
+pub const MAX_COUNT: usize = 10_000;
+
 pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
+    if let Err(e) = check_usage(opts) {
+        eprintln!("agentcron next: {e}");
+        return exit::USAGE;
+    }
     let after = match opts.after {
         None => SystemClock.now(),
         Some(s) => match parse_instant(s) {
@@ -40,12 +52,12 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
         },
     };
     let rule = match &opts.target {
-        Target::Cron {
-            expr,
-            tz,
-            dst_gap,
-            dst_fold,
-        } => {
+        Target::Cron(expr) => {
+            let CronFlags {
+                tz,
+                dst_gap,
+                dst_fold,
+            } = &opts.cron_flags;
             let tz: Tz = match tz {
                 None => Tz::UTC,
                 Some(name) => match name.parse() {
@@ -114,6 +126,36 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
         print!("{}", table(&fires));
     }
     exit::OK
+}
+
+/// Rejects flag combinations that would otherwise be silently ignored, and
+/// counts beyond [`MAX_COUNT`].
+fn check_usage(opts: &Options<'_>) -> Result<(), String> {
+    if let Target::Schedule(id) = opts.target {
+        let f = &opts.cron_flags;
+        let given: Vec<&str> = [
+            f.tz.map(|_| "--tz"),
+            f.dst_gap.map(|_| "--dst-gap"),
+            f.dst_fold.map(|_| "--dst-fold"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !given.is_empty() {
+            let verb = if given.len() == 1 { "applies" } else { "apply" };
+            return Err(format!(
+                "{} {verb} only to --cron; schedule `{id}` uses its configured timezone and DST policy",
+                given.join(", ")
+            ));
+        }
+    }
+    if opts.count > MAX_COUNT {
+        return Err(format!(
+            "--count {} is more than the maximum {MAX_COUNT}; list fewer fires, or a later --after",
+            opts.count
+        ));
+    }
+    Ok(())
 }
 
 /// Parses an RFC 3339 instant, with a message that shows the expected shape.
