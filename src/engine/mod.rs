@@ -397,7 +397,18 @@ impl Engine {
         };
         if !self.stopping {
             consider(self.heap.peek().map(|Reverse((t, _))| *t));
-            consider(self.store.read(|tx| tx.next_due_check())?);
+            // Catch-up runs only matter while the backfill pool has room; a
+            // full pool wakes the engine when one of its attempts ends.
+            let backfill_room = self.pool_room(Pool::Backfill) > 0;
+            consider(self.store.read(|tx| {
+                let on_time = tx.next_due_check_in_pool(Pool::OnTime)?;
+                let backfill = if backfill_room {
+                    tx.next_due_check_in_pool(Pool::Backfill)?
+                } else {
+                    None
+                };
+                Ok(on_time.into_iter().chain(backfill).min())
+            })?);
         }
         if !self.running.is_empty() {
             let every = self.renew_every();

@@ -78,7 +78,17 @@ struct SwitchOutcome {
 
 impl Engine {
     pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>) -> Result<()> {
-        let mut due = self.store.read(|tx| tx.due_runs(now, 5000))?;
+        // Catch-up runs are read only as far as the backfill pool has room: a
+        // backlog of thousands waits in the store, untouched, instead of being
+        // re-decided (and re-held as "pool full") on every tick.
+        let backfill_room = self.pool_room(Pool::Backfill);
+        let mut due = self.store.read(|tx| {
+            let mut due = tx.due_runs_in_pool(Pool::OnTime, now, 5000)?;
+            if backfill_room > 0 {
+                due.extend(tx.due_runs_in_pool(Pool::Backfill, now, 4 * backfill_room + 16)?);
+            }
+            Ok(due)
+        })?;
         if due.is_empty() {
             return Ok(());
         }
@@ -123,6 +133,27 @@ impl Engine {
             self.start_pending();
         }
         Ok(())
+    }
+
+    /// (attempts of `pool` running or about to start in this process, its size).
+    pub(crate) fn pool_use(&self, pool: Pool) -> (usize, usize) {
+        let size = match pool {
+            Pool::OnTime => self.cfg.scheduler.workers,
+            Pool::Backfill => self.cfg.scheduler.backfill_workers,
+        };
+        let used = self
+            .running
+            .values()
+            .chain(self.pending_starts.iter().map(|(_, r)| r))
+            .filter(|r| r.pool == pool)
+            .count();
+        (used, size)
+    }
+
+    /// Free places in `pool` in this process.
+    pub(crate) fn pool_room(&self, pool: Pool) -> usize {
+        let (used, size) = self.pool_use(pool);
+        size.saturating_sub(used)
     }
 
     fn switch_facts(&self, now: DateTime<Utc>) -> Result<SwitchFacts> {
@@ -495,17 +526,8 @@ impl Engine {
             }
         }
         let pool = run.pool;
-        let pool_size = match pool {
-            Pool::OnTime => self.cfg.scheduler.workers,
-            Pool::Backfill => self.cfg.scheduler.backfill_workers,
-        };
-        let in_pool = self
-            .running
-            .values()
-            .chain(self.pending_starts.iter().map(|(_, r)| r))
-            .filter(|r| r.pool == pool)
-            .count();
-        if in_pool >= pool_size {
+        if self.pool_room(pool) == 0 {
+            let (in_pool, pool_size) = self.pool_use(pool);
             checks.push(held(
                 "quota",
                 format!("{} pool full ({in_pool}/{pool_size})", pool.as_str()),

@@ -37,6 +37,24 @@ const DUE_RUNS: &str = concat!(
     " FROM runs WHERE state IN ('pending', 'retry_wait') AND next_check_at <= ?1 \
      ORDER BY next_check_at, id LIMIT ?2"
 );
+const DUE_ON_TIME: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
+     ORDER BY next_check_at, id LIMIT ?2"
+);
+const DUE_BACKFILL: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
+     ORDER BY window_start, id LIMIT ?2"
+);
+const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
+     ORDER BY next_check_at LIMIT 1";
+const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at IS NOT NULL \
+     ORDER BY next_check_at LIMIT 1";
 const NEXT_DUE_CHECK: &str = "SELECT next_check_at FROM runs \
      WHERE state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
@@ -217,6 +235,27 @@ impl Tx<'_> {
     /// Pending / retry_wait runs with `next_check_at <= now`, oldest check first.
     pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
         self.query_runs(&with_limit(DUE_RUNS, "?2", limit_to), rusqlite::params![Ms(now)])
+    }
+
+    /// Due runs of one pool, at most `limit_to`: on-time runs by next check,
+    /// catch-up runs oldest window first.
+    pub fn due_runs_in_pool(&self, pool: Pool, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
+        let sql = match pool {
+            Pool::OnTime => DUE_ON_TIME,
+            Pool::Backfill => DUE_BACKFILL,
+        };
+        self.query_runs(&with_limit(sql, "?2", limit_to), rusqlite::params![Ms(now)])
+    }
+
+    /// The earliest `next_check_at` among pending / retry_wait runs of one pool.
+    pub fn next_due_check_in_pool(&self, pool: Pool) -> Result<Option<DateTime<Utc>>> {
+        let sql = match pool {
+            Pool::OnTime => NEXT_DUE_ON_TIME,
+            Pool::Backfill => NEXT_DUE_BACKFILL,
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let at = stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?;
+        Ok(at.map(|m| m.0))
     }
 
     /// The earliest `next_check_at` among pending / retry_wait runs.

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -41,6 +41,16 @@ END;
 CREATE TRIGGER run_counts_delete AFTER DELETE ON runs BEGIN
     UPDATE run_counts SET n = n - 1 WHERE state = old.state;
 END;
+"#;
+
+/// Due runs per pool: on-time runs by their next check; catch-up runs oldest
+/// window first, so the engine reads only as many as its backfill pool can
+/// take (a long backlog is not re-read every tick).
+const V3: &str = r#"
+CREATE INDEX runs_due_on_time ON runs (next_check_at, id)
+    WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time';
+CREATE INDEX runs_due_backfill ON runs (window_start, id)
+    WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill';
 "#;
 
 const V1: &str = r#"
