@@ -40,7 +40,9 @@ const DUE_RUNS: &str = concat!(
 const DUE_ON_TIME: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
+    // INDEXED BY: left to itself SQLite walks runs_due through a catch-up backlog.
+    " FROM runs INDEXED BY runs_due_on_time \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
      ORDER BY next_check_at, id LIMIT ?2"
 );
 const DUE_BACKFILL: &str = concat!(
@@ -49,7 +51,7 @@ const DUE_BACKFILL: &str = concat!(
     " FROM runs WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
      ORDER BY window_start, id LIMIT ?2"
 );
-const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs \
+const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
 const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs \
