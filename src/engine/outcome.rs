@@ -744,8 +744,12 @@ impl Engine {
 
     /// Runs held by a slot (quota, overlap, circuit probe) are checked again now.
     pub(crate) fn wake_held(&self, schedule: &str, now: DateTime<Utc>) -> Result<()> {
-        let _ = schedule;
-        self.store.write(|tx| tx.recheck_held(None, now))?;
+        // One attempt ended: at most that many catch-up runs can start.
+        let backfill = self
+            .index
+            .get(schedule)
+            .map_or(1, |&i| self.cfg.schedules[i].max_concurrency.max(1) as usize);
+        self.store.write(|tx| tx.recheck_held(schedule, backfill, now))?;
         Ok(())
     }
 

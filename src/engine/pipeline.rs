@@ -70,6 +70,9 @@ impl SwitchFacts {
     }
 }
 
+/// How often a catch-up run waiting for a slot is re-decided without being woken.
+const BACKFILL_SLOT_RECHECK: TimeDelta = TimeDelta::hours(1);
+
 /// What the switch layer concluded, plus whether this run would be the circuit probe.
 struct SwitchOutcome {
     checks: Vec<(SwitchCheck, Hold)>,
@@ -640,7 +643,17 @@ impl Engine {
                 }
             }
             Verdict::Wait => {
-                let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
+                let mut check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
+                // A catch-up run waiting for a slot (its schedule's running run,
+                // a quota) is woken when an attempt ends (wake_held); its
+                // periodic re-check is only a safety net, so a backlog is not
+                // re-decided every check_every.
+                let slot_hold = ["quota:", "overlap:", "circuit:"]
+                    .iter()
+                    .any(|p| d.reason.starts_with(p));
+                if run.pool == Pool::Backfill && slot_hold {
+                    check = check.max(BACKFILL_SLOT_RECHECK);
+                }
                 let mut next = now + check;
                 if run.state == RunState::Pending {
                     let end = match run.reason {

@@ -12,16 +12,27 @@ const SLOT_HOLDS: &str = "(state_reason LIKE 'quota:%' OR state_reason LIKE 'ove
      OR state_reason LIKE 'circuit:%')";
 
 impl Tx<'_> {
-    /// Brings forward the next check of pending / retry_wait runs held by a
-    /// quota, overlap or circuit probe (optionally of one schedule) to `now`.
+    /// Brings forward to `now` the next check of the runs a freed slot may
+    /// admit: every on-time run held by a quota, overlap or circuit probe, and
+    /// of the catch-up backlog only the oldest `backfill` so held (of
+    /// `schedule`, and of any schedule for a quota) — waking a backlog of
+    /// thousands on every attempt end would re-decide all of it each time.
     /// Does not touch their state. Returns how many were woken.
-    pub fn recheck_held(&self, schedule: Option<&str>, now: DateTime<Utc>) -> Result<usize> {
+    pub fn recheck_held(&self, schedule: &str, backfill: usize, now: DateTime<Utc>) -> Result<usize> {
         let sql = format!(
             "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
-             AND next_check_at > ?1 AND {SLOT_HOLDS} AND (?2 IS NULL OR schedule = ?2)"
+             AND next_check_at > ?1 AND {SLOT_HOLDS} AND (pool = 'on_time' OR id IN ( \
+               SELECT id FROM runs INDEXED BY runs_due_backfill \
+               WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND schedule = ?2 \
+                 AND {SLOT_HOLDS} ORDER BY window_start, id LIMIT ?3) \
+             OR id IN ( \
+               SELECT id FROM runs INDEXED BY runs_due_backfill \
+               WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' \
+                 AND state_reason LIKE 'quota:%' ORDER BY window_start, id LIMIT ?3))"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        Ok(stmt.execute(rusqlite::params![Ms(now), schedule])?)
+        let n = i64::try_from(backfill).unwrap_or(i64::MAX);
+        Ok(stmt.execute(rusqlite::params![Ms(now), schedule, n])?)
     }
 
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).
