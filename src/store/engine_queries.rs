@@ -19,20 +19,35 @@ impl Tx<'_> {
     /// thousands on every attempt end would re-decide all of it each time.
     /// Does not touch their state. Returns how many were woken.
     pub fn recheck_held(&self, schedule: &str, backfill: usize, now: DateTime<Utc>) -> Result<usize> {
-        let sql = format!(
-            "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
-             AND next_check_at > ?1 AND {SLOT_HOLDS} AND (pool = 'on_time' OR id IN ( \
-               SELECT id FROM runs INDEXED BY runs_due_backfill \
-               WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND schedule = ?2 \
-                 AND {SLOT_HOLDS} ORDER BY window_start, id LIMIT ?3) \
-             OR id IN ( \
-               SELECT id FROM runs INDEXED BY runs_due_backfill \
-               WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' \
-                 AND state_reason LIKE 'quota:%' ORDER BY window_start, id LIMIT ?3))"
+        // Three statements, each on its own index: one UPDATE with ORs made
+        // SQLite scan the whole runs table.
+        let on_time = format!(
+            "UPDATE runs INDEXED BY runs_due_on_time SET next_check_at = ?1 \
+             WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+               AND next_check_at > ?1 AND {SLOT_HOLDS}"
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let oldest = |only: &str| {
+            format!(
+                "UPDATE runs SET next_check_at = ?1 WHERE next_check_at > ?1 AND id IN ( \
+                   SELECT id FROM runs INDEXED BY runs_due_backfill \
+                   WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND {only} \
+                   ORDER BY window_start, id LIMIT ?2)"
+            )
+        };
+        let of_schedule = oldest(&format!("schedule = ?3 AND {SLOT_HOLDS}"));
+        let by_quota = oldest("state_reason LIKE 'quota:%' AND ?3 IS NOT NULL");
         let n = i64::try_from(backfill).unwrap_or(i64::MAX);
-        Ok(stmt.execute(rusqlite::params![Ms(now), schedule, n])?)
+        let mut woken = self
+            .conn
+            .prepare_cached(&on_time)?
+            .execute(rusqlite::params![Ms(now)])?;
+        for sql in [of_schedule, by_quota] {
+            woken += self
+                .conn
+                .prepare_cached(&sql)?
+                .execute(rusqlite::params![Ms(now), n, schedule])?;
+        }
+        Ok(woken)
     }
 
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).
