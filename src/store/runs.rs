@@ -48,7 +48,10 @@ const DUE_ON_TIME: &str = concat!(
 const DUE_BACKFILL: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
+    // By next check, then the oldest of those first: in window order SQLite
+    // would step over every parked run of a long backlog to find the due ones.
+    " FROM runs INDEXED BY runs_due \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
      ORDER BY window_start, id LIMIT ?2"
 );
 const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
