@@ -71,9 +71,24 @@ impl Engine {
             let gap = plan.len() > 1 || plan.iter().any(|p| p.disposition != Disposition::OnTime);
             let new_cursor = self.cursor[idx].map_or(now, |c| c.max(now));
             let mut alerts = vec![];
+            // Catch-up runs of one schedule go oldest first, at most
+            // max_concurrency at a time: the rest wait in the queue (woken as
+            // runs of the schedule end, or looked at when they would expire),
+            // so a long outage's backlog is not decided window by window now.
+            let mut ready = (s.max_concurrency as usize).max(1);
             self.store.write(|tx| {
                 for p in &plan {
-                    let new = new_run_for(&s, &p.fire, p.disposition, now);
+                    let mut new = new_run_for(&s, &p.fire, p.disposition, now);
+                    if p.disposition == Disposition::CatchUp {
+                        if ready == 0 {
+                            let expires = p.fire.at + to_delta(s.catchup_window);
+                            new.next_check_at = Some(expires.max(now));
+                            new.state_reason =
+                                Some("overlap: queued behind older catch-up windows of this schedule".into());
+                        } else {
+                            ready -= 1;
+                        }
+                    }
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };

@@ -70,9 +70,6 @@ impl SwitchFacts {
     }
 }
 
-/// How often a catch-up run waiting for a slot is re-decided without being woken.
-const BACKFILL_SLOT_RECHECK: TimeDelta = TimeDelta::hours(1);
-
 /// What the switch layer concluded, plus whether this run would be the circuit probe.
 struct SwitchOutcome {
     checks: Vec<(SwitchCheck, Hold)>,
@@ -643,17 +640,7 @@ impl Engine {
                 }
             }
             Verdict::Wait => {
-                let mut check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
-                // A catch-up run waiting for a slot (its schedule's running run,
-                // a quota) is woken when an attempt ends (wake_held); its
-                // periodic re-check is only a safety net, so a backlog is not
-                // re-decided every check_every.
-                let slot_hold = ["quota:", "overlap:", "circuit:"]
-                    .iter()
-                    .any(|p| d.reason.starts_with(p));
-                if run.pool == Pool::Backfill && slot_hold {
-                    check = check.max(BACKFILL_SLOT_RECHECK);
-                }
+                let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
                 let mut next = now + check;
                 if run.state == RunState::Pending {
                     let end = match run.reason {
@@ -661,6 +648,17 @@ impl Engine {
                         RunReason::Manual => run.created_at + to_delta(s.catchup_window),
                         _ => run.window_end,
                     };
+                    // A catch-up run waiting for a slot (its schedule's running
+                    // run, a quota, the probe) is woken when a run of its schedule
+                    // ends (wake_held); otherwise it is looked at again only when
+                    // it would expire, so a backlog is not re-decided every
+                    // check_every.
+                    let slot_hold = ["quota:", "overlap:", "circuit:"]
+                        .iter()
+                        .any(|p| d.reason.starts_with(p));
+                    if run.pool == Pool::Backfill && slot_hold && end > now {
+                        next = end;
+                    }
                     if end > now {
                         next = next.min(end);
                     }
@@ -814,7 +812,15 @@ impl Engine {
             .store
             .write(|tx| tx.transition(run.id, run.state, to, &change, now, events))
         {
-            Ok(r) => Ok(Some(r)),
+            Ok(r) => {
+                // A catch-up run that leaves the queue without an attempt ending
+                // (expired, skipped, failed by a gate) makes room for the next
+                // one of its schedule.
+                if r.pool == Pool::Backfill && to.is_terminal() {
+                    self.wake_held(&r.schedule, now)?;
+                }
+                Ok(Some(r))
+            }
             Err(crate::store::StoreError::StateConflict { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
