@@ -132,6 +132,9 @@ pub struct Engine {
     pub(crate) reports_tx: mpsc::UnboundedSender<AttemptReport>,
     pub(crate) reports_rx: mpsc::UnboundedReceiver<AttemptReport>,
     pub(crate) posted_seq: i64,
+    /// Whether runs may be held by a quota (so a freed slot must look for
+    /// them); cleared when a look finds none, set when a run is so held.
+    pub(crate) quota_holds: std::cell::Cell<bool>,
     pub(crate) last_renewal: Option<DateTime<Utc>>,
     pub(crate) last_tick_event: Option<DateTime<Utc>>,
     pub(crate) last_ttl_check: Option<DateTime<Utc>>,
@@ -228,6 +231,7 @@ impl Engine {
             reports_tx,
             reports_rx,
             posted_seq: 0,
+            quota_holds: std::cell::Cell::new(true),
             last_renewal: None,
             last_tick_event: None,
             last_ttl_check: None,

@@ -749,7 +749,14 @@ impl Engine {
             .index
             .get(schedule)
             .map_or(1, |&i| self.cfg.schedules[i].max_concurrency.max(1) as usize);
-        self.store.write(|tx| tx.recheck_held(schedule, backfill, now))?;
+        let quota = self.quota_holds.get();
+        let (_, by_quota) = self
+            .store
+            .write(|tx| tx.recheck_held(schedule, backfill, quota, now))?;
+        if quota && by_quota == 0 {
+            // Nothing is held by a quota any more: stop looking on every end.
+            self.quota_holds.set(false);
+        }
         Ok(())
     }
 

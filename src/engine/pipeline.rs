@@ -640,6 +640,10 @@ impl Engine {
                 }
             }
             Verdict::Wait => {
+                if d.reason.starts_with("quota:") {
+                    // A freed slot must now also look for quota-held runs.
+                    self.quota_holds.set(true);
+                }
                 let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
                 let mut next = now + check;
                 if run.state == RunState::Pending {

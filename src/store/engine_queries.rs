@@ -12,18 +12,24 @@ const SLOT_HOLDS: &str = "(state_reason LIKE 'quota:%' OR state_reason LIKE 'ove
      OR state_reason LIKE 'circuit:%')";
 
 impl Tx<'_> {
-    /// Brings forward to `now` the next check of the runs a freed slot may
-    /// admit: every on-time run held by a quota, overlap or circuit probe, and
-    /// of the catch-up backlog only the oldest `backfill` so held (of
-    /// `schedule`, and of any schedule for a quota) — waking a backlog of
-    /// thousands on every attempt end would re-decide all of it each time.
-    /// Does not touch their state. Returns how many were woken.
-    pub fn recheck_held(&self, schedule: &str, backfill: usize, now: DateTime<Utc>) -> Result<usize> {
-        // Three statements, each on its own index: one UPDATE with ORs made
-        // SQLite scan the whole runs table.
-        let on_time = format!(
-            "UPDATE runs INDEXED BY runs_due_on_time SET next_check_at = ?1 \
-             WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+    /// Brings forward to `now` the next check of the runs a freed slot of
+    /// `schedule` may admit: its on-time runs held by overlap, a quota or the
+    /// circuit probe, and the oldest `backfill` of its catch-up backlog; with
+    /// `quota`, also runs of any schedule held by a quota (on-time, and the
+    /// oldest `backfill` catch-up ones). Waking everything held on every attempt
+    /// end re-decided whole backlogs each time. Does not touch their state.
+    /// Returns (runs woken, of them held by a quota).
+    pub fn recheck_held(
+        &self,
+        schedule: &str,
+        backfill: usize,
+        quota: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize)> {
+        // One statement per index: an UPDATE with ORs made SQLite scan every run.
+        let own = format!(
+            "UPDATE runs INDEXED BY runs_waiting SET next_check_at = ?1 \
+             WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
                AND next_check_at > ?1 AND {SLOT_HOLDS}"
         );
         let oldest = |only: &str| {
@@ -34,20 +40,31 @@ impl Tx<'_> {
                    ORDER BY window_start, id LIMIT ?2)"
             )
         };
-        let of_schedule = oldest(&format!("schedule = ?3 AND {SLOT_HOLDS}"));
-        let by_quota = oldest("state_reason LIKE 'quota:%' AND ?3 IS NOT NULL");
         let n = i64::try_from(backfill).unwrap_or(i64::MAX);
         let mut woken = self
             .conn
-            .prepare_cached(&on_time)?
-            .execute(rusqlite::params![Ms(now)])?;
-        for sql in [of_schedule, by_quota] {
-            woken += self
+            .prepare_cached(&own)?
+            .execute(rusqlite::params![Ms(now), schedule])?;
+        woken += self
+            .conn
+            .prepare_cached(&oldest(&format!("schedule = ?3 AND {SLOT_HOLDS}")))?
+            .execute(rusqlite::params![Ms(now), n, schedule])?;
+        let mut by_quota = 0;
+        if quota {
+            by_quota += self
                 .conn
-                .prepare_cached(&sql)?
-                .execute(rusqlite::params![Ms(now), n, schedule])?;
+                .prepare_cached(
+                    "UPDATE runs INDEXED BY runs_due_on_time SET next_check_at = ?1 \
+                     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+                       AND next_check_at > ?1 AND state_reason LIKE 'quota:%'",
+                )?
+                .execute(rusqlite::params![Ms(now)])?;
+            by_quota += self
+                .conn
+                .prepare_cached(&oldest("state_reason LIKE 'quota:%'"))?
+                .execute(rusqlite::params![Ms(now), n])?;
         }
-        Ok(woken)
+        Ok((woken + by_quota, by_quota))
     }
 
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).

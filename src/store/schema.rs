@@ -51,6 +51,8 @@ CREATE INDEX runs_due_on_time ON runs (next_check_at, id)
     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time';
 CREATE INDEX runs_due_backfill ON runs (window_start, id)
     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill';
+CREATE INDEX runs_waiting ON runs (schedule, next_check_at)
+    WHERE state IN ('pending', 'retry_wait');
 "#;
 
 const V1: &str = r#"
