@@ -15,8 +15,8 @@ impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
     /// `schedule` may admit: its on-time runs held by overlap, a quota or the
     /// circuit probe, and the oldest `backfill` of its catch-up backlog; with
-    /// `quota`, also runs of any schedule held by a quota (on-time, and the
-    /// oldest `backfill` catch-up ones). Waking everything held on every attempt
+    /// `quota`, also the `backfill` runs of any schedule held by a quota longest
+    /// (on-time by next check, catch-up by window). Waking everything held on every attempt
     /// end re-decided whole backlogs each time. Does not touch their state.
     /// Returns (runs woken, of them held by a quota).
     pub fn recheck_held(
@@ -54,11 +54,13 @@ impl Tx<'_> {
             by_quota += self
                 .conn
                 .prepare_cached(
-                    "UPDATE runs INDEXED BY runs_due_on_time SET next_check_at = ?1 \
-                     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
-                       AND next_check_at > ?1 AND state_reason LIKE 'quota:%'",
+                    "UPDATE runs SET next_check_at = ?1 WHERE id IN ( \
+                       SELECT id FROM runs INDEXED BY runs_due_on_time \
+                       WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+                         AND next_check_at > ?1 AND state_reason LIKE 'quota:%' \
+                       ORDER BY next_check_at, id LIMIT ?2)",
                 )?
-                .execute(rusqlite::params![Ms(now)])?;
+                .execute(rusqlite::params![Ms(now), n])?;
             by_quota += self
                 .conn
                 .prepare_cached(&oldest("state_reason LIKE 'quota:%'"))?
