@@ -32,10 +32,12 @@ impl Tx<'_> {
              WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
                AND next_check_at > ?1 AND {SLOT_HOLDS}"
         );
-        let oldest = |only: &str| {
+        // The oldest catch-up runs so held: of one schedule through its waiting
+        // runs (runs_waiting), of any schedule in window order.
+        let oldest = |index: &str, only: &str| {
             format!(
                 "UPDATE runs SET next_check_at = ?1 WHERE next_check_at > ?1 AND id IN ( \
-                   SELECT id FROM runs INDEXED BY runs_due_backfill \
+                   SELECT id FROM runs INDEXED BY {index} \
                    WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND {only} \
                    ORDER BY window_start, id LIMIT ?2)"
             )
@@ -47,7 +49,10 @@ impl Tx<'_> {
             .execute(rusqlite::params![Ms(now), schedule])?;
         woken += self
             .conn
-            .prepare_cached(&oldest(&format!("schedule = ?3 AND {SLOT_HOLDS}")))?
+            .prepare_cached(&oldest(
+                "runs_waiting",
+                &format!("schedule = ?3 AND {SLOT_HOLDS}"),
+            ))?
             .execute(rusqlite::params![Ms(now), n, schedule])?;
         let mut by_quota = 0;
         if quota {
@@ -63,7 +68,7 @@ impl Tx<'_> {
                 .execute(rusqlite::params![Ms(now), n])?;
             by_quota += self
                 .conn
-                .prepare_cached(&oldest("state_reason LIKE 'quota:%'"))?
+                .prepare_cached(&oldest("runs_due_backfill", "state_reason LIKE 'quota:%'"))?
                 .execute(rusqlite::params![Ms(now), n])?;
         }
         Ok((woken + by_quota, by_quota))
