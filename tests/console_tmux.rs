@@ -387,6 +387,27 @@ fn a_console_that_cannot_start_starts_no_scheduler() {
 }
 
 #[test]
+fn a_read_only_console_runs_the_scheduler_but_refuses_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["--read-only"]));
+    let screen = tm.wait_for("READ-ONLY");
+    assert!(screen.contains("LIVE"), "{screen}");
+    // The embedded scheduler runs: it created the database and takes events.
+    assert!(dir.path().join("test.db").exists());
+    let out = cli(dir.path(), &["event", "post", "refund.requested", "--id", "r1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    tm.wait_for("refund-review");
+    // An action key is refused, and nothing is written.
+    tm.keys(&["K"]);
+    tm.wait_for("read-only");
+    let switches = cli(dir.path(), &["events", "--json"]);
+    assert!(!text(&switches).contains("switch_changed"), "{}", text(&switches));
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
+
+#[test]
 fn quitting_with_q_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     config(&dir, &format!("{BASE}{REFUNDS}"));

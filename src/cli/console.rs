@@ -30,16 +30,17 @@ pub fn run(o: Options<'_>) -> i32 {
         cfg.scheduler.database = db.to_path_buf();
     }
     let db = cfg.scheduler.database.clone();
-    if (o.attach || o.read_only) && !db.exists() {
+    if o.attach && !db.exists() {
         eprintln!(
             "agentcron: no database at {}; start a scheduler first (`agentcron run --headless`) or pass --db",
             db.display()
         );
         return exit::USAGE;
     }
-    // A read-only console never schedules; an attached one leaves that to the
-    // headless scheduler.
-    let embedded = !o.attach && !o.read_only;
+    // An attached console leaves scheduling to the headless scheduler. A
+    // read-only console still runs the embedded scheduler (DESIGN: `agentcron
+    // [--read-only]` is the console with it); only the operator may not act.
+    let embedded = !o.attach;
     // Refuse (not a terminal, unknown theme) before starting anything: an
     // embedded scheduler would otherwise claim runs and start agents first.
     if let Err(code) = console::preflight(&options(&cfg, &o, db.clone())) {
