@@ -248,6 +248,10 @@ pub fn reject(
                 Some(p) => circuit_after_failed_run(tx, &run, p, now)?,
                 None => None,
             };
+            if run.pool == Pool::Backfill {
+                // It leaves the catch-up queue: the next window of its schedule may go.
+                tx.recheck_held(&run.schedule, 1, false, now)?;
+            }
             Ok((run, opened))
         })
         .map_err(refused)?;
@@ -529,6 +533,8 @@ pub fn close_circuit(
                 &NewEvent::new(now, "circuit_closed", json!({"by": actor, "reason": reason}))
                     .for_schedule(&s.tenant, &s.id),
             )?;
+            // Runs held for the probe (catch-up ones wait to be woken) go now.
+            tx.recheck_held(schedule, (s.max_concurrency as usize).max(1), false, now)?;
             Ok(Ok(()))
         })?
         .map_err(ActionError::Refused)
