@@ -558,3 +558,59 @@ reason = "warehouse vacuum"
         t("2026-06-01T19:45:00Z")
     );
 }
+
+/// Catch-up runs waiting for a slot are not re-checked every `check_every`:
+/// they wait to be woken. Closing a circuit by hand wakes the oldest of them.
+#[test]
+fn operator_actions_wake_held_catch_up_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &simple_config("max_concurrency = 1"));
+    let store = agentcron::store::Store::open(&dir.path().join("wake.db")).unwrap();
+    let now = t("2026-06-01T12:00:00Z");
+    let later = t("2026-06-03T00:00:00Z");
+    let queued = |key: &str, start: &str, why: &str| NewRun {
+        tenant: "default".into(),
+        schedule: "job".into(),
+        window_key: key.into(),
+        window_start: t(start),
+        window_end: t(start) + TimeDelta::minutes(10),
+        due_at: t(start),
+        state: RunState::Pending,
+        reason: RunReason::Catchup,
+        pool: Pool::Backfill,
+        state_reason: Some(why.into()),
+        next_check_at: Some(later),
+    };
+    let (older, newer) = store
+        .write(|tx| {
+            let a = tx
+                .insert_run(
+                    &queued(
+                        "a",
+                        "2026-06-01T08:00:00Z",
+                        "circuit: half-open, waiting for the probe run",
+                    ),
+                    now,
+                )?
+                .unwrap();
+            let b = tx
+                .insert_run(
+                    &queued(
+                        "b",
+                        "2026-06-01T08:10:00Z",
+                        "circuit: half-open, waiting for the probe run",
+                    ),
+                    now,
+                )?
+                .unwrap();
+            let mut st = tx.schedule_state("job")?;
+            st.circuit = CircuitState::HalfOpen;
+            tx.put_schedule_state(&st)?;
+            Ok((a.id, b.id))
+        })
+        .unwrap();
+    operator::close_circuit(&store, &cfg, "job", "alice", "upstream fixed", now).unwrap();
+    let next = |id: i64| store.read(|tx| tx.run(id)).unwrap().next_check_at;
+    assert_eq!(next(older), Some(now), "the oldest held catch-up run goes now");
+    assert_eq!(next(newer), Some(later), "max_concurrency = 1: one at a time");
+}
