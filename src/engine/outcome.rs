@@ -770,30 +770,13 @@ impl Engine {
         what: &str,
         message: &str,
     ) -> Result<()> {
-        let owner = self
-            .index
-            .get(schedule)
-            .and_then(|i| self.cfg.schedules[*i].owner.clone());
-        let detail = json!({"what": what, "message": message, "owner": owner, "at": rfc3339(now),
-                            "tenant": tenant, "schedule": schedule, "run": run_id});
-        let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(tenant, schedule);
-        ev.run_id = run_id;
+        use crate::recovery::alert::{alert_event, send_or_record};
+        let (detail, ev) = alert_event(&self.cfg, tenant, schedule, run_id, what, message, now);
         self.store.write(|tx| tx.append_event(&ev).map(|_| ()))?;
         if let Some(sink) = self.cfg.scheduler.alert.clone() {
             let dir = self.cfg.dir.clone();
             let store = self.store.clone();
-            let send = move || {
-                if let Err(e) = crate::recovery::alert::send(&sink, &detail, &dir) {
-                    let _ = store.write(|tx| {
-                        tx.append_event(&NewEvent::new(
-                            now,
-                            "alert_failed",
-                            json!({"error": e, "alert": detail}),
-                        ))
-                        .map(|_| ())
-                    });
-                }
-            };
+            let send = move || send_or_record(&store, &sink, &detail, &dir, now);
             match self.cfg.scheduler.alert {
                 // Files are local and fast; network and processes must not stall the loop.
                 Some(crate::config::model::AlertSink::File { .. }) => send(),

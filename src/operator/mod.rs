@@ -296,23 +296,11 @@ fn circuit_after_failed_run(
 /// An alert from an operator action: the `alert` event, then the configured
 /// sink (a failure to deliver is itself an event, as in the engine).
 fn alert(store: &Store, cfg: &Config, run: &Run, what: &str, message: &str, now: DateTime<Utc>) {
-    let owner = cfg.schedule(&run.schedule).and_then(|s| s.owner.clone());
-    let detail = json!({"what": what, "message": message, "owner": owner, "at": rfc3339(now),
-                        "tenant": run.tenant, "schedule": run.schedule, "run": run.id});
-    let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(&run.tenant, &run.schedule);
-    ev.run_id = Some(run.id);
+    use crate::recovery::alert::{alert_event, send_or_record};
+    let (detail, ev) = alert_event(cfg, &run.tenant, &run.schedule, Some(run.id), what, message, now);
     let _ = store.write(|tx| tx.append_event(&ev).map(|_| ()));
-    if let Some(sink) = &cfg.scheduler.alert
-        && let Err(e) = crate::recovery::alert::send(sink, &detail, &cfg.dir)
-    {
-        let _ = store.write(|tx| {
-            tx.append_event(&NewEvent::new(
-                now,
-                "alert_failed",
-                json!({"error": e, "alert": detail}),
-            ))
-            .map(|_| ())
-        });
+    if let Some(sink) = &cfg.scheduler.alert {
+        send_or_record(store, sink, &detail, &cfg.dir, now);
     }
 }
 

@@ -2,10 +2,46 @@
 //! configured sink (file, webhook or command). A sink failure is itself recorded,
 //! never fatal.
 
-use crate::config::model::AlertSink;
-use serde_json::Value;
+use crate::config::model::{AlertSink, Config};
+use crate::store::Store;
+use crate::store::types::NewEvent;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
+
+/// One alert: its detail (what the sink receives) and its `alert` event.
+pub fn alert_event(
+    cfg: &Config,
+    tenant: &str,
+    schedule: &str,
+    run_id: Option<i64>,
+    what: &str,
+    message: &str,
+    now: DateTime<Utc>,
+) -> (Value, NewEvent) {
+    let owner = cfg.schedule(schedule).and_then(|s| s.owner.clone());
+    let detail = json!({"what": what, "message": message, "owner": owner,
+                        "at": crate::engine::open::rfc3339(now),
+                        "tenant": tenant, "schedule": schedule, "run": run_id});
+    let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(tenant, schedule);
+    ev.run_id = run_id;
+    (detail, ev)
+}
+
+/// Sends an alert to the sink; a failure is recorded as an `alert_failed` event.
+pub fn send_or_record(
+    store: &Store,
+    sink: &AlertSink,
+    detail: &Value,
+    config_dir: &Path,
+    now: DateTime<Utc>,
+) {
+    if let Err(e) = send(sink, detail, config_dir) {
+        let failed = NewEvent::new(now, "alert_failed", json!({"error": e, "alert": detail}));
+        let _ = store.write(|tx| tx.append_event(&failed).map(|_| ()));
+    }
+}
 
 /// Sends one alert to the sink. Errors are returned as text for the trace.
 pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), String> {
