@@ -150,10 +150,28 @@ fn outage(schedules: usize, plan_only: bool) {
                 .count())
         })
         .unwrap();
+    // The rest of each schedule's backlog is one row, queued as runs finish.
+    let (planned, later) = store
+        .read(|tx| {
+            let events = tx.events(&EventFilter {
+                kinds: vec!["catchup_planned".into()],
+                ..EventFilter::default()
+            })?;
+            let sum = |k: &str| {
+                events
+                    .iter()
+                    .map(|e| e.detail[k].as_u64().unwrap_or(0))
+                    .sum::<u64>()
+            };
+            Ok((sum("windows"), sum("queued_later")))
+        })
+        .unwrap();
+    let backlogs = store.read(|tx| tx.backlogs()).unwrap().len();
     if plan_only {
         println!(
             "outage: {schedules} five-minute schedules, 72 h down: planning {plan:.2} s wall \
-             ({queued} catch-up windows queued); drain not measured (plan)"
+             ({planned} windows planned: {queued} catch-up runs queued, {later} more in the backlogs \
+             of {backlogs} schedules); drain not measured (plan)"
         );
         return;
     }
@@ -172,7 +190,8 @@ fn outage(schedules: usize, plan_only: bool) {
                     .count())
             })
             .unwrap();
-        if left == 0 || virtual_end > up + TimeDelta::days(30) {
+        let backlog = store.read(|tx| tx.backlogs()).unwrap().len();
+        if (left == 0 && backlog == 0) || virtual_end > up + TimeDelta::days(30) {
             break;
         }
     }
@@ -208,7 +227,8 @@ fn outage(schedules: usize, plan_only: bool) {
     };
     let expired = runs.iter().filter(|r| r.state == RunState::Expired).count();
     println!(
-        "outage: {schedules} five-minute schedules, 72 h down: planning {plan:.2} s wall ({queued} catch-up windows queued, \
+        "outage: {schedules} five-minute schedules, 72 h down: planning {plan:.2} s wall ({planned} windows planned: {queued} catch-up runs queued, {later} more in the \
+         backlogs of {backlogs} schedules, \
          {expired} expired); drain with backfill_workers = 4: {drain_virtual} virtual min in {drain_wall:.1} s wall; \
          on-time lateness during the drain over {} claims: p50 {} ms, p99 {} ms, max {} ms (virtual clock)",
         lateness.len(),

@@ -336,3 +336,179 @@ fn forward_clock_jump_plans_the_skipped_windows_and_backward_fires_nothing_twice
         "one hour of new 5-minute windows, nothing repeated"
     );
 }
+
+/// A long outage is planned as one backlog range per schedule: only
+/// `max_concurrency` catch-up runs are queued at the restart, the rest are
+/// queued oldest first as runs finish, `explain` says a not-yet-queued window
+/// waits its turn, and a crash in the middle of the drain loses nothing and
+/// queues nothing twice.
+#[test]
+fn a_long_backlog_is_queued_as_it_drains_and_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &config_for("all"));
+    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(72);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.settle().unwrap();
+    let store = d.store().unwrap();
+
+    // "five" (every 5 min, max_concurrency 4) missed 36 h of live windows:
+    // 4 are queued, the rest are one backlog row.
+    let backlog = store
+        .read(|tx| tx.backlog("five"))
+        .unwrap()
+        .expect("a backlog row");
+    let queued: Vec<Run> = runs(&store, "five")
+        .into_iter()
+        .filter(|r| r.reason == RunReason::Catchup && r.state != RunState::Expired)
+        .collect();
+    assert_eq!(queued.len(), 4, "{queued:?}");
+    let newest_queued = queued.iter().map(|r| r.window_start).max().unwrap();
+    assert_eq!(backlog.next, newest_queued + TimeDelta::minutes(5));
+    assert_eq!(
+        backlog.until,
+        up - TimeDelta::minutes(5),
+        "the newest closed window"
+    );
+    let planned = schedule_events(&store, "five", "catchup_planned");
+    assert_eq!(planned.len(), 1);
+    assert_eq!(planned[0].detail["queued_later"], 36 * 12 - 1 - 4);
+
+    // explain on a window of the backlog, through the real binary.
+    let key = backlog.next.with_timezone(&chrono_tz::Asia::Shanghai);
+    let key = key.format("%Y-%m-%dT%H:%M%:z").to_string();
+    let out = assert_cmd::cargo::cargo_bin_cmd!("agentcron")
+        .args([
+            "--config",
+            &dir.path().join("agentcron.toml").display().to_string(),
+        ])
+        .args(["--db", &dir.path().join("test.db").display().to_string()])
+        .args(["explain", "five", "--window", &key])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("planned for catch-up, waiting to be queued"),
+        "{key}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Drain for a while, crash, come back at once, drain to the end.
+    let crash_at = up + TimeDelta::hours(1);
+    d.run_until(crash_at).unwrap();
+    let mid = store
+        .read(|tx| tx.backlog("five"))
+        .unwrap()
+        .expect("still draining");
+    assert!(mid.next > backlog.next, "the backlog moved on: {mid:?}");
+    let unfinished = runs(&store, "five")
+        .iter()
+        .filter(|r| r.pool == Pool::Backfill && !r.state.is_terminal())
+        .count();
+    assert!(
+        unfinished <= 4,
+        "never more than max_concurrency queued: {unfinished}"
+    );
+    d.crash("main");
+    d.restart("main").unwrap();
+    let end = up + TimeDelta::hours(8);
+    d.run_until(end).unwrap();
+    let store = d.store().unwrap();
+    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
+    let five = runs(&store, "five");
+    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
+    assert_eq!(starts, planned_starts("five", end), "each window once");
+    for r in five
+        .iter()
+        .filter(|r| r.window_start > down && r.window_end <= up)
+    {
+        let what = format!("{} {:?} {:?}", r.window_key, r.state, r.state_reason);
+        if r.window_start + CATCHUP_WINDOW <= up {
+            assert_eq!(r.state, RunState::Expired, "{what}");
+        } else {
+            assert_eq!(r.state, RunState::Succeeded, "{what}");
+            // The one running at the crash is retried once its lease expires.
+            assert!(r.attempts == 1 || r.window_start < crash_at, "{what}");
+        }
+    }
+}
+
+/// Backlog windows whose catch-up window ends before their turn comes expire
+/// at that instant, with the alert, as queued runs would.
+#[test]
+fn backlog_windows_expire_when_their_catch_up_window_ends_before_their_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    // One catch-up at a time, 50 min each, for windows every 30 min: the queue
+    // falls behind and its tail reaches the end of the 8 h catch-up window.
+    let toml = format!(
+        "{BASE}\n[[schedule]]\nid = \"slow\"\nagent = \"sim\"\nevery = \"30m\"\nclose_after = \"10m\"\n\
+         check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"8h\"\nmax_concurrency = 1\n"
+    );
+    let window = TimeDelta::hours(8);
+    let cfg = config(&dir, &toml);
+    let slow = sim_agent(vec![SimAttempt {
+        latency: TimeDelta::minutes(50),
+        ..Default::default()
+    }]);
+    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", vec![("slow", slow)], vec![]);
+    let down = t("2026-06-01T00:15:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(30);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    assert!(
+        d.store()
+            .unwrap()
+            .read(|tx| tx.backlog("slow"))
+            .unwrap()
+            .is_none()
+    );
+    d.settle().unwrap();
+    assert!(
+        d.store()
+            .unwrap()
+            .read(|tx| tx.backlog("slow"))
+            .unwrap()
+            .is_some(),
+        "planned as a backlog"
+    );
+    let end = up + TimeDelta::hours(12);
+    d.run_until(end).unwrap();
+    let store = d.store().unwrap();
+    // The windows still inside their catch-up window at the restart.
+    let live: Vec<Run> = runs(&store, "slow")
+        .into_iter()
+        .filter(|r| r.window_start > down && r.window_end <= up && r.window_start + window > up)
+        .collect();
+    assert_eq!(live.len(), 16, "every missed window has a run");
+    let mut claims = vec![];
+    let mut expired = vec![];
+    for r in &live {
+        let evs = events(&store, r.id);
+        match r.state {
+            RunState::Succeeded => claims.push(evs.iter().find(|e| e.kind == "claimed").unwrap().at),
+            RunState::Expired => {
+                // Expired the instant its catch-up window ended, not when reached.
+                let at = evs.iter().find(|e| e.kind == "expired").unwrap().at;
+                assert_eq!(at, r.window_start + window, "{}: expired on time", r.window_key);
+                expired.push(r);
+            }
+            other => panic!("{}: {other:?}", r.window_key),
+        }
+    }
+    assert!(
+        claims.len() >= 2 && !expired.is_empty(),
+        "some ran, some expired: {live:?}"
+    );
+    assert!(claims.windows(2).all(|w| w[0] < w[1]), "oldest first: {claims:?}");
+    let alerts = schedule_events(&store, "slow", "alert");
+    assert!(
+        alerts.iter().filter(|a| a.detail["what"] == "expired").count() >= expired.len(),
+        "{alerts:?}"
+    );
+}

@@ -445,6 +445,7 @@ pub fn fixed_snapshot() -> Snapshot {
             (RunState::Expired, 1),
         ],
         counts_at: Some(now),
+        backlogs: vec![],
         schedules,
         lanes,
         retries: vec![RetryRow {

@@ -711,7 +711,7 @@ fn the_migration_counts_the_runs_an_older_database_already_has() {
             "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_update; \
              DROP TRIGGER run_counts_delete; DROP TABLE run_counts; \
              DROP INDEX runs_due_on_time; DROP INDEX runs_due_backfill; DROP INDEX runs_waiting; \
-             PRAGMA user_version = 1;",
+             DROP TABLE catchup_backlog; PRAGMA user_version = 1;",
         )
         .unwrap();
     }

@@ -309,8 +309,20 @@ impl Ctx<'_> {
         }
         if let Some(due) = due {
             let story = self.story(due);
+            let backlog = tx
+                .backlog(self.schedule)?
+                .filter(|b| (b.next..=b.until).contains(&due));
             if due > self.now {
                 head = format!("not yet: this window is due {}", story.full(due));
+            } else if let Some(b) = backlog {
+                head = "not yet: planned for catch-up, waiting to be queued".to_string();
+                clauses.insert(0, format!("the window was due {}", story.full(due)));
+                clauses.push(format!(
+                    "windows due {} to {} are caught up oldest first, as many at a time as \
+                     max_concurrency allows, as earlier catch-up runs finish",
+                    story.full(b.next),
+                    story.full(b.until)
+                ));
             } else {
                 clauses.insert(0, format!("the window was due {}", story.full(due)));
                 clauses.push(self.liveness(tx, due, &story)?);

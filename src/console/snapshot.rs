@@ -83,6 +83,9 @@ pub struct Snapshot {
     pub dead: Vec<RetryRow>,
     pub approvals: Vec<ApprovalRow>,
     pub backfill: Vec<BackfillRow>,
+    /// Schedules with catch-up windows planned but not yet queued (a long
+    /// outage's backlog is queued as it drains).
+    pub backlogs: Vec<crate::store::Backlog>,
     /// The queues were cut at [`QUEUE_LIMIT`].
     pub queue_truncated: bool,
     pub switches: SwitchBoard,
@@ -520,6 +523,7 @@ fn load_fast(
         dead,
         approvals,
         backfill,
+        backlogs: tx.backlogs()?,
         queue_truncated,
         switches,
         focus,

@@ -8,6 +8,7 @@
 //! matters lives in the store; the in-memory parts (the due heap of window
 //! openings, the attempts this process runs) are rebuilt from it on start.
 
+mod backlog;
 pub mod decision;
 mod dispatch;
 mod live;
@@ -140,6 +141,12 @@ pub struct Engine {
     pub(crate) last_ttl_check: Option<DateTime<Utc>>,
     /// The soonest `approval_ttl` deadline of a `needs_human` run known to us.
     pub(crate) next_ttl_deadline: Option<DateTime<Utc>>,
+    /// Schedules with a catch-up backlog (windows planned, not yet queued):
+    /// when to look at each next. A cell: a run leaving the queue (in `&self`
+    /// paths) brings its schedule's look forward.
+    pub(crate) backlog: std::cell::RefCell<HashMap<usize, DateTime<Utc>>>,
+    /// When to read the backlog table again for ranges other schedulers planned.
+    pub(crate) backlog_poll: Option<DateTime<Utc>>,
     pub(crate) stopping: bool,
     pub(crate) started: bool,
 }
@@ -236,6 +243,8 @@ impl Engine {
             last_tick_event: None,
             last_ttl_check: None,
             next_ttl_deadline: None,
+            backlog: std::cell::RefCell::new(HashMap::new()),
+            backlog_poll: None,
             stopping: false,
             started: false,
         }
@@ -331,6 +340,7 @@ impl Engine {
             self.sweep_zombies(now)?;
             if !self.stopping {
                 self.open_due_windows(now)?;
+                self.queue_backlogs(now)?;
                 self.open_posted_events(now)?;
             }
             Ok::<(), EngineError>(())
@@ -401,6 +411,7 @@ impl Engine {
         };
         if !self.stopping {
             consider(self.heap.peek().map(|Reverse((t, _))| *t));
+            consider(self.next_backlog_look());
             // Catch-up runs only matter while the backfill pool has room; a
             // full pool wakes the engine when one of its attempts ends.
             let backfill_room = self.pool_room(Pool::Backfill) > 0;

@@ -5,7 +5,8 @@
 use super::{Engine, Result};
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::recovery::catchup::{self, Disposition};
-use crate::store::types::{NewEvent, NewRun, Pool, RunReason, RunState};
+use crate::store::Backlog;
+use crate::store::types::{NewEvent, NewRun, Pool, Run, RunReason, RunState};
 use crate::time::duration::to_delta;
 use crate::time::fire::{Fire, FireNote, window_key};
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
@@ -72,44 +73,42 @@ impl Engine {
             let new_cursor = self.cursor[idx].map_or(now, |c| c.max(now));
             let mut alerts = vec![];
             // Catch-up runs of one schedule go oldest first, at most
-            // max_concurrency at a time: the rest wait in the queue (woken as
-            // runs of the schedule end, or looked at when they would expire),
-            // so a long outage's backlog is not decided window by window now.
-            let mut ready = (s.max_concurrency as usize).max(1);
+            // max_concurrency at a time: the oldest are queued now, the rest of
+            // the range is kept as the schedule's backlog and queued as its runs
+            // end (engine::backlog), so a long outage is planned in one row per
+            // schedule, not one run per missed window.
+            let slots = (s.max_concurrency as usize).max(1);
+            let catch_ups: Vec<usize> = plan
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.disposition == Disposition::CatchUp)
+                .map(|(i, _)| i)
+                .collect();
+            let mut deferred = 0;
             self.store.write(|tx| {
-                for p in &plan {
-                    let mut new = new_run_for(&s, &p.fire, p.disposition, now);
-                    if p.disposition == Disposition::CatchUp {
-                        if ready == 0 {
-                            let expires = p.fire.at + to_delta(s.catchup_window);
-                            new.next_check_at = Some(expires.max(now));
-                            new.state_reason =
-                                Some("overlap: queued behind older catch-up windows of this schedule".into());
-                        } else {
-                            ready -= 1;
-                        }
+                let existing = tx.backlog(&s.id)?;
+                // Behind an older backlog, every new catch-up window waits its turn.
+                let first = if existing.is_some() { 0 } else { slots };
+                let range = catch_ups.get(first).zip(catch_ups.last()).map(|(&a, &b)| a..=b);
+                for (i, p) in plan.iter().enumerate() {
+                    if range.as_ref().is_some_and(|r| r.contains(&i)) {
+                        deferred += 1;
+                        continue;
                     }
+                    let new = new_run_for(&s, &p.fire, p.disposition, now);
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };
-                    let mut detail = json!({
-                        "window_key": run.window_key,
-                        "start": rfc3339(run.window_start),
-                        "end": rfc3339(run.window_end),
-                        "due": rfc3339(run.due_at),
-                        "note": p.fire.note.map(|n| n.as_str()),
-                        "pool": run.pool.as_str(),
-                        "reason": run.reason.as_str(),
-                    });
-                    let kind = match run.state {
-                        RunState::Pending => "window_opened",
-                        RunState::Expired => "expired",
-                        _ => "skipped",
-                    };
-                    if let Some(r) = &run.state_reason {
-                        detail["why"] = json!(r);
-                    }
-                    tx.append_event(&NewEvent::new(now, kind, detail).for_run(&run))?;
+                    record_opened(tx, &run, p.fire.note, now)?;
+                }
+                if let Some(r) = &range {
+                    let (next, until) = (plan[*r.start()].fire.at, plan[*r.end()].fire.at);
+                    tx.put_backlog(&Backlog {
+                        schedule: s.id.clone(),
+                        next: existing.as_ref().map_or(next, |e| e.next.min(next)),
+                        until: existing.as_ref().map_or(until, |e| e.until.max(until)),
+                        planned_at: now,
+                    })?;
                 }
                 if gap {
                     tx.append_event(
@@ -121,6 +120,7 @@ impl Engine {
                                 "policy": format!("{:?}", s.catchup).to_lowercase(),
                                 "windows": plan.len(),
                                 "summary": summary,
+                                "queued_later": deferred,
                                 "truncated": truncated,
                             }),
                         )
@@ -152,6 +152,9 @@ impl Engine {
             }
             self.heap.pop();
             self.cursor[idx] = Some(new_cursor);
+            if deferred > 0 {
+                self.backlog.borrow_mut().insert(idx, now);
+            }
             for a in alerts {
                 self.raise_alert(now, &s.tenant, &s.id, None, "catchup", &a)?;
             }
@@ -272,6 +275,34 @@ impl Engine {
             self.heap.push(Reverse((started + to_delta(interval), idx)));
         }
     }
+}
+
+/// The trace row of a window that became `run`: opened, or already skipped or expired.
+pub(crate) fn record_opened(
+    tx: &crate::store::Tx<'_>,
+    run: &Run,
+    note: Option<FireNote>,
+    now: DateTime<Utc>,
+) -> crate::store::Result<()> {
+    let mut detail = json!({
+        "window_key": run.window_key,
+        "start": rfc3339(run.window_start),
+        "end": rfc3339(run.window_end),
+        "due": rfc3339(run.due_at),
+        "note": note.map(|n| n.as_str()),
+        "pool": run.pool.as_str(),
+        "reason": run.reason.as_str(),
+    });
+    let kind = match run.state {
+        RunState::Pending => "window_opened",
+        RunState::Expired => "expired",
+        _ => "skipped",
+    };
+    if let Some(r) = &run.state_reason {
+        detail["why"] = json!(r);
+    }
+    tx.append_event(&NewEvent::new(now, kind, detail).for_run(run))?;
+    Ok(())
 }
 
 /// The run a planned window becomes.

@@ -749,6 +749,9 @@ impl Engine {
             .index
             .get(schedule)
             .map_or(1, |&i| self.cfg.schedules[i].max_concurrency.max(1) as usize);
+        if let Some(&idx) = self.index.get(schedule) {
+            self.backlog_room(idx, now);
+        }
         let quota = self.quota_holds.get();
         let (_, by_quota) = self
             .store

@@ -1,7 +1,7 @@
 //! Small queries the engine's loop needs besides the core ledger API: waking
 //! runs held by a freed slot, the next lease to expire, one posted event.
 
-use super::sql::{Ms, json_value, ts};
+use super::sql::{Ms, json_value, ts, with_limit};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
@@ -39,37 +39,43 @@ impl Tx<'_> {
                 "UPDATE runs SET next_check_at = ?1 WHERE next_check_at > ?1 AND id IN ( \
                    SELECT id FROM runs INDEXED BY {index} \
                    WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND {only} \
-                   ORDER BY window_start, id LIMIT ?2)"
+                   ORDER BY window_start, id LIMIT ?3)"
             )
         };
-        let n = i64::try_from(backfill).unwrap_or(i64::MAX);
         let mut woken = self
             .conn
             .prepare_cached(&own)?
             .execute(rusqlite::params![Ms(now), schedule])?;
         woken += self
             .conn
-            .prepare_cached(&oldest(
-                "runs_waiting",
-                &format!("schedule = ?3 AND {SLOT_HOLDS}"),
+            .prepare_cached(&with_limit(
+                &oldest("runs_waiting", &format!("schedule = ?2 AND {SLOT_HOLDS}")),
+                "?3",
+                backfill,
             ))?
-            .execute(rusqlite::params![Ms(now), n, schedule])?;
+            .execute(rusqlite::params![Ms(now), schedule])?;
         let mut by_quota = 0;
         if quota {
             by_quota += self
                 .conn
-                .prepare_cached(
+                .prepare_cached(&with_limit(
                     "UPDATE runs SET next_check_at = ?1 WHERE id IN ( \
                        SELECT id FROM runs INDEXED BY runs_due_on_time \
                        WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
                          AND next_check_at > ?1 AND state_reason LIKE 'quota:%' \
-                       ORDER BY next_check_at, id LIMIT ?2)",
-                )?
-                .execute(rusqlite::params![Ms(now), n])?;
+                       ORDER BY next_check_at, id LIMIT ?3)",
+                    "?3",
+                    backfill,
+                ))?
+                .execute(rusqlite::params![Ms(now)])?;
             by_quota += self
                 .conn
-                .prepare_cached(&oldest("runs_due_backfill", "state_reason LIKE 'quota:%'"))?
-                .execute(rusqlite::params![Ms(now), n])?;
+                .prepare_cached(&with_limit(
+                    &oldest("runs_due_backfill", "state_reason LIKE 'quota:%'"),
+                    "?3",
+                    backfill,
+                ))?
+                .execute(rusqlite::params![Ms(now)])?;
         }
         Ok((woken + by_quota, by_quota))
     }

@@ -13,9 +13,10 @@
 //! migrations), `sql` (value conversions and row mapping), `runs` (runs and the
 //! state transition), `attempts` (claims, leases, attempts, steps), `events`
 //! (the trace and posted events), `operator` (schedule state, switches,
-//! approvals, maintenance).
+//! approvals, maintenance), `backlog` (catch-up windows not yet queued).
 
 mod attempts;
+mod backlog;
 mod db;
 mod engine_queries;
 mod events;
@@ -25,6 +26,7 @@ mod schema;
 mod sql;
 pub mod types;
 
+pub use backlog::Backlog;
 pub use db::{Store, Tx};
 pub use schema::SCHEMA_VERSION;
 pub use types::*;

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -53,6 +53,20 @@ CREATE INDEX runs_due_backfill ON runs (window_start, id)
     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill';
 CREATE INDEX runs_waiting ON runs (schedule, next_check_at)
     WHERE state IN ('pending', 'retry_wait');
+"#;
+
+/// Catch-up windows not yet queued as runs. After a long outage a schedule's
+/// backlog is queued a few windows at a time as its runs end, so planning
+/// writes one row per schedule instead of one run per missed window: the
+/// windows of `schedule` due from `next_at` to `until_at` (both inclusive,
+/// epoch ms) still wait to be queued.
+const V4: &str = r#"
+CREATE TABLE catchup_backlog (
+    schedule   TEXT PRIMARY KEY,
+    next_at    INTEGER NOT NULL,
+    until_at   INTEGER NOT NULL,
+    planned_at INTEGER NOT NULL
+) WITHOUT ROWID;
 "#;
 
 const V1: &str = r#"

@@ -28,14 +28,30 @@ pub fn keys(m: &Model) -> Vec<RowKey> {
 pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     let rows: Vec<&BackfillRow> = visible(m).collect();
     let more = if m.snapshot.queue_truncated { "+" } else { "" };
-    let block = pane_block(format!("6 Backfill queue ({}{more})", rows.len()), focused, t);
+    let planned = match m.snapshot.backlogs.len() {
+        0 => String::new(),
+        1 => "; 1 schedule has more planned".to_string(),
+        n => format!("; {n} schedules have more planned"),
+    };
+    let block = pane_block(
+        format!("6 Backfill queue ({}{more}{planned})", rows.len()),
+        focused,
+        t,
+    );
     if rows.is_empty() {
-        let text = if m.loaded {
-            "no catch-up window is waiting"
+        let text = if !m.loaded {
+            "loading…".to_string()
+        } else if let Some(b) = m.snapshot.backlogs.first() {
+            format!(
+                "{}: windows {} – {} wait to be queued",
+                b.schedule,
+                local_short(b.next, m.tz),
+                local_short(b.until, m.tz)
+            )
         } else {
-            "loading…"
+            "no catch-up window is waiting".to_string()
         };
-        f.render_widget(Paragraph::new(note_line(text, t)).block(block), area);
+        f.render_widget(Paragraph::new(note_line(&text, t)).block(block), area);
         return;
     }
     let wide = area.width >= 100;

@@ -1,0 +1,111 @@
+//! Queuing a long outage's catch-up backlog as it drains. Planning queues the
+//! oldest `max_concurrency` catch-up windows of a schedule and stores the rest
+//! as one range (`Tx::put_backlog`); here the engine queues the next windows of
+//! that range as the schedule's catch-up runs finish, oldest first. Windows
+//! whose catch-up window ends before they are reached are queued at that
+//! instant and expire through the ordinary decision, as a queued run would.
+
+use super::open::{new_run_for, record_opened};
+use super::{Engine, Result};
+use crate::recovery::catchup::Disposition;
+use crate::store::Backlog;
+use crate::time::duration::to_delta;
+use crate::time::fire::FireNote;
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// How often the backlog table is read again for ranges another scheduler
+/// planned (this engine's own plans are known at once).
+const POLL: TimeDelta = TimeDelta::minutes(5);
+
+impl Engine {
+    /// Queues the backlog windows that are due: for every schedule whose next
+    /// look has come, as many as its free catch-up slots, plus every window
+    /// that has reached the end of its catch-up window.
+    pub(crate) fn queue_backlogs(&mut self, now: DateTime<Utc>) -> Result<()> {
+        if self.backlog_poll.is_none_or(|t| t <= now) {
+            let rows = self.store.read(|tx| tx.backlogs())?;
+            let mut looks = self.backlog.borrow_mut();
+            for b in rows {
+                if let Some(&idx) = self.index.get(&b.schedule) {
+                    looks.entry(idx).or_insert(now);
+                }
+            }
+            self.backlog_poll = Some(now + POLL);
+        }
+        let due: Vec<usize> = self
+            .backlog
+            .borrow()
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(idx, _)| *idx)
+            .collect();
+        for idx in due {
+            let next = self.queue_backlog(idx, now)?;
+            let mut looks = self.backlog.borrow_mut();
+            match next {
+                Some(t) => looks.insert(idx, t),
+                None => looks.remove(&idx),
+            };
+        }
+        Ok(())
+    }
+
+    /// The soonest instant a backlog needs a look, if any schedule has one.
+    pub(crate) fn next_backlog_look(&self) -> Option<DateTime<Utc>> {
+        self.backlog.borrow().values().min().copied()
+    }
+
+    /// A run of schedule `idx` left the catch-up queue: look at its backlog now.
+    pub(crate) fn backlog_room(&self, idx: usize, now: DateTime<Utc>) {
+        if let Some(t) = self.backlog.borrow_mut().get_mut(&idx) {
+            *t = (*t).min(now);
+        }
+    }
+
+    /// Queues the next windows of schedule `idx`'s backlog; returns when to look
+    /// again (`None`: the backlog is all queued).
+    fn queue_backlog(&self, idx: usize, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+        let s = self.schedule(idx);
+        let Some(rule) = self.rules[idx].as_ref() else {
+            return Ok(None);
+        };
+        let slots = (s.max_concurrency as usize).max(1);
+        let catchup_window = to_delta(s.catchup_window);
+        let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
+        Ok(self.store.write(|tx| {
+            let Some(b) = tx.backlog(&s.id)? else {
+                return Ok(None);
+            };
+            let mut room = slots.saturating_sub(tx.unfinished_catchup(&s.id)?);
+            let mut fires = rule
+                .fires_after(b.next - TimeDelta::milliseconds(1))
+                .take_while(|f| f.at <= b.until)
+                .peekable();
+            while let Some(f) = fires.next_if(|f| room > 0 || f.at + catchup_window <= now) {
+                let calendar = f.note == Some(FireNote::CalendarSkipped);
+                let d = if calendar {
+                    Disposition::Calendar
+                } else {
+                    Disposition::CatchUp
+                };
+                if let Some(run) = tx.insert_run(&new_run_for(s, &f, d, now), now)? {
+                    record_opened(tx, &run, f.note, now)?;
+                    if !calendar && f.at + catchup_window > now {
+                        room -= 1;
+                    }
+                }
+            }
+            let Some(next) = fires.next() else {
+                tx.clear_backlog(&s.id)?;
+                return Ok(None);
+            };
+            if next.at != b.next {
+                tx.put_backlog(&Backlog { next: next.at, ..b })?;
+            }
+            // Again when a run of the schedule ends (backlog_room), at the latest
+            // when the next window would expire, and every check_every in case a
+            // run ended elsewhere (another scheduler, an operator's reject).
+            Ok(Some((next.at + catchup_window).min(now + check).max(now)))
+        })?)
+    }
+}

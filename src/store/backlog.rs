@@ -1,0 +1,92 @@
+//! The catch-up backlog: per schedule, the range of missed windows that are
+//! planned for catch-up but not yet queued as runs (see schema V4). The engine
+//! queues them oldest first, as many as the schedule may run at once.
+
+use super::sql::{Ms, ts};
+use super::{Result, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
+
+/// Windows of `schedule` due from `next` to `until` (inclusive) wait to be queued.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backlog {
+    pub schedule: String,
+    pub next: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub planned_at: DateTime<Utc>,
+}
+
+fn backlog_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Backlog> {
+    Ok(Backlog {
+        schedule: r.get(0)?,
+        next: ts(r, 1)?,
+        until: ts(r, 2)?,
+        planned_at: ts(r, 3)?,
+    })
+}
+
+const COLS: &str = "schedule, next_at, until_at, planned_at";
+
+impl Tx<'_> {
+    /// Every schedule's backlog, by schedule.
+    pub fn backlogs(&self) -> Result<Vec<Backlog>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {COLS} FROM catchup_backlog ORDER BY schedule"))?;
+        let rows = stmt.query_map([], backlog_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The backlog of `schedule`, if it has one.
+    pub fn backlog(&self, schedule: &str) -> Result<Option<Backlog>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {COLS} FROM catchup_backlog WHERE schedule = ?1"))?;
+        Ok(stmt.query_row([schedule], backlog_from_row).optional()?)
+    }
+
+    /// Sets (or replaces) the backlog of `b.schedule`.
+    pub fn put_backlog(&self, b: &Backlog) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO catchup_backlog (schedule, next_at, until_at, planned_at) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule) DO UPDATE SET \
+                 next_at = excluded.next_at, until_at = excluded.until_at, \
+                 planned_at = excluded.planned_at",
+            )?
+            .execute(rusqlite::params![
+                b.schedule,
+                Ms(b.next),
+                Ms(b.until),
+                Ms(b.planned_at)
+            ])?;
+        Ok(())
+    }
+
+    /// The backlog of `schedule` is all queued.
+    pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
+            .execute([schedule])?;
+        Ok(())
+    }
+
+    /// Catch-up runs of `schedule` queued and not finished: waiting, retrying or running.
+    pub fn unfinished_catchup(&self, schedule: &str) -> Result<usize> {
+        let waiting: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
+                 WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill'",
+            )?
+            .query_row([schedule], |r| r.get(0))?;
+        let running: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs INDEXED BY runs_lease \
+                 WHERE state = 'running' AND schedule = ?1 AND pool = 'backfill'",
+            )?
+            .query_row([schedule], |r| r.get(0))?;
+        Ok(usize::try_from(waiting + running).unwrap_or(0))
+    }
+}
