@@ -425,8 +425,7 @@ impl Engine {
         // Overlap with a run of the same schedule still running.
         let running = facts.running_schedule(&self.store, &s.id)?;
         if running > 0 && s.overlap != Overlap::Allow {
-            let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
-            let prev = others.first().map(|r| r.window_key.clone()).unwrap_or_default();
+            let prev = self.running_window_of(idx)?;
             // The overlap policy is about a new on-time window meeting a running
             // one. Catch-up windows and retries were already decided to run: they
             // queue behind the running window instead of being skipped or
@@ -476,6 +475,7 @@ impl Engine {
                     return Ok(SwitchOutcome { checks, probe });
                 }
                 Overlap::CancelPrevious => {
+                    let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
                     for r in &others {
                         if let Some(mine) = self.running.get_mut(&r.id)
                             && mine.cancel.is_none()
@@ -804,6 +804,25 @@ impl Engine {
 
     /// Changes a run's state through the store's one transition function. A
     /// conflict (someone else moved it first) is not an error: the run moved on.
+    /// The window key of a running run of schedule `idx`: one this process
+    /// runs if any (no query), else the first in the store (another scheduler's).
+    fn running_window_of(&self, idx: usize) -> Result<String> {
+        let ours = self
+            .running
+            .values()
+            .filter(|r| r.schedule == idx)
+            .min_by_key(|r| r.run_id)
+            .map(|r| r.run_id);
+        if let Some(id) = ours
+            && let Some(run) = self.store.read(|tx| tx.try_run(id))?
+        {
+            return Ok(run.window_key);
+        }
+        let s = self.schedule(idx);
+        let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
+        Ok(others.first().map(|r| r.window_key.clone()).unwrap_or_default())
+    }
+
     pub(crate) fn transition(
         &self,
         run: &Run,

@@ -235,20 +235,53 @@ fn to_local(tz: Tz, t: DateTime<Utc>) -> DateTime<FixedOffset> {
 
 /// Window key of a fire opening at local time `local` for a rule keyed by `cadence`.
 pub fn window_key(cadence: Cadence, local: &DateTime<FixedOffset>) -> String {
+    use chrono::Datelike;
     match cadence {
-        Cadence::Daily => local.format("%Y-%m-%d").to_string(),
-        Cadence::Weekly => local.format("%G-W%V").to_string(),
+        Cadence::Daily => format!("{:04}-{:02}-{:02}", local.year(), local.month(), local.day()),
+        Cadence::Weekly => {
+            let w = local.iso_week();
+            format!("{:04}-W{:02}", w.year(), w.week())
+        }
         Cadence::SubDaily => date_time_key(local),
     }
 }
 
+/// `2026-06-06T09:00+08:00` (with `:SS` when the seconds are not zero). Written
+/// out digit by digit: chrono's format strings are parsed on every call, which
+/// was most of the cost of enumerating a long outage's windows.
 fn date_time_key(local: &DateTime<FixedOffset>) -> String {
-    use chrono::Timelike;
-    if local.second() == 0 {
-        local.format("%Y-%m-%dT%H:%M%:z").to_string()
-    } else {
-        local.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+    use chrono::{Datelike, Timelike};
+    fn two(out: &mut String, n: u32) {
+        out.push(char::from(b'0' + (n / 10 % 10) as u8));
+        out.push(char::from(b'0' + (n % 10) as u8));
     }
+    let year = local.year();
+    if !(0..=9999).contains(&year) {
+        return local.format("%Y-%m-%dT%H:%M:%S%:z").to_string();
+    }
+    let off = local.offset().local_minus_utc();
+    let mut out = String::with_capacity(25);
+    let y = year.unsigned_abs();
+    two(&mut out, y / 100);
+    two(&mut out, y % 100);
+    out.push('-');
+    two(&mut out, local.month());
+    out.push('-');
+    two(&mut out, local.day());
+    out.push('T');
+    two(&mut out, local.hour());
+    out.push(':');
+    two(&mut out, local.minute());
+    if local.second() != 0 {
+        out.push(':');
+        two(&mut out, local.second());
+    }
+    out.push(if off < 0 { '-' } else { '+' });
+    let off = off.unsigned_abs();
+    two(&mut out, off / 3600);
+    out.push(':');
+    two(&mut out, off % 3600 / 60);
+    out
 }
 
 /// Iterator over a rule's fires. Wall-clock candidates are produced in wall-clock
@@ -464,6 +497,44 @@ impl Iterator for Fires<'_> {
             }
             if self.exhausted && self.heap.is_empty() {
                 return None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written keys equal chrono's formats for every offset sign,
+    /// seconds or not, and ISO weeks across a year boundary.
+    #[test]
+    fn window_keys_match_the_chrono_formats() {
+        let offsets = [0, 8 * 3600, -5 * 3600, 5 * 3600 + 45 * 60, -(9 * 3600 + 30 * 60)];
+        let instants = [
+            "2026-06-06T01:00:00Z",
+            "2026-12-31T23:59:07Z",
+            "2027-01-01T00:00:00Z",
+            "2021-01-03T12:00:00Z",
+        ];
+        for off in offsets {
+            let tz = FixedOffset::east_opt(off).unwrap();
+            for i in instants {
+                let local = DateTime::parse_from_rfc3339(i).unwrap().with_timezone(&tz);
+                let sub = if local.format("%S").to_string() == "00" {
+                    local.format("%Y-%m-%dT%H:%M%:z").to_string()
+                } else {
+                    local.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+                };
+                assert_eq!(window_key(Cadence::SubDaily, &local), sub);
+                assert_eq!(
+                    window_key(Cadence::Daily, &local),
+                    local.format("%Y-%m-%d").to_string()
+                );
+                assert_eq!(
+                    window_key(Cadence::Weekly, &local),
+                    local.format("%G-W%V").to_string()
+                );
             }
         }
     }
