@@ -39,8 +39,12 @@ impl Engine {
         };
         let memory_n = self.cfg.scheduler.memory_runs;
         let (completed, uncertain, memory, state) = self.store.read(|tx| {
-            let completed = tx.completed_steps(run.id)?;
-            let uncertain = tx.uncertain_steps(run.id)?;
+            // Steps are journalled by attempts: a first attempt has none yet.
+            let (completed, uncertain) = if claim.attempt > 1 {
+                (tx.completed_steps(run.id)?, tx.uncertain_steps(run.id)?)
+            } else {
+                (vec![], vec![])
+            };
             let memory: Vec<MemoryEntry> = tx
                 .execution_memory(&run.tenant, &run.schedule, memory_n)?
                 .into_iter()
@@ -113,9 +117,7 @@ impl Engine {
                 )
                 .for_run(run),
             )?;
-            let mut st = tx.schedule_state(&run.schedule)?;
-            st.last_start = Some(now);
-            tx.put_schedule_state(&st)
+            tx.set_last_start(&run.schedule, now)
         })?;
         let spec = AttemptSpec {
             run_id: run.id,

@@ -326,12 +326,6 @@ impl Engine {
                 )
                 .for_run(&run);
                 self.transition(&run, RunState::Succeeded, Change::default(), now, &[ev])?;
-                self.store.write(|tx| {
-                    let mut st = tx.schedule_state(&run.schedule)?;
-                    st.last_success = Some(now);
-                    st.concurrency_divisor = 1;
-                    tx.put_schedule_state(&st)
-                })?;
                 self.circuit_after_run(idx, true, now)?;
             }
             Outcome::Failure { class, reason } => {
@@ -642,6 +636,8 @@ impl Engine {
         Ok(())
     }
 
+    /// A run of schedule `idx` finished: its success time (on success) and
+    /// the circuit breaker's count, in one write of the schedule's state.
     pub(crate) fn circuit_after_run(
         &mut self,
         idx: usize,
@@ -651,8 +647,16 @@ impl Engine {
         let s = self.schedule(idx).clone();
         let (change, st) = self.store.write(|tx| {
             let mut st = tx.schedule_state(&s.id)?;
+            let before = st.clone();
+            if succeeded {
+                // A success also resets the concurrency halved by rate limits.
+                st.last_success = Some(now);
+                st.concurrency_divisor = 1;
+            }
             let change = circuit::on_run_finished(&mut st, &s.circuit, succeeded, now);
-            tx.put_schedule_state(&st)?;
+            if st != before {
+                tx.put_schedule_state(&st)?;
+            }
             let ev = match change {
                 CircuitChange::Opened => Some(NewEvent::new(
                     now,

@@ -129,6 +129,16 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Records that an attempt of `schedule` started at `at`.
+    pub fn set_last_start(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO schedule_state (schedule, last_start) VALUES (?1, ?2) \
+             ON CONFLICT (schedule) DO UPDATE SET last_start = excluded.last_start",
+        )?;
+        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        Ok(())
+    }
+
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
