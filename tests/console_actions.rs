@@ -60,14 +60,23 @@ fn approve_and_reject_need_a_waiting_run_and_record_who_and_why() {
         &Cmd::Approve {
             run: a,
             reason: "refund list checked".into(),
+            resume_after: Some("fetch".into()),
         },
         ACTOR,
         now,
     )
     .unwrap();
-    assert!(text.contains(&format!("#{a} approved by alice")), "{text}");
+    assert!(
+        text.contains(&format!("#{a} approved by alice, resuming after step fetch")),
+        "{text}"
+    );
     let run = store.read(|tx| tx.run(a)).unwrap();
     assert_eq!(run.state, RunState::RetryWait);
+    assert_eq!(
+        run.resume_after.as_deref(),
+        Some("fetch"),
+        "as `approve --resume-after`"
+    );
     let approvals = store.read(|tx| tx.approvals(a)).unwrap();
     assert_eq!(
         (
@@ -88,6 +97,7 @@ fn approve_and_reject_need_a_waiting_run_and_record_who_and_why() {
     let again = Cmd::Approve {
         run: a,
         reason: "again".into(),
+        resume_after: None,
     };
     let err = perform(&store, &cfg, &again, ACTOR, now).unwrap_err();
     assert!(err.contains("not waiting for approval"), "{err}");
@@ -137,6 +147,7 @@ fn kill_switch_pause_resume_trigger_and_circuit() {
     let kill = |on: bool, reason: &str| Cmd::SetKill {
         on,
         reason: reason.into(),
+        cancel_running: false,
     };
 
     perform(&store, &cfg, &kill(true, "incident 4711"), ACTOR, now).unwrap();

@@ -148,7 +148,11 @@ fn context_for(layer: Layer, action: Action) -> Model {
                 _ => Field::Confirm,
             };
             m.overlay = reason_dialog(
-                Intent::Approve { run: human, label },
+                Intent::Approve {
+                    run: human,
+                    label,
+                    resume_after: None,
+                },
                 "checked the webhook",
                 focus,
             );
@@ -605,7 +609,8 @@ fn reason_dialogs_require_a_reason_and_dangerous_ones_default_to_cancel() {
     let human = m.snapshot.approvals[0].run.id;
     assert!(cmds.contains(&Cmd::Approve {
         run: human,
-        reason: "verified: not delivered".into()
+        reason: "verified: not delivered".into(),
+        resume_after: None,
     }));
 
     // An action's result shows in the status line; success reloads at once.
@@ -629,7 +634,12 @@ fn the_kill_switch_asks_to_type_its_name() {
     let mut m = model_sized(80, 24, false);
     update(&mut m, Msg::Snapshot(Box::new(snap)));
     update(&mut m, ch('K'));
-    assert_eq!(dialog_intent(&m), Some(&Intent::KillOn));
+    assert_eq!(
+        dialog_intent(&m),
+        Some(&Intent::KillOn {
+            cancel_running: false
+        })
+    );
     type_text(&mut m, "incident 4711");
     update(&mut m, key(KeyCode::Enter)); // to the name field
     type_text(&mut m, "kil");
@@ -647,7 +657,57 @@ fn the_kill_switch_asks_to_type_its_name() {
         cmds,
         vec![Cmd::SetKill {
             on: true,
-            reason: "incident 4711".into()
+            reason: "incident 4711".into(),
+            cancel_running: false,
+        }]
+    );
+}
+
+/// `:kill --cancel-running` and `:approve RUN STEP` carry the command line's
+/// `--cancel-running` and `--resume-after` into the dialog and the action.
+#[test]
+fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
+    let mut snap = fixed_snapshot();
+    snap.switches.kill = None;
+    let mut m = model_sized(80, 24, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    command(&mut m, "kill --cancel-running");
+    assert_eq!(dialog_intent(&m), Some(&Intent::KillOn { cancel_running: true }));
+    type_text(&mut m, "runaway agent");
+    update(&mut m, key(KeyCode::Enter));
+    type_text(&mut m, "kill");
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, key(KeyCode::Tab));
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        cmds,
+        vec![Cmd::SetKill {
+            on: true,
+            reason: "runaway agent".into(),
+            cancel_running: true,
+        }]
+    );
+
+    let mut m = loaded_model(80, 24);
+    let human = m.snapshot.approvals[0].run.id;
+    command(&mut m, &format!("approve {human} deliver"));
+    match dialog_intent(&m) {
+        Some(Intent::Approve {
+            run, resume_after, ..
+        }) => {
+            assert_eq!((*run, resume_after.as_deref()), (human, Some("deliver")));
+        }
+        other => panic!("{other:?}"),
+    }
+    type_text(&mut m, "delivery confirmed by phone");
+    update(&mut m, key(KeyCode::Enter));
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        cmds,
+        vec![Cmd::Approve {
+            run: human,
+            reason: "delivery confirmed by phone".into(),
+            resume_after: Some("deliver".into()),
         }]
     );
 }

@@ -368,7 +368,9 @@ fn no_panic_size_matrix() {
         help.overlay = Overlay::Help { scroll: 500 };
         models.push(help);
         for intent in [
-            Intent::KillOn,
+            Intent::KillOn {
+                cancel_running: false,
+            },
             Intent::Resume {
                 schedule: "inbox-triage".into(),
             },

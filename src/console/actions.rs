@@ -29,8 +29,18 @@ pub fn perform(
     now: DateTime<Utc>,
 ) -> Result<String, String> {
     match cmd {
-        Cmd::Approve { run, reason } => operator::approve(store, *run, actor, reason, None, now)
-            .map(|r| format!("run #{run} approved by {actor}: now {}", r.state))
+        Cmd::Approve {
+            run,
+            reason,
+            resume_after,
+        } => operator::approve(store, *run, actor, reason, resume_after.as_deref(), now)
+            .map(|r| {
+                let after = resume_after
+                    .as_ref()
+                    .map(|s| format!(", resuming after step {s}"))
+                    .unwrap_or_default();
+                format!("run #{run} approved by {actor}{after}: now {}", r.state)
+            })
             .map_err(text),
         Cmd::Reject { run, reason } => operator::reject(store, Some(cfg), *run, actor, reason, now)
             .map(|_| format!("run #{run} rejected by {actor}: failed for good"))
@@ -38,10 +48,23 @@ pub fn perform(
         Cmd::Requeue { run, reason } => operator::requeue(store, *run, actor, reason, now)
             .map(|_| format!("run #{run} requeued by {actor}: retry_wait, next attempt now"))
             .map_err(text),
-        Cmd::SetKill { on: true, reason } => operator::kill(store, actor, reason, false, now)
-            .map(|()| format!("kill switch ON by {actor}: nothing new is claimed"))
+        Cmd::SetKill {
+            on: true,
+            reason,
+            cancel_running,
+        } => operator::kill(store, actor, reason, *cancel_running, now)
+            .map(|()| {
+                let running = if *cancel_running {
+                    "; running attempts are being cancelled"
+                } else {
+                    ""
+                };
+                format!("kill switch ON by {actor}: nothing new is claimed{running}")
+            })
             .map_err(text),
-        Cmd::SetKill { on: false, reason } => operator::unkill(store, actor, reason, now)
+        Cmd::SetKill {
+            on: false, reason, ..
+        } => operator::unkill(store, actor, reason, now)
             .map(|()| format!("kill switch off by {actor}: runs are claimed again"))
             .map_err(text),
         Cmd::Pause { schedule, reason } => operator::pause(store, cfg, schedule, actor, reason, now)

@@ -88,6 +88,7 @@ pub enum Cmd {
     Approve {
         run: i64,
         reason: String,
+        resume_after: Option<String>,
     },
     Reject {
         run: i64,
@@ -96,6 +97,8 @@ pub enum Cmd {
     SetKill {
         on: bool,
         reason: String,
+        /// Turning it on also stops running attempts (`kill --cancel-running`).
+        cancel_running: bool,
     },
     Pause {
         schedule: String,
@@ -850,7 +853,9 @@ fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
             let intent = if m.snapshot.kill_on() {
                 Intent::KillOff
             } else {
-                Intent::KillOn
+                Intent::KillOn {
+                    cancel_running: false,
+                }
             };
             m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
         }
@@ -1011,10 +1016,10 @@ fn run_action(m: &mut Model, action: Action) {
         m.info("select a run first");
         return;
     };
-    open_run_dialog(m, action, id);
+    open_run_dialog(m, action, id, None);
 }
 
-fn open_run_dialog(m: &mut Model, action: Action, id: i64) {
+fn open_run_dialog(m: &mut Model, action: Action, id: i64, resume_after: Option<String>) {
     let run = m.known_run(id);
     let state = run.map(|r| r.state);
     let label = run_label(run);
@@ -1027,7 +1032,11 @@ fn open_run_dialog(m: &mut Model, action: Action, id: i64) {
                 return;
             }
             if action == Action::Approve {
-                Intent::Approve { run: id, label }
+                Intent::Approve {
+                    run: id,
+                    label,
+                    resume_after,
+                }
             } else {
                 Intent::Reject { run: id, label }
             }
@@ -1143,10 +1152,10 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             | Command::Resume(_)
             | Command::Trigger(_)
             | Command::Close(_)
-            | Command::Approve(_)
+            | Command::Approve { .. }
             | Command::Reject(_)
             | Command::Requeue(_)
-            | Command::Kill
+            | Command::Kill { .. }
             | Command::Unkill
             | Command::Backfill { .. }
     );
@@ -1169,14 +1178,14 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
         Command::Trigger(s) => open_schedule_dialog(m, Action::Trigger, s, cmds),
         Command::Close(s) => open_schedule_dialog(m, Action::CloseCircuit, s, cmds),
         Command::Backfill { schedule, from, to } => backfill_command(m, schedule, &from, &to, cmds),
-        Command::Approve(id) => open_run_dialog(m, Action::Approve, id),
-        Command::Reject(id) => open_run_dialog(m, Action::Reject, id),
-        Command::Requeue(id) => open_run_dialog(m, Action::Requeue, id),
-        Command::Kill => {
+        Command::Approve { run, resume_after } => open_run_dialog(m, Action::Approve, run, resume_after),
+        Command::Reject(id) => open_run_dialog(m, Action::Reject, id, None),
+        Command::Requeue(id) => open_run_dialog(m, Action::Requeue, id, None),
+        Command::Kill { cancel_running } => {
             if m.snapshot.kill_on() {
                 m.info("the kill switch is already on");
             } else {
-                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn)));
+                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn { cancel_running })));
             }
         }
         Command::Unkill => {

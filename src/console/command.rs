@@ -17,10 +17,17 @@ pub enum Command {
     Resume(String),
     Trigger(String),
     Close(String),
-    Approve(i64),
+    /// `:approve RUN [STEP]`: STEP is `--resume-after`.
+    Approve {
+        run: i64,
+        resume_after: Option<String>,
+    },
     Reject(i64),
     Requeue(i64),
-    Kill,
+    /// `:kill [--cancel-running]`.
+    Kill {
+        cancel_running: bool,
+    },
     Unkill,
     /// `:backfill SCHEDULE FROM TO`: instants as typed (RFC 3339 or a date).
     Backfill {
@@ -65,7 +72,12 @@ pub const COMMANDS: &[CommandDoc] = &[
     doc("resume", "SCHEDULE", "resume a paused schedule", true),
     doc("trigger", "SCHEDULE", "run a schedule now", true),
     doc("close", "SCHEDULE", "close an open circuit (asks a reason)", true),
-    doc("approve", "RUN", "approve a needs_human run", true),
+    doc(
+        "approve",
+        "RUN [STEP]",
+        "approve a needs_human run (STEP: resume after that step)",
+        true,
+    ),
     doc("reject", "RUN", "reject a needs_human run", true),
     doc("requeue", "RUN", "requeue a failed or dead run", true),
     doc(
@@ -152,7 +164,17 @@ pub fn parse(line: &str) -> Result<Command, String> {
         "resume" | "unpause" => one("schedule id").map(Command::Resume),
         "trigger" => one("schedule id").map(Command::Trigger),
         "close" | "close-circuit" => one("schedule id").map(Command::Close),
-        "approve" => one("run id").and_then(|a| run_id(&a)).map(Command::Approve),
+        "approve" => match rest.as_slice() {
+            [run] => run_id(run).map(|run| Command::Approve {
+                run,
+                resume_after: None,
+            }),
+            [run, step] => run_id(run).map(|run| Command::Approve {
+                run,
+                resume_after: Some((*step).to_string()),
+            }),
+            _ => Err(":approve needs RUN and optionally the STEP to resume after".into()),
+        },
         "reject" => one("run id").and_then(|a| run_id(&a)).map(Command::Reject),
         "requeue" => one("run id").and_then(|a| run_id(&a)).map(Command::Requeue),
         "backfill" => match rest.as_slice() {
@@ -163,7 +185,13 @@ pub fn parse(line: &str) -> Result<Command, String> {
             }),
             _ => Err(":backfill needs SCHEDULE FROM TO (e.g. :backfill daily 2026-06-01 2026-06-05)".into()),
         },
-        "kill" => none(Command::Kill),
+        "kill" => match rest.as_slice() {
+            [] => Ok(Command::Kill {
+                cancel_running: false,
+            }),
+            ["--cancel-running" | "cancel-running"] => Ok(Command::Kill { cancel_running: true }),
+            _ => Err(":kill takes only --cancel-running".into()),
+        },
         "unkill" => none(Command::Unkill),
         other => {
             let near: Vec<&str> = COMMANDS
@@ -186,7 +214,32 @@ mod tests {
     #[test]
     fn parses_the_documented_commands() {
         assert_eq!(parse(":pause daily"), Ok(Command::Pause("daily".into())));
-        assert_eq!(parse("kill"), Ok(Command::Kill));
+        assert_eq!(
+            parse("kill"),
+            Ok(Command::Kill {
+                cancel_running: false
+            })
+        );
+        assert_eq!(
+            parse(":kill --cancel-running"),
+            Ok(Command::Kill { cancel_running: true })
+        );
+        assert_eq!(
+            parse(":approve #7 deliver"),
+            Ok(Command::Approve {
+                run: 7,
+                resume_after: Some("deliver".into())
+            })
+        );
+        assert_eq!(
+            parse(":approve 7"),
+            Ok(Command::Approve {
+                run: 7,
+                resume_after: None
+            })
+        );
+        assert!(parse(":approve 7 a b").is_err());
+        assert!(parse(":kill now").is_err());
         assert_eq!(parse(":goto #42"), Ok(Command::Goto(42)));
         assert_eq!(parse(":theme light"), Ok(Command::Theme("light".into())));
         assert_eq!(parse(":rehearse a.toml"), Ok(Command::Rehearse("a.toml".into())));

@@ -33,6 +33,8 @@ pub enum Intent {
     Approve {
         run: i64,
         label: String,
+        /// `--resume-after STEP`: the steps up to it count as done.
+        resume_after: Option<String>,
     },
     Reject {
         run: i64,
@@ -54,7 +56,10 @@ pub enum Intent {
     CloseCircuit {
         schedule: String,
     },
-    KillOn,
+    /// With `cancel_running`, running attempts are cancelled too.
+    KillOn {
+        cancel_running: bool,
+    },
     KillOff,
     /// Queue the windows of `[from, to]`; `range` is how the operator reads it.
     Backfill {
@@ -69,14 +74,28 @@ impl Intent {
     /// The dialog title: the action and its exact target.
     pub fn title(&self) -> String {
         match self {
-            Intent::Approve { run, label } => format!("Approve run #{run} ({label})"),
+            Intent::Approve {
+                run,
+                label,
+                resume_after: None,
+            } => format!("Approve run #{run} ({label})"),
+            Intent::Approve {
+                run,
+                label,
+                resume_after: Some(step),
+            } => format!("Approve run #{run} ({label}), resuming after step {step}"),
             Intent::Reject { run, label } => format!("Reject run #{run} ({label})"),
             Intent::Requeue { run, label } => format!("Requeue run #{run} ({label})"),
             Intent::Pause { schedule } => format!("Pause schedule {schedule}"),
             Intent::Resume { schedule } => format!("Resume schedule {schedule}"),
             Intent::Trigger { schedule } => format!("Trigger schedule {schedule} now"),
             Intent::CloseCircuit { schedule } => format!("Close the circuit of {schedule}"),
-            Intent::KillOn => "Turn the global kill switch ON".to_string(),
+            Intent::KillOn {
+                cancel_running: false,
+            } => "Turn the global kill switch ON".to_string(),
+            Intent::KillOn { cancel_running: true } => {
+                "Turn the global kill switch ON and cancel running attempts".to_string()
+            }
             Intent::KillOff => "Turn the global kill switch OFF".to_string(),
             Intent::Backfill { schedule, .. } => format!("Backfill {schedule}"),
         }
@@ -94,7 +113,13 @@ impl Intent {
             }
             Intent::Trigger { .. } => "A manual run is created for the current window and gated as usual.",
             Intent::CloseCircuit { .. } => "New windows of this schedule may run again.",
-            Intent::KillOn => "No new run is claimed anywhere until the switch is turned off.",
+            Intent::KillOn {
+                cancel_running: false,
+            } => "No new run is claimed anywhere until the switch is turned off.",
+            Intent::KillOn { cancel_running: true } => {
+                "No new run is claimed anywhere until the switch is turned off; running attempts \
+                 are stopped, fail retryable and retry once it is off."
+            }
             Intent::KillOff => "Runs are claimed again on every schedule.",
             Intent::Backfill { .. } => {
                 "Windows without a run are queued in the backfill pool, oldest first; \
@@ -113,7 +138,7 @@ impl Intent {
             Intent::Resume { .. } => "Resume",
             Intent::Trigger { .. } => "Trigger",
             Intent::CloseCircuit { .. } => "Close circuit",
-            Intent::KillOn => "Kill",
+            Intent::KillOn { .. } => "Kill",
             Intent::KillOff => "Turn off",
             Intent::Backfill { .. } => "Queue",
         }
@@ -138,7 +163,7 @@ impl Intent {
             self,
             Intent::Reject { .. }
                 | Intent::Requeue { .. }
-                | Intent::KillOn
+                | Intent::KillOn { .. }
                 | Intent::KillOff
                 | Intent::Resume { .. }
                 | Intent::Backfill { .. }
@@ -148,7 +173,7 @@ impl Intent {
     /// The word to type before the action is enabled (k9s-style).
     pub fn confirm_word(&self) -> Option<&'static str> {
         match self {
-            Intent::KillOn => Some("kill"),
+            Intent::KillOn { .. } => Some("kill"),
             _ => None,
         }
     }
@@ -156,15 +181,29 @@ impl Intent {
     /// The command the executor performs, with the typed reason.
     pub fn into_cmd(self, reason: String) -> Cmd {
         match self {
-            Intent::Approve { run, .. } => Cmd::Approve { run, reason },
+            Intent::Approve {
+                run, resume_after, ..
+            } => Cmd::Approve {
+                run,
+                reason,
+                resume_after,
+            },
             Intent::Reject { run, .. } => Cmd::Reject { run, reason },
             Intent::Requeue { run, .. } => Cmd::Requeue { run, reason },
             Intent::Pause { schedule } => Cmd::Pause { schedule, reason },
             Intent::Resume { schedule } => Cmd::Resume { schedule },
             Intent::Trigger { schedule } => Cmd::Trigger { schedule },
             Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
-            Intent::KillOn => Cmd::SetKill { on: true, reason },
-            Intent::KillOff => Cmd::SetKill { on: false, reason },
+            Intent::KillOn { cancel_running } => Cmd::SetKill {
+                on: true,
+                reason,
+                cancel_running,
+            },
+            Intent::KillOff => Cmd::SetKill {
+                on: false,
+                reason,
+                cancel_running: false,
+            },
             Intent::Backfill {
                 schedule, from, to, ..
             } => Cmd::Backfill { schedule, from, to },
