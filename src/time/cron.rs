@@ -27,7 +27,7 @@ pub enum Cadence {
 #[derive(Clone)]
 pub struct CronSpec {
     expr: String,
-    cron: Arc<Cron>,
+    cron: Arc<Shared>,
     repeats_within_day: bool,
     cadence: Cadence,
 }
@@ -150,7 +150,74 @@ impl CronSpec {
     /// The first wall-clock time matching the expression at or after `from`
     /// (`inclusive`) or strictly after it.
     pub fn next_local(&self, from: NaiveDateTime, inclusive: bool) -> Option<NaiveDateTime> {
-        self.cron.find_next_occurrence(&from, inclusive).ok()
+        let date = from.date();
+        if let Some(times) = self.cron.day(date) {
+            let t = from.time();
+            let i = times.partition_point(|m| if inclusive { *m < t } else { *m <= t });
+            if let Some(m) = times.get(i) {
+                return Some(date.and_time(*m));
+            }
+            // Nothing later that day: croner finds the next matching day.
+            let next_day = date.succ_opt()?.and_hms_opt(0, 0, 0)?;
+            return self.cron.cron.find_next_occurrence(&next_day, true).ok();
+        }
+        self.cron.cron.find_next_occurrence(&from, inclusive).ok()
+    }
+}
+
+/// Matches per day kept per expression: at most this many (minute steps fill
+/// 1,440; second-level expressions that match more go to croner each time).
+const DAY_MATCHES: usize = 1440;
+/// Days kept per expression (the ones being walked now).
+const DAYS_KEPT: usize = 8;
+
+/// A parsed expression shared by every schedule that uses it, with the
+/// matching wall-clock times of the days being walked. croner searches field
+/// by field for every call; enumerating a long outage of 1,000 schedules on
+/// one expression asked it the same 288 questions per day a thousand times.
+pub(crate) struct Shared {
+    cron: Cron,
+    days: Mutex<Vec<(chrono::NaiveDate, Option<Arc<[chrono::NaiveTime]>>)>>,
+}
+
+impl Shared {
+    fn new(cron: Cron) -> Self {
+        Self {
+            cron,
+            days: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The matching times of `date` in order (`None`: more than [`DAY_MATCHES`]).
+    fn day(&self, date: chrono::NaiveDate) -> Option<Arc<[chrono::NaiveTime]>> {
+        let mut days = self.days.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, times)) = days.iter().find(|(d, _)| *d == date) {
+            return times.clone();
+        }
+        let times = self.matches_on(date);
+        if days.len() >= DAYS_KEPT {
+            days.remove(0);
+        }
+        days.push((date, times.clone()));
+        times
+    }
+
+    fn matches_on(&self, date: chrono::NaiveDate) -> Option<Arc<[chrono::NaiveTime]>> {
+        let mut out = Vec::new();
+        let mut at = date.and_hms_opt(0, 0, 0)?;
+        let mut inclusive = true;
+        while let Ok(next) = self.cron.find_next_occurrence(&at, inclusive) {
+            if next.date() != date {
+                break;
+            }
+            if out.len() == DAY_MATCHES {
+                return None;
+            }
+            out.push(next.time());
+            at = next;
+            inclusive = false;
+        }
+        Some(out.into())
     }
 }
 
@@ -158,8 +225,8 @@ impl CronSpec {
 /// croner keeps a 5 KB year table per parsed expression, and real configs repeat
 /// a few expressions (`*/5 * * * *`, `0 9 * * 1-5`) across thousands of
 /// schedules. Entries die with their last user; dead ones are swept as the map grows.
-fn interned(expanded: &str, parse: impl FnOnce() -> Result<Cron, String>) -> Result<Arc<Cron>, String> {
-    static SHARED: LazyLock<Mutex<HashMap<String, Weak<Cron>>>> = LazyLock::new(Default::default);
+fn interned(expanded: &str, parse: impl FnOnce() -> Result<Cron, String>) -> Result<Arc<Shared>, String> {
+    static SHARED: LazyLock<Mutex<HashMap<String, Weak<Shared>>>> = LazyLock::new(Default::default);
     if let Some(cron) = SHARED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -168,7 +235,7 @@ fn interned(expanded: &str, parse: impl FnOnce() -> Result<Cron, String>) -> Res
     {
         return Ok(cron);
     }
-    let cron = Arc::new(parse()?);
+    let cron = Arc::new(Shared::new(parse()?));
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if shared.len() >= 1024 && shared.len().is_power_of_two() {
         shared.retain(|_, c| c.strong_count() > 0);
@@ -227,6 +294,34 @@ mod tests {
             .unwrap()
             .and_hms_opt(h, mi, 0)
             .unwrap()
+    }
+
+    proptest::proptest! {
+        /// The per-day match cache answers exactly what croner answers, across
+        /// month ends, leap days, empty days and second-level expressions.
+        #[test]
+        fn next_local_equals_croner(
+            expr in proptest::sample::select(vec![
+                "*/5 * * * *", "0 9 * * 1-5", "30 2 * * *", "0 0 29 2 *", "15 10 L * *",
+                "0 12 * * 5#3", "*/7 3-5 * * *", "0 0 31 * *", "*/20 * * * * *", "0 */3 * * 0,6",
+                "@hourly", "5 4 1,15 * SUN",
+            ]),
+            secs in 1_700_000_000i64..1_900_000_000i64,
+            frac in 0u32..3,
+            inclusive: bool,
+        ) {
+            let spec = CronSpec::parse(expr).unwrap();
+            let from = chrono::DateTime::from_timestamp(secs - secs % 60 + i64::from(frac) * 7, 0)
+                .unwrap()
+                .naive_utc();
+            let direct = spec.cron.cron.find_next_occurrence(&from, inclusive).ok();
+            proptest::prop_assert_eq!(spec.next_local(from, inclusive), direct);
+            // And again from the answer, as the fire walk does.
+            if let Some(d) = direct {
+                let again = spec.cron.cron.find_next_occurrence(&d, false).ok();
+                proptest::prop_assert_eq!(spec.next_local(d, false), again);
+            }
+        }
     }
 
     #[test]
