@@ -459,3 +459,32 @@ fn states_are_glyph_word_and_colour() {
         assert!(out.contains(word), "missing `{word}`:\n{out}");
     }
 }
+
+/// Windows still in a catch-up range (not yet queued as runs) show in the
+/// backfill pane: counted in its title, named when no run is queued.
+#[test]
+fn the_backfill_pane_shows_catch_up_ranges_not_yet_queued() {
+    let mut m = at_pane(Pane::Backfill, 120, 30);
+    let now = m.snapshot.taken_at;
+    let range = Backlog {
+        schedule: "inbox-triage".into(),
+        next: now - Duration::hours(30),
+        until: now - Duration::hours(1),
+        planned_at: now,
+    };
+    m.snapshot.backlogs = vec![range.clone()];
+    let text = screen(&m, 120, 30);
+    assert!(text.contains("1 schedule has more planned"), "{text}");
+    m.snapshot.backfill.clear();
+    let text = screen(&m, 120, 30);
+    assert!(text.contains("inbox-triage: windows"), "{text}");
+    assert!(text.contains("wait to be queued"), "{text}");
+    m.snapshot.backlogs = vec![
+        range.clone(),
+        Backlog {
+            schedule: "daily-sales-report".into(),
+            ..range
+        },
+    ];
+    assert!(screen(&m, 120, 30).contains("2 schedules have more planned"));
+}

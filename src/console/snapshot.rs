@@ -523,7 +523,12 @@ fn load_fast(
         dead,
         approvals,
         backfill,
-        backlogs: tx.backlogs()?,
+        // A range left by a schedule no longer configured is never drained here.
+        backlogs: tx
+            .backlogs()?
+            .into_iter()
+            .filter(|b| by_id.contains_key(b.schedule.as_str()))
+            .collect(),
         queue_truncated,
         switches,
         focus,
