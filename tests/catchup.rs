@@ -512,3 +512,63 @@ fn backlog_windows_expire_when_their_catch_up_window_ends_before_their_turn() {
         "{alerts:?}"
     );
 }
+
+/// A second scheduler on the same database finds a catch-up range another
+/// one planned, and drains it alone once the planner is gone: nothing is
+/// queued twice, nothing is left behind.
+#[test]
+fn another_scheduler_drains_the_range_after_the_planner_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, &config_for("all"));
+    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(72);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.settle().unwrap();
+    let store = d.store().unwrap();
+    assert!(store.read(|tx| tx.backlog("five")).unwrap().is_some());
+    // The standby starts after the plan, works beside main for an hour, then alone.
+    d.run_until(up + TimeDelta::minutes(10)).unwrap();
+    d.add_scheduler("standby").unwrap();
+    let main_gone = up + TimeDelta::hours(1);
+    d.run_until(main_gone).unwrap();
+    d.crash("main");
+    let end = up + TimeDelta::hours(8);
+    d.run_until(end).unwrap();
+
+    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
+    let five = runs(&store, "five");
+    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
+    assert_eq!(starts, planned_starts("five", end), "each window once");
+    let mut by_standby_after = 0;
+    for r in five
+        .iter()
+        .filter(|r| r.window_start > down && r.window_end <= up)
+    {
+        let what = format!("{} {:?} {:?}", r.window_key, r.state, r.state_reason);
+        if r.window_start + CATCHUP_WINDOW <= up {
+            assert_eq!(r.state, RunState::Expired, "{what}");
+            continue;
+        }
+        assert_eq!(r.state, RunState::Succeeded, "{what}");
+        let claims: Vec<Event> = events(&store, r.id)
+            .into_iter()
+            .filter(|e| e.kind == "claimed")
+            .collect();
+        // A run main was running when it died is retried once, by the standby.
+        assert!(claims.len() == 1 || r.attempts == 2, "{what}: {claims:?}");
+        if claims
+            .iter()
+            .any(|e| e.detail["owner"] == "standby" && e.at > main_gone)
+        {
+            by_standby_after += 1;
+        }
+    }
+    assert!(
+        by_standby_after > 100,
+        "the standby drained the rest: {by_standby_after}"
+    );
+}
