@@ -3,6 +3,7 @@
 
 mod support;
 
+use agentcron::rehearsal::driver::Driver;
 use agentcron::rehearsal::sim::SimAttempt;
 use agentcron::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -61,8 +62,9 @@ struct Outage {
     store: agentcron::store::Store,
 }
 
-/// Up from 2026-06-01 00:00Z, down at 01:30Z for exactly 72 h, up again for 8 h.
-fn outage(policy: &str) -> (tempfile::TempDir, Outage) {
+/// Up from 2026-06-01 00:00Z, down at 01:30Z for exactly 72 h, restarted
+/// (nothing run yet at the restart instant): (dir, driver, down, up).
+fn restarted(policy: &str) -> (tempfile::TempDir, Driver, DateTime<Utc>, DateTime<Utc>) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&dir, &config_for(policy));
     let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
@@ -72,10 +74,25 @@ fn outage(policy: &str) -> (tempfile::TempDir, Outage) {
     let up = down + TimeDelta::hours(72);
     d.jump_clock(up).unwrap();
     d.restart("main").unwrap();
+    (dir, d, down, up)
+}
+
+/// The 72 h outage of [`restarted`], then up again for 8 h.
+fn outage(policy: &str) -> (tempfile::TempDir, Outage) {
+    let (dir, mut d, down, up) = restarted(policy);
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
     let store = d.store().unwrap();
     (dir, Outage { down, up, end, store })
+}
+
+/// After the drain: no range is left and "five" has each planned window once.
+fn drained_five(store: &agentcron::store::Store, end: DateTime<Utc>) -> Vec<Run> {
+    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
+    let five = runs(store, "five");
+    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
+    assert_eq!(starts, planned_starts("five", end), "each window once");
+    five
 }
 
 /// Every window start each schedule should have from the start of the test to
@@ -344,15 +361,7 @@ fn forward_clock_jump_plans_the_skipped_windows_and_backward_fires_nothing_twice
 /// queues nothing twice.
 #[test]
 fn a_long_backlog_is_queued_as_it_drains_and_survives_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(&dir, &config_for("all"));
-    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(72);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (dir, mut d, down, up) = restarted("all");
     d.settle().unwrap();
     let store = d.store().unwrap();
 
@@ -418,10 +427,7 @@ fn a_long_backlog_is_queued_as_it_drains_and_survives_a_crash() {
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
     let store = d.store().unwrap();
-    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
-    let five = runs(&store, "five");
-    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
-    assert_eq!(starts, planned_starts("five", end), "each window once");
+    let five = drained_five(&store, end);
     for r in five
         .iter()
         .filter(|r| r.window_start > down && r.window_end <= up)
@@ -518,15 +524,7 @@ fn backlog_windows_expire_when_their_catch_up_window_ends_before_their_turn() {
 /// queued twice, nothing is left behind.
 #[test]
 fn another_scheduler_drains_the_range_after_the_planner_dies() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(&dir, &config_for("all"));
-    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(72);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_dir, mut d, down, up) = restarted("all");
     d.settle().unwrap();
     let store = d.store().unwrap();
     assert!(store.read(|tx| tx.backlog("five")).unwrap().is_some());
@@ -539,10 +537,7 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
 
-    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
-    let five = runs(&store, "five");
-    let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
-    assert_eq!(starts, planned_starts("five", end), "each window once");
+    let five = drained_five(&store, end);
     let mut by_standby_after = 0;
     for r in five
         .iter()
