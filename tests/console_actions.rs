@@ -156,6 +156,28 @@ fn kill_switch_pause_resume_trigger_and_circuit() {
     assert_eq!((sw.actor.as_str(), sw.reason.as_str()), (ACTOR, "incident 4711"));
     perform(&store, &cfg, &kill(false, "resolved"), ACTOR, now).unwrap();
     assert!(!store.read(|tx| tx.switch("kill")).unwrap().expect("kill").on);
+    // `:kill --cancel-running`: the same switch the CLI's `kill --cancel-running`
+    // sets, which every engine reads to stop its running attempts.
+    let cancelling = Cmd::SetKill {
+        on: true,
+        reason: "runaway agent".into(),
+        cancel_running: true,
+    };
+    let text = perform(&store, &cfg, &cancelling, ACTOR, now).unwrap();
+    assert!(text.contains("running attempts are being cancelled"), "{text}");
+    let cancel = store
+        .read(|tx| tx.switch("cancel_running"))
+        .unwrap()
+        .expect("cancel switch");
+    assert!(cancel.on && cancel.reason == "runaway agent", "{cancel:?}");
+    perform(&store, &cfg, &kill(false, "agent fixed"), ACTOR, now).unwrap();
+    assert!(
+        !store
+            .read(|tx| tx.switch("cancel_running"))
+            .unwrap()
+            .expect("cancel")
+            .on
+    );
 
     // Pause, then the resume dialog's plan, then resume.
     let pause = Cmd::Pause {
