@@ -86,13 +86,33 @@ fn outage(policy: &str) -> (tempfile::TempDir, Outage) {
     (dir, Outage { down, up, end, store })
 }
 
-/// After the drain: no range is left and "five" has each planned window once.
-fn drained_five(store: &agentcron::store::Store, end: DateTime<Utc>) -> Vec<Run> {
+/// After the drain: no range is left, "five" has each planned window once,
+/// and each window of the outage is expired (older than the catch-up window
+/// at the restart) or succeeded. Returns the ones that succeeded.
+fn drained_five(
+    store: &agentcron::store::Store,
+    down: DateTime<Utc>,
+    up: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Vec<Run> {
     assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
     let five = runs(store, "five");
     let starts: Vec<DateTime<Utc>> = five.iter().map(|r| r.window_start).collect();
     assert_eq!(starts, planned_starts("five", end), "each window once");
-    five
+    let mut ran = vec![];
+    for r in five
+        .into_iter()
+        .filter(|r| r.window_start > down && r.window_end <= up)
+    {
+        let what = format!("{} {:?} {:?}", r.window_key, r.state, r.state_reason);
+        if r.window_start + CATCHUP_WINDOW <= up {
+            assert_eq!(r.state, RunState::Expired, "{what}");
+        } else {
+            assert_eq!(r.state, RunState::Succeeded, "{what}");
+            ran.push(r);
+        }
+    }
+    ran
 }
 
 /// Every window start each schedule should have from the start of the test to
@@ -427,19 +447,9 @@ fn a_long_backlog_is_queued_as_it_drains_and_survives_a_crash() {
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
     let store = d.store().unwrap();
-    let five = drained_five(&store, end);
-    for r in five
-        .iter()
-        .filter(|r| r.window_start > down && r.window_end <= up)
-    {
-        let what = format!("{} {:?} {:?}", r.window_key, r.state, r.state_reason);
-        if r.window_start + CATCHUP_WINDOW <= up {
-            assert_eq!(r.state, RunState::Expired, "{what}");
-        } else {
-            assert_eq!(r.state, RunState::Succeeded, "{what}");
-            // The one running at the crash is retried once its lease expires.
-            assert!(r.attempts == 1 || r.window_start < crash_at, "{what}");
-        }
+    for r in drained_five(&store, down, up, end) {
+        // The one running at the crash is retried once its lease expires.
+        assert!(r.attempts == 1 || r.window_start < crash_at, "{}", r.window_key);
     }
 }
 
@@ -537,18 +547,9 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
 
-    let five = drained_five(&store, end);
     let mut by_standby_after = 0;
-    for r in five
-        .iter()
-        .filter(|r| r.window_start > down && r.window_end <= up)
-    {
-        let what = format!("{} {:?} {:?}", r.window_key, r.state, r.state_reason);
-        if r.window_start + CATCHUP_WINDOW <= up {
-            assert_eq!(r.state, RunState::Expired, "{what}");
-            continue;
-        }
-        assert_eq!(r.state, RunState::Succeeded, "{what}");
+    for r in drained_five(&store, down, up, end) {
+        let what = &r.window_key;
         let claims: Vec<Event> = events(&store, r.id)
             .into_iter()
             .filter(|e| e.kind == "claimed")
