@@ -305,7 +305,7 @@ pub fn dlq_list(config: &Path, db: Option<&Path>, json: bool) -> i32 {
             .map(|r| {
                 serde_json::json!({"id": r.id, "tenant": r.tenant, "schedule": r.schedule, "window_key": r.window_key,
                     "attempts": r.attempts, "error_class": r.error_class.map(|c| c.as_str()),
-                    "last_error": r.last_error, "updated_at": crate::engine::open::rfc3339(r.updated_at)})
+                    "last_error": r.last_error, "updated_at": crate::time::rfc3339(r.updated_at)})
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());

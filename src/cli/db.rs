@@ -8,7 +8,7 @@
 use super::exit;
 use crate::config::{Config, LoadError, load_file};
 use crate::store::Store;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::path::Path;
 
@@ -88,9 +88,7 @@ pub fn zone(cfg: Option<&Config>, schedule: Option<&str>) -> Tz {
 }
 
 /// An instant for JSON: RFC 3339 UTC with milliseconds, like the event details.
-pub fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub use crate::time::rfc3339;
 
 /// An instant for tables: local date and time with the offset.
 pub fn local(t: DateTime<Utc>, tz: Tz) -> String {

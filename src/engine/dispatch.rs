@@ -2,7 +2,6 @@
 //! time context, execution memory, completed and uncertain steps) and start the
 //! attempt on the runner.
 
-use super::open::rfc3339;
 use super::{Engine, Result, Running};
 use crate::agent::envelope::{
     Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
@@ -10,6 +9,7 @@ use crate::agent::envelope::{
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::store::types::{Claim, NewEvent, RunReason};
+use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 

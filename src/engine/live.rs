@@ -62,7 +62,7 @@ impl Engine {
         to: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
         let delta = to - from;
-        let detail = json!({"from": super::open::rfc3339(from), "to": super::open::rfc3339(to),
+        let detail = json!({"from": crate::time::rfc3339(from), "to": crate::time::rfc3339(to),
                             "delta_s": delta.num_seconds(), "owner": self.opts.owner});
         self.store.write(|tx| {
             tx.append_event(&NewEvent::new(to, "clock_jump", detail))

@@ -9,13 +9,10 @@ use crate::store::Backlog;
 use crate::store::types::{NewEvent, NewRun, Pool, Run, RunReason, RunState};
 use crate::time::duration::to_delta;
 use crate::time::fire::{Fire, FireNote, window_key};
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use crate::time::rfc3339;
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 use std::cmp::Reverse;
-
-pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 impl Engine {
     /// Opens every window whose fire instant is at or before `now`. After a gap

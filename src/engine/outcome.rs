@@ -2,7 +2,6 @@
 //! classification, durable retries, dead letters, the human gate, the circuit
 //! breaker, zombies found by lease, alerts.
 
-use super::open::rfc3339;
 use super::pipeline::change_reason;
 use super::{CancelCause, Engine, Result, Running};
 use crate::agent::protocol::{AgentLine, ResultStatus};
@@ -12,6 +11,7 @@ use crate::recovery::circuit::{self, CircuitChange};
 use crate::recovery::classify::{Outcome, classify, is_rate_limited};
 use crate::recovery::retry::{self, RetryPlan};
 use crate::store::types::*;
+use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 

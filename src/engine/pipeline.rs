@@ -2,7 +2,6 @@
 //! gates in declared order, then claim, wait, skip, fail, park or miss.
 
 use super::decision::{Decision, Hold, SwitchCheck, Verdict};
-use super::open::rfc3339;
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
 use crate::gates::{GateContext, GateResult};
@@ -11,6 +10,7 @@ use crate::store::Tx;
 use crate::store::types::*;
 use crate::time::duration::to_delta;
 use crate::time::fire::FireRule;
+use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 use std::collections::HashMap;

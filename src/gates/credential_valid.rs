@@ -8,9 +8,10 @@
 //! source points at the secret itself.
 
 use super::process::{self, window_env};
-use super::{Gate, GateContext, GateOutcome, rfc3339};
+use super::{Gate, GateContext, GateOutcome};
 use crate::config::model::CredentialSource;
 use crate::time::duration::format_duration;
+use crate::time::rfc3339_secs as rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! `file_exists`: an upstream file is there, big enough and (optionally) written
 //! during this window rather than left over from the last one.
 
-use super::{Gate, GateContext, GateOutcome, rfc3339};
+use super::{Gate, GateContext, GateOutcome};
+use crate::time::rfc3339_secs as rfc3339;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 

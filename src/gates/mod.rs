@@ -19,7 +19,7 @@ pub mod sqlite_query;
 use crate::config::model::{CompareOp, Expect, ExpectValue, GateConfig, GateKind, OnFail, ScheduleConfig};
 use crate::store::types::Run;
 use crate::time::calendar::Calendar;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -316,9 +316,4 @@ fn type_name(v: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "array",
         serde_json::Value::Object(_) => "object",
     }
-}
-
-/// Instants in reasons and in the environment of gate commands.
-pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }

@@ -5,7 +5,8 @@
 //! deadline; on timeout the whole group is killed, so a script's children (a
 //! `sleep`, a `curl`) do not outlive the check.
 
-use super::{GateContext, rfc3339};
+use super::GateContext;
+use crate::time::rfc3339_secs as rfc3339;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};

@@ -4,12 +4,13 @@
 //! engine memory.
 
 use crate::config::Config;
-use crate::engine::open::{new_run_for, rfc3339};
+use crate::engine::open::new_run_for;
 use crate::recovery::catchup::Disposition;
 use crate::store::types::*;
 use crate::store::{Store, StoreError};
 use crate::time::fire::Fire;
-use chrono::{DateTime, SecondsFormat, Utc};
+use crate::time::{rfc3339, rfc3339_secs};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 /// Why an action was refused or failed.
@@ -47,7 +48,7 @@ pub fn trigger(
         .ok_or_else(|| ActionError::Refused(format!("no schedule `{schedule}` in the config")))?;
     let key = window
         .map(str::to_string)
-        .unwrap_or_else(|| format!("manual-{}", now.to_rfc3339_opts(SecondsFormat::Secs, true)));
+        .unwrap_or_else(|| format!("manual-{}", rfc3339_secs(now)));
     let fire = Fire {
         at: now,
         local: now.with_timezone(&s.timezone).fixed_offset(),

@@ -22,7 +22,7 @@ pub fn alert_event(
 ) -> (Value, NewEvent) {
     let owner = cfg.schedule(schedule).and_then(|s| s.owner.clone());
     let detail = json!({"what": what, "message": message, "owner": owner,
-                        "at": crate::engine::open::rfc3339(now),
+                        "at": crate::time::rfc3339(now),
                         "tenant": tenant, "schedule": schedule, "run": run_id});
     let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(tenant, schedule);
     ev.run_id = run_id;

@@ -5,7 +5,7 @@
 
 use super::types::*;
 use crate::config::model::ErrorClass;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
@@ -63,9 +63,7 @@ pub(crate) fn ms_opt(t: Option<DateTime<Utc>>) -> Option<Ms> {
 }
 
 /// RFC 3339 with milliseconds and `Z`, the form used in event details.
-pub(crate) fn rfc3339_ms(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+pub(crate) use crate::time::rfc3339 as rfc3339_ms;
 
 pub(crate) fn json_text(v: &serde_json::Value) -> String {
     v.to_string()
