@@ -5,6 +5,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod console;
+pub mod core;
 pub mod engine;
 pub mod gates;
 pub mod operator;

@@ -47,23 +47,7 @@ pub struct AttemptSpec {
     pub log_limit: usize,
 }
 
-/// How an attempt ended, as observed from outside (no judgement yet).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
-    /// The process exited by itself: an exit code, or the signal that killed it.
-    Exited { code: Option<i32>, signal: Option<i32> },
-    /// Ran past `timeout` and was killed.
-    TimedOut,
-    /// [`AttemptHandle::cancel`] was called; the agent was killed.
-    Cancelled,
-    /// The agent could not be started at all (missing binary, permission, bad config).
-    SpawnFailed(String),
-    /// An HTTP agent answered with `status`, or the request failed with `error`.
-    Http {
-        status: Option<u16>,
-        error: Option<String>,
-    },
-}
+pub use crate::core::records::Ending;
 
 /// One thing that happened to an attempt.
 #[derive(Debug, Clone, PartialEq)]

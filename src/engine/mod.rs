@@ -9,7 +9,7 @@
 //! openings, the attempts this process runs) are rebuilt from it on start.
 
 mod backlog;
-pub mod decision;
+pub use crate::core::decision;
 mod dispatch;
 mod live;
 pub(crate) mod open;

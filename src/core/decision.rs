@@ -5,7 +5,7 @@
 //! is a plain [`Decision`]: stored as events, rendered by the console, asserted
 //! by tests and rehearsals.
 
-use crate::gates::{GateResult, GateVerdict};
+use super::layers::gates::{GateResult, GateVerdict};
 use serde::Serialize;
 
 /// What the decision says to do with the run.

@@ -2,7 +2,7 @@
 //! dead runs new windows are skipped; after `cool_down` one probe run may go.
 
 use crate::config::model::CircuitPolicy;
-use crate::store::types::{CircuitState, ScheduleState};
+use crate::core::records::{CircuitState, ScheduleState};
 use chrono::{DateTime, Utc};
 
 /// What a run's final outcome does to the circuit.

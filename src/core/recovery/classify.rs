@@ -15,8 +15,8 @@
 //!    after its claim are unknown, so it is classified like any failed ending.
 
 use crate::agent::protocol::{AgentResult, ResultStatus};
-use crate::agent::runner::Ending;
 use crate::config::model::ErrorClass;
+use crate::core::records::Ending;
 
 /// The judgement on one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,17 @@
+//! The pure core: every rule of DESIGN.md that decides what happens to a run,
+//! as plain functions of facts and `now`. Nothing here touches SQLite, a
+//! process, the network, a thread or a clock (`tests/core_purity.rs` holds it
+//! to that); the engine gathers the facts, the store applies the result.
+//!
+//! - [`records`]: the durable records the rules reason about (runs, attempts,
+//!   schedule state, …), stored by `crate::store`.
+//! - [`machine`]: the run state machine.
+//! - [`decision`]: one evaluation of the three layers for a run.
+//! - [`layers`]: the layers as values and functions.
+//! - [`recovery`]: classification, retries, circuit breaker, catch-up.
+
+pub mod decision;
+pub mod layers;
+pub mod machine;
+pub mod records;
+pub mod recovery;
