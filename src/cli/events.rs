@@ -159,10 +159,12 @@ pub fn short_detail(kind: &str, d: &Value) -> String {
         "skipped" | "expired" | "parked_for_human" | "missed" => {
             // Created already decided (calendar, catch-up) the detail says `why`,
             // and `reason` is why the run exists; decided later, `reason` is why.
-            let why = d
-                .get("why")
-                .and_then(Value::as_str)
-                .unwrap_or_else(|| s(d, "reason"));
+            let typed = crate::core::event::Event::from_row(kind, d);
+            let why = match &typed {
+                crate::core::event::Event::Skipped { reason, .. }
+                | crate::core::event::Event::Expired { reason, .. } => reason.as_str(),
+                _ => s(d, "reason"),
+            };
             match d.get("window_key").and_then(Value::as_str) {
                 Some(key) => format!("window {key}: {why}"),
                 None => why.to_string(),

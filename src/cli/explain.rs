@@ -692,7 +692,11 @@ impl Story {
             "skipped" | "expired" if d.get("window_key").is_some() => {
                 // Created already decided: calendar, coalesced, not caught up, too old.
                 let due = detail_time(d, "due").unwrap_or(run.due_at);
-                let why = d.get("why").and_then(Value::as_str).unwrap_or(e.kind.as_str());
+                let why = match e.event() {
+                    crate::core::event::Event::Skipped { reason, .. }
+                    | crate::core::event::Event::Expired { reason, .. } => reason,
+                    _ => e.kind.clone(),
+                };
                 self.push(format!("window due {} {}: {why}", self.hm(due), e.kind));
             }
             "gate" => {

@@ -6,10 +6,10 @@
 //! by tests and rehearsals.
 
 use super::layers::gates::{GateResult, GateVerdict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the decision says to do with the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// All three layers pass: claim it.
@@ -43,7 +43,7 @@ impl Verdict {
 }
 
 /// One switch (layer 3) that was checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SwitchCheck {
     /// `kill`, `paused`, `circuit`, `maintenance`, `budget`, `overlap`, `quota`.
     pub name: String,

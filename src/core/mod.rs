@@ -7,10 +7,12 @@
 //!   schedule state, …), stored by `crate::store`.
 //! - [`machine`]: the run state machine.
 //! - [`decision`]: one evaluation of the three layers for a run.
+//! - [`event`]: the trace, typed.
 //! - [`layers`]: the layers as values and functions.
 //! - [`recovery`]: classification, retries, circuit breaker, catch-up.
 
 pub mod decision;
+pub mod event;
 pub mod layers;
 pub mod machine;
 pub mod records;

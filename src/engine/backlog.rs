@@ -5,10 +5,12 @@
 //! whose catch-up window ends before they are reached are queued at that
 //! instant and expire through the ordinary decision, as a queued run would.
 
-use super::open::{new_run_for, record_opened};
 use super::{Engine, Result};
+use crate::core::event::Opener;
+use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
 use crate::store::Backlog;
+use crate::store::types::NewEvent;
 use crate::time::duration::to_delta;
 use crate::time::fire::FireNote;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -89,7 +91,9 @@ impl Engine {
                     Disposition::CatchUp
                 };
                 if let Some(run) = tx.insert_run(&new_run_for(s, &f, d, now), now)? {
-                    record_opened(tx, &run, f.note, now)?;
+                    tx.append_event(
+                        &NewEvent::of(now, opened_event(&run, f.note, Opener::default())).for_run(&run),
+                    )?;
                     if !calendar && f.at + catchup_window > now {
                         room -= 1;
                     }

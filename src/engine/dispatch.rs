@@ -8,6 +8,7 @@ use crate::agent::envelope::{
 };
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
+use crate::core::event::Event;
 use crate::store::types::{Claim, NewEvent, RunReason};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
@@ -108,12 +109,16 @@ impl Engine {
         self.store.write(|tx| {
             tx.set_attempt_envelope(run.id, claim.attempt, &envelope_json)?;
             tx.append_event(
-                &NewEvent::new(
+                &NewEvent::of(
                     now,
-                    "started",
-                    json!({"attempt": claim.attempt, "token": token, "reason": reason.as_str(),
-                           "agent": s.agent, "verify_step": verify_step,
-                           "timeout_ms": timeout.as_millis() as u64}),
+                    Event::Started {
+                        attempt: claim.attempt,
+                        token,
+                        reason,
+                        agent: s.agent.clone(),
+                        verify_step: verify_step.clone(),
+                        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    },
                 )
                 .for_run(run),
             )?;

@@ -3,9 +3,9 @@
 
 use super::{Engine, Result};
 use crate::agent::runner::AttemptSignal;
+use crate::core::event::Event;
 use crate::store::types::{EventFilter, NewEvent};
 use chrono::TimeDelta;
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// Longest sleep: switches, approvals and runs created by other processes
@@ -62,12 +62,14 @@ impl Engine {
         to: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
         let delta = to - from;
-        let detail = json!({"from": crate::time::rfc3339(from), "to": crate::time::rfc3339(to),
-                            "delta_s": delta.num_seconds(), "owner": self.opts.owner});
-        self.store.write(|tx| {
-            tx.append_event(&NewEvent::new(to, "clock_jump", detail))
-                .map(|_| ())
-        })?;
+        let jump = Event::ClockJump {
+            from,
+            to,
+            delta_s: delta.num_seconds(),
+            owner: self.opts.owner.clone(),
+        };
+        self.store
+            .write(|tx| tx.append_event(&NewEvent::of(to, jump)).map(|_| ()))?;
         Ok(())
     }
 
@@ -133,11 +135,12 @@ impl Engine {
             self.stop_agents().await;
         }
         let now = self.clock.now();
-        let detail = json!({"owner": self.opts.owner, "left_running": left});
-        self.store.write(|tx| {
-            tx.append_event(&NewEvent::new(now, "scheduler_stopped", detail))
-                .map(|_| ())
-        })?;
+        let stopped = Event::SchedulerStopped {
+            owner: self.opts.owner.clone(),
+            left_running: left,
+        };
+        self.store
+            .write(|tx| tx.append_event(&NewEvent::of(now, stopped)).map(|_| ()))?;
         self.log_events(log_after)?;
         self.abandon_running();
         Ok(())

@@ -21,6 +21,7 @@ pub use decision::{Decision, Hold, SwitchCheck, Verdict};
 use crate::agent::protocol::AgentResult;
 use crate::agent::runner::{AgentRunner, AttemptHandle, AttemptReport};
 use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
+use crate::core::event::Event;
 use crate::gates::Gate;
 use crate::store::types::{NewEvent, Pool};
 use crate::store::{Store, StoreError};
@@ -315,10 +316,12 @@ impl Engine {
         }
         let owner = self.opts.owner.clone();
         self.store.write(|tx| {
-            tx.append_event(&NewEvent::new(
+            tx.append_event(&NewEvent::of(
                 now,
-                "scheduler_started",
-                serde_json::json!({"owner": owner, "schedules": self.cfg.schedules.len()}),
+                Event::SchedulerStarted {
+                    owner,
+                    schedules: self.cfg.schedules.len(),
+                },
             ))
         })?;
         self.started = true;
@@ -501,9 +504,11 @@ impl Engine {
             return Ok(());
         }
         self.last_tick_event = Some(now);
-        let detail = serde_json::json!({"owner": self.opts.owner, "running": self.running.len()});
-        self.store
-            .write(|tx| tx.append_event(&NewEvent::new(now, "tick", detail)))?;
+        let tick = Event::Tick {
+            owner: self.opts.owner.clone(),
+            running: self.running.len(),
+        };
+        self.store.write(|tx| tx.append_event(&NewEvent::of(now, tick)))?;
         Ok(())
     }
 }

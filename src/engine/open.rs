@@ -4,14 +4,14 @@
 
 use super::{Engine, Result};
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
+use crate::core::event::{Event, Opener};
+use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::{self, Disposition};
 use crate::store::Backlog;
-use crate::store::types::{NewEvent, NewRun, Pool, Run, RunReason, RunState};
+use crate::store::types::NewEvent;
 use crate::time::duration::to_delta;
-use crate::time::fire::{Fire, FireNote, window_key};
-use crate::time::rfc3339;
+use crate::time::fire::{Fire, window_key};
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::json;
 use std::cmp::Reverse;
 
 impl Engine {
@@ -96,7 +96,9 @@ impl Engine {
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };
-                    record_opened(tx, &run, p.fire.note, now)?;
+                    tx.append_event(
+                        &NewEvent::of(now, opened_event(&run, p.fire.note, Opener::default())).for_run(&run),
+                    )?;
                 }
                 if let Some(r) = &range {
                     let (next, until) = (plan[*r.start()].fire.at, plan[*r.end()].fire.at);
@@ -109,17 +111,16 @@ impl Engine {
                 }
                 if gap {
                     tx.append_event(
-                        &NewEvent::new(
+                        &NewEvent::of(
                             now,
-                            "catchup_planned",
-                            json!({
-                                "since": self.cursor[idx].map(rfc3339),
-                                "policy": format!("{:?}", s.catchup).to_lowercase(),
-                                "windows": plan.len(),
-                                "summary": summary,
-                                "queued_later": deferred,
-                                "truncated": truncated,
-                            }),
+                            Event::CatchupPlanned {
+                                since: self.cursor[idx],
+                                policy: format!("{:?}", s.catchup).to_lowercase(),
+                                windows: plan.len(),
+                                summary,
+                                queued_later: deferred,
+                                truncated,
+                            },
                         )
                         .for_schedule(&s.tenant, &s.id),
                     )?;
@@ -179,16 +180,11 @@ impl Engine {
         let new = new_run_for(s, &fire, Disposition::OnTime, now);
         self.store.write(|tx| {
             if let Some(run) = tx.insert_run(&new, now)? {
-                tx.append_event(
-                    &NewEvent::new(
-                        now,
-                        "window_opened",
-                        json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
-                               "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
-                               "pool": "on_time", "reason": "scheduled", "anchor": "last_start"}),
-                    )
-                    .for_run(&run),
-                )?;
+                let opener = Opener {
+                    anchor: Some("last_start".into()),
+                    ..Opener::default()
+                };
+                tx.append_event(&NewEvent::of(now, opened_event(&run, None, opener)).for_run(&run))?;
             }
             tx.set_last_evaluated(&s.id, now)
         })?;
@@ -215,7 +211,9 @@ impl Engine {
                     for s in &cfg.schedules {
                         let delay = match &s.trigger {
                             TriggerConfig::OnEvent { event } if *event == ev.name => TimeDelta::zero(),
-                            TriggerConfig::AfterEvent { event, delay } if *event == ev.name => to_delta(*delay),
+                            TriggerConfig::AfterEvent { event, delay } if *event == ev.name => {
+                                to_delta(*delay)
+                            }
                             _ => continue,
                         };
                         let at = ev.arrived_at + delay;
@@ -236,21 +234,13 @@ impl Engine {
                         for p in plan {
                             let new = new_run_for(s, &p.fire, p.disposition, now);
                             if let Some(run) = tx.insert_run(&new, now)? {
-                                let kind = match run.state {
-                                    RunState::Pending => "window_opened",
-                                    RunState::Expired => "expired",
-                                    _ => "skipped",
+                                let opener = Opener {
+                                    event: Some(ev.name.clone()),
+                                    event_id: Some(ev.event_id.clone()),
+                                    ..Opener::default()
                                 };
                                 tx.append_event(
-                                    &NewEvent::new(
-                                        now,
-                                        kind,
-                                        json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
-                                               "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
-                                               "event": ev.name, "event_id": ev.event_id,
-                                               "pool": run.pool.as_str(), "reason": run.reason.as_str()}),
-                                    )
-                                    .for_run(&run),
+                                    &NewEvent::of(now, opened_event(&run, None, opener)).for_run(&run),
                                 )?;
                             }
                         }
@@ -271,94 +261,5 @@ impl Engine {
         {
             self.heap.push(Reverse((started + to_delta(interval), idx)));
         }
-    }
-}
-
-/// The trace row of a window that became `run`: opened, or already skipped or expired.
-pub(crate) fn record_opened(
-    tx: &crate::store::Tx<'_>,
-    run: &Run,
-    note: Option<FireNote>,
-    now: DateTime<Utc>,
-) -> crate::store::Result<()> {
-    let mut detail = json!({
-        "window_key": run.window_key,
-        "start": rfc3339(run.window_start),
-        "end": rfc3339(run.window_end),
-        "due": rfc3339(run.due_at),
-        "note": note.map(|n| n.as_str()),
-        "pool": run.pool.as_str(),
-        "reason": run.reason.as_str(),
-    });
-    let kind = match run.state {
-        RunState::Pending => "window_opened",
-        RunState::Expired => "expired",
-        _ => "skipped",
-    };
-    if let Some(r) = &run.state_reason {
-        detail["why"] = json!(r);
-    }
-    tx.append_event(&NewEvent::new(now, kind, detail).for_run(run))?;
-    Ok(())
-}
-
-/// The run a planned window becomes.
-pub(crate) fn new_run_for(s: &ScheduleConfig, fire: &Fire, d: Disposition, now: DateTime<Utc>) -> NewRun {
-    let end = fire.at + to_delta(s.close_after);
-    let (state, reason, pool, why) = match d {
-        Disposition::OnTime => (RunState::Pending, RunReason::Scheduled, Pool::OnTime, None),
-        Disposition::CatchUp => (RunState::Pending, RunReason::Catchup, Pool::Backfill, None),
-        Disposition::Coalesced => (
-            RunState::Skipped,
-            RunReason::Catchup,
-            Pool::Backfill,
-            Some("coalesced: a newer window runs instead (catchup = \"latest\")".to_string()),
-        ),
-        Disposition::NotCaughtUp => (
-            RunState::Skipped,
-            RunReason::Catchup,
-            Pool::Backfill,
-            Some("catchup: missed while the scheduler was not running (catchup = \"none\")".to_string()),
-        ),
-        Disposition::Expired => (
-            RunState::Expired,
-            RunReason::Catchup,
-            Pool::Backfill,
-            Some(format!(
-                "expired: older than the catch-up window ({})",
-                crate::time::duration::format_duration(s.catchup_window)
-            )),
-        ),
-        Disposition::Calendar => (
-            RunState::Skipped,
-            RunReason::Scheduled,
-            Pool::OnTime,
-            Some(format!(
-                "calendar: {} is not a business day{}",
-                fire.local.date_naive(),
-                s.calendar
-                    .as_ref()
-                    .map(|c| format!(" in {c}"))
-                    .unwrap_or_default()
-            )),
-        ),
-    };
-    let _ = FireNote::CalendarSkipped;
-    NewRun {
-        tenant: s.tenant.clone(),
-        schedule: s.id.clone(),
-        window_key: fire.window_key.clone(),
-        window_start: fire.at,
-        window_end: end,
-        due_at: fire.at,
-        state,
-        reason,
-        pool,
-        state_reason: why,
-        next_check_at: (state == RunState::Pending).then_some(if d == Disposition::CatchUp {
-            now
-        } else {
-            fire.at
-        }),
     }
 }

@@ -7,13 +7,13 @@ use super::{CancelCause, Engine, Result, Running};
 use crate::agent::protocol::{AgentLine, ResultStatus};
 use crate::agent::runner::{AttemptReport, AttemptSignal, Ending};
 use crate::config::model::ErrorClass;
+use crate::core::event::Event;
 use crate::recovery::circuit::{self, CircuitChange};
 use crate::recovery::classify::{Outcome, classify, is_rate_limited};
 use crate::recovery::retry::{self, RetryPlan};
 use crate::store::types::*;
 use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::json;
 
 /// An attempt's end as the recovery rules see it.
 pub(crate) struct Finished {
@@ -46,10 +46,14 @@ impl Engine {
             }
             AttemptSignal::Ended { ending, log } => {
                 let Some(r) = self.running.remove(&run_id).filter(|r| r.token == token) else {
-                    let detail = json!({"token": token, "ending": format!("{ending:?}"),
-                                        "note": "late result of an attempt that is no longer current; ignored"});
+                    let stale = Event::StaleResult {
+                        token,
+                        attempt: None,
+                        ending: Some(format!("{ending:?}")),
+                        note: Some("late result of an attempt that is no longer current; ignored".into()),
+                    };
                     self.store.write(|tx| {
-                        let mut ev = NewEvent::new(now, "stale_result", detail).with_run_id(run_id);
+                        let mut ev = NewEvent::of(now, stale).with_run_id(run_id);
                         if let Some(run) = tx.try_run(run_id)? {
                             ev = ev.for_run(&run);
                         }
@@ -83,7 +87,7 @@ impl Engine {
                     .is_none_or(|t| now >= t + TimeDelta::minutes(1))
                 {
                     r.last_heartbeat_event = Some(now);
-                    let ev = NewEvent::new(now, "heartbeat", json!({"attempt": attempt}))
+                    let ev = NewEvent::of(now, Event::Heartbeat { attempt })
                         .with_run_id(run_id)
                         .for_schedule(&tenant, &sched);
                     self.store.write(|tx| tx.append_event(&ev).map(|_| ()))?;
@@ -97,12 +101,18 @@ impl Engine {
                         .agents
                         .get(&s.agent)
                         .is_some_and(|a| a.is_side_effect(&name));
-                let ev = NewEvent::new(
+                let ev = NewEvent::of(
                     now,
-                    "step",
-                    json!({"name": name, "status": status.as_str(), "attempt": attempt, "side_effect": side_effect}),
+                    Event::Step {
+                        name: name.clone(),
+                        status,
+                        attempt,
+                        side_effect,
+                        verified: None,
+                    },
                 )
-                .with_run_id(run_id).for_schedule(&tenant, &sched);
+                .with_run_id(run_id)
+                .for_schedule(&tenant, &sched);
                 self.store.write(|tx| {
                     if tx.record_step(run_id, token, attempt, &name, status, side_effect, now)? {
                         tx.append_event(&ev)?;
@@ -146,10 +156,13 @@ impl Engine {
                 }
             }
             AgentLine::Malformed { line, error } => {
-                let ev = NewEvent::new(
+                let ev = NewEvent::of(
                     now,
-                    "agent_output",
-                    json!({"malformed": truncate(&line, 500), "error": error, "attempt": attempt}),
+                    Event::AgentOutput {
+                        malformed: truncate(&line, 500),
+                        error,
+                        attempt,
+                    },
                 )
                 .with_run_id(run_id)
                 .for_schedule(&tenant, &sched);
@@ -271,11 +284,15 @@ impl Engine {
                 };
                 if tx.record_step(f.run_id, f.token, f.attempt, step, status, true, now)? {
                     tx.append_event(
-                        &NewEvent::new(
+                        &NewEvent::of(
                             now,
-                            "step",
-                            json!({"name": step, "status": status.as_str(), "attempt": f.attempt,
-                                   "side_effect": true, "verified": landed}),
+                            Event::Step {
+                                name: step.to_string(),
+                                status,
+                                attempt: f.attempt,
+                                side_effect: true,
+                                verified: Some(*landed),
+                            },
                         )
                         .with_run_id(f.run_id)
                         .for_schedule(&s.tenant, &s.id),
@@ -285,10 +302,14 @@ impl Engine {
             tx.end_attempt(f.run_id, f.token, &f.end, now)
         })?;
         if !ended {
-            let ev = NewEvent::new(
+            let ev = NewEvent::of(
                 now,
-                "stale_result",
-                json!({"token": f.token, "attempt": f.attempt}),
+                Event::StaleResult {
+                    token: f.token,
+                    attempt: Some(f.attempt),
+                    ending: None,
+                    note: None,
+                },
             )
             .with_run_id(f.run_id)
             .for_schedule(&s.tenant, &s.id);
@@ -302,10 +323,15 @@ impl Engine {
         self.wake_held(&run.schedule, now)?;
         // A verify attempt that answered goes straight on to a normal attempt.
         if verify_answer.is_some() && matches!(f.outcome, Outcome::Success { .. }) {
-            let ev = NewEvent::new(
+            let ev = NewEvent::of(
                 now,
-                "retry_scheduled",
-                json!({"not_before": rfc3339(now), "after": "verify", "attempt": f.attempt, "next_attempt": f.attempt + 1}),
+                Event::RetryScheduled {
+                    not_before: now,
+                    after: Some("verify".into()),
+                    attempt: f.attempt,
+                    next_attempt: f.attempt + 1,
+                    max_attempts: None,
+                },
             )
             .for_run(&run);
             let c = Change {
@@ -319,10 +345,13 @@ impl Engine {
         }
         match f.outcome {
             Outcome::Success { summary, processed } => {
-                let ev = NewEvent::new(
+                let ev = NewEvent::of(
                     now,
-                    "succeeded",
-                    json!({"attempt": f.attempt, "summary": summary, "processed": processed}),
+                    Event::Succeeded {
+                        attempt: f.attempt,
+                        summary,
+                        processed,
+                    },
                 )
                 .for_run(&run);
                 self.transition(&run, RunState::Succeeded, Change::default(), now, &[ev])?;
@@ -386,10 +415,14 @@ impl Engine {
             );
         }
         let mut events = vec![
-            NewEvent::new(
+            NewEvent::of(
                 now,
-                "failed",
-                json!({"attempt": attempt, "class": class.as_str(), "reason": reason}),
+                Event::Failed {
+                    attempt: Some(attempt),
+                    class,
+                    reason: reason.clone(),
+                    is_final: None,
+                },
             )
             .for_run(run),
         ];
@@ -410,18 +443,28 @@ impl Engine {
                 Ok(st.concurrency_divisor)
             })?;
             events.push(
-                NewEvent::new(
+                NewEvent::of(
                     now,
-                    "concurrency_halved",
-                    json!({"max_concurrency": s.max_concurrency, "divisor": divisor,
-                           "effective": (s.max_concurrency / divisor.max(1)).max(1)}),
+                    Event::ConcurrencyHalved {
+                        max_concurrency: s.max_concurrency,
+                        divisor,
+                        effective: (s.max_concurrency / divisor.max(1)).max(1),
+                    },
                 )
                 .for_run(run),
             );
         }
         match class {
             ErrorClass::NeedsHuman => {
-                events.push(NewEvent::new(now, "parked_for_human", json!({"reason": reason})).for_run(run));
+                events.push(
+                    NewEvent::of(
+                        now,
+                        Event::ParkedForHuman {
+                            reason: reason.clone(),
+                        },
+                    )
+                    .for_run(run),
+                );
                 self.transition(run, RunState::NeedsHuman, change, now, &events)?;
                 self.note_parked(idx, now);
                 self.raise_alert(
@@ -434,9 +477,16 @@ impl Engine {
                 )?;
             }
             ErrorClass::NonRetryable => {
-                if let Some(e) = events.first_mut() {
-                    e.detail["final"] = json!(true);
-                }
+                events[0] = NewEvent::of(
+                    now,
+                    Event::Failed {
+                        attempt: Some(attempt),
+                        class,
+                        reason: reason.clone(),
+                        is_final: Some(true),
+                    },
+                )
+                .for_run(run);
                 self.transition(run, RunState::Failed, change, now, &events)?;
                 self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "failed", &reason)?;
                 // A cancellation by overlap is not the schedule failing.
@@ -454,11 +504,15 @@ impl Engine {
                 match plan {
                     RetryPlan::At(t) => {
                         events.push(
-                            NewEvent::new(
+                            NewEvent::of(
                                 now,
-                                "retry_scheduled",
-                                json!({"not_before": rfc3339(t), "attempt": attempt,
-                                       "next_attempt": attempt + 1, "max_attempts": s.retry.max_attempts}),
+                                Event::RetryScheduled {
+                                    not_before: t,
+                                    after: None,
+                                    attempt,
+                                    next_attempt: attempt + 1,
+                                    max_attempts: Some(s.retry.max_attempts),
+                                },
                             )
                             .for_run(run),
                         );
@@ -468,10 +522,13 @@ impl Engine {
                     }
                     RetryPlan::Exhausted => {
                         events.push(
-                            NewEvent::new(
+                            NewEvent::of(
                                 now,
-                                "dead_lettered",
-                                json!({"attempts": attempt, "max_attempts": s.retry.max_attempts, "reason": reason}),
+                                Event::DeadLettered {
+                                    attempts: attempt,
+                                    max_attempts: s.retry.max_attempts,
+                                    reason: reason.clone(),
+                                },
                             )
                             .for_run(run),
                         );
@@ -518,10 +575,13 @@ impl Engine {
                 let ok = tx.end_attempt(run.id, run.fencing_token, &end, now)?;
                 if ok {
                     tx.append_event(
-                        &NewEvent::new(
+                        &NewEvent::of(
                             now,
-                            "lost",
-                            json!({"attempt": run.attempts, "token": run.fencing_token, "reason": reason}),
+                            Event::Lost {
+                                attempt: run.attempts,
+                                token: run.fencing_token,
+                                reason: reason.clone(),
+                            },
                         )
                         .for_run(&run),
                     )?;
@@ -583,10 +643,14 @@ impl Engine {
                 "approval_ttl: no approval within {}",
                 crate::time::duration::format_duration(ttl)
             );
-            let ev = NewEvent::new(
+            let ev = NewEvent::of(
                 now,
-                "failed",
-                json!({"class": "needs_human", "reason": why, "final": true}),
+                Event::Failed {
+                    attempt: None,
+                    class: ErrorClass::NeedsHuman,
+                    reason: why.clone(),
+                    is_final: Some(true),
+                },
             )
             .for_run(&run);
             self.transition(&run, RunState::Failed, change_reason(&why), now, &[ev])?;
@@ -658,15 +722,22 @@ impl Engine {
                 tx.put_schedule_state(&st)?;
             }
             let ev = match change {
-                CircuitChange::Opened => Some(NewEvent::new(
+                CircuitChange::Opened => Some(NewEvent::of(
                     now,
-                    "circuit_opened",
-                    json!({"consecutive_failures": st.consecutive_failures,
-                           "probe_after": rfc3339(now + crate::time::duration::to_delta(s.circuit.cool_down))}),
+                    Event::CircuitOpened {
+                        consecutive_failures: Some(st.consecutive_failures),
+                        probe_after: Some(now + crate::time::duration::to_delta(s.circuit.cool_down)),
+                        after: None,
+                        reason: None,
+                    },
                 )),
-                CircuitChange::Closed => {
-                    Some(NewEvent::new(now, "circuit_closed", json!({"reason": "probe run succeeded"})))
-                }
+                CircuitChange::Closed => Some(NewEvent::of(
+                    now,
+                    Event::CircuitClosed {
+                        by: None,
+                        reason: "probe run succeeded".into(),
+                    },
+                )),
                 CircuitChange::None => None,
             };
             if let Some(ev) = ev {
@@ -705,14 +776,18 @@ impl Engine {
             st.circuit = to;
             st.circuit_changed_at = Some(now);
             tx.put_schedule_state(&st)?;
-            let kind = match to {
-                CircuitState::Closed => "circuit_closed",
-                CircuitState::Open => "circuit_opened",
-                CircuitState::HalfOpen => "circuit_half_open",
+            let reason = why.to_string();
+            let ev = match to {
+                CircuitState::Closed => Event::CircuitClosed { by: None, reason },
+                CircuitState::Open => Event::CircuitOpened {
+                    consecutive_failures: None,
+                    probe_after: None,
+                    after: None,
+                    reason: Some(reason),
+                },
+                CircuitState::HalfOpen => Event::CircuitHalfOpen { reason },
             };
-            tx.append_event(
-                &NewEvent::new(now, kind, json!({"reason": why})).for_schedule(&s.tenant, &s.id),
-            )?;
+            tx.append_event(&NewEvent::of(now, ev).for_schedule(&s.tenant, &s.id))?;
             Ok(())
         })?;
         Ok(())
@@ -727,10 +802,9 @@ impl Engine {
             st.paused_reason = Some(reason.clone());
             tx.put_schedule_state(&st)?;
             tx.append_event(
-                &NewEvent::new(
+                &NewEvent::of(
                     now,
-                    "switch_changed",
-                    json!({"name": "paused", "on": true, "actor": "agentcron", "reason": reason}),
+                    crate::operator::paused_changed(None, true, "agentcron", &reason),
                 )
                 .for_schedule(&s.tenant, &s.id),
             )?;

@@ -4,6 +4,7 @@
 use super::decision::{Decision, Hold, SwitchCheck, Verdict};
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
+use crate::core::event::{DecisionRecord, Event, GateCheck};
 use crate::gates::{GateContext, GateResult};
 use crate::recovery::circuit;
 use crate::store::Tx;
@@ -12,7 +13,6 @@ use crate::time::duration::to_delta;
 use crate::time::fire::FireRule;
 use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::json;
 use std::collections::HashMap;
 
 /// Facts about layer 3 gathered once per tick.
@@ -579,15 +579,7 @@ impl Engine {
         let s = self.schedule(idx).clone();
         let mut events = vec![];
         for g in &d.gates {
-            events.push(
-                NewEvent::new(
-                    now,
-                    "gate",
-                    json!({"name": g.name, "kind": g.kind, "result": g.verdict.as_str(), "reason": g.reason,
-                           "ms": g.elapsed_ms, "on_fail": g.on_fail}),
-                )
-                .for_run(run),
-            );
+            events.push(NewEvent::of(now, Event::Gate(GateCheck::from(g))).for_run(run));
         }
         let held = d.switches.iter().find(|c| c.held);
         let reason_changed = run.state_reason.as_deref() != Some(d.reason.as_str());
@@ -595,17 +587,20 @@ impl Engine {
             && reason_changed
         {
             events.push(
-                NewEvent::new(
+                NewEvent::of(
                     now,
-                    "switch_held",
-                    json!({"switch": c.name, "reason": c.reason, "verdict": d.verdict.as_str()}),
+                    Event::SwitchHeld {
+                        switch: c.name.clone(),
+                        reason: c.reason.clone(),
+                        verdict: d.verdict,
+                    },
                 )
                 .for_run(run),
             );
         }
         // Every evaluation with gates is recorded; repeated identical holds are not.
         if !d.gates.is_empty() || reason_changed || d.verdict != Verdict::Wait {
-            events.push(NewEvent::new(now, "decision", d.to_json()).for_run(run));
+            events.push(NewEvent::of(now, Event::Decision(DecisionRecord::from(&d))).for_run(run));
         }
         match d.verdict {
             Verdict::Claim => {
@@ -674,7 +669,7 @@ impl Engine {
                 })?;
             }
             Verdict::Skip => {
-                events.push(NewEvent::new(now, "skipped", json!({"reason": d.reason})).for_run(run));
+                events.push(NewEvent::of(now, skipped(&d.reason)).for_run(run));
                 self.transition(run, RunState::Skipped, change_reason(&d.reason), now, &events)?;
                 // A gate that fails (expired credential, …) needs the owner's
                 // attention even when the window is only skipped.
@@ -694,10 +689,14 @@ impl Engine {
             }
             Verdict::Fail => {
                 events.push(
-                    NewEvent::new(
+                    NewEvent::of(
                         now,
-                        "failed",
-                        json!({"class": "non_retryable", "reason": d.reason, "final": true}),
+                        Event::Failed {
+                            attempt: None,
+                            class: crate::config::model::ErrorClass::NonRetryable,
+                            reason: d.reason.clone(),
+                            is_final: Some(true),
+                        },
                     )
                     .for_run(run),
                 );
@@ -709,7 +708,15 @@ impl Engine {
                 self.circuit_after_run(idx, false, now)?;
             }
             Verdict::Human => {
-                events.push(NewEvent::new(now, "parked_for_human", json!({"reason": d.reason})).for_run(run));
+                events.push(
+                    NewEvent::of(
+                        now,
+                        Event::ParkedForHuman {
+                            reason: d.reason.clone(),
+                        },
+                    )
+                    .for_run(run),
+                );
                 let mut c = change_reason(&d.reason);
                 c.error_class = Some(crate::config::model::ErrorClass::NeedsHuman);
                 c.last_error = Some(d.reason.clone());
@@ -725,7 +732,7 @@ impl Engine {
                 )?;
             }
             Verdict::Expired => {
-                events.push(NewEvent::new(now, "expired", json!({"reason": d.reason})).for_run(run));
+                events.push(NewEvent::of(now, expired(&d.reason)).for_run(run));
                 self.transition(run, RunState::Expired, change_reason(&d.reason), now, &events)?;
                 self.raise_alert(
                     now,
@@ -738,10 +745,12 @@ impl Engine {
             }
             Verdict::Missed => {
                 events.push(
-                    NewEvent::new(
+                    NewEvent::of(
                         now,
-                        "missed",
-                        json!({"reason": d.reason, "window_end": rfc3339(run.window_end)}),
+                        Event::Missed {
+                            reason: d.reason.clone(),
+                            window_end: run.window_end,
+                        },
                     )
                     .for_run(run),
                 );
@@ -765,7 +774,7 @@ impl Engine {
         let policy = s.catchup;
         if now >= expires {
             let why = "expired: older than the catch-up window".to_string();
-            let ev = NewEvent::new(now, "expired", json!({"reason": why})).for_run(run);
+            let ev = NewEvent::of(now, expired(&why)).for_run(run);
             self.transition(run, RunState::Expired, change_reason(&why), now, &[ev])?;
             self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "expired", &why)?;
             return Ok(());
@@ -779,22 +788,25 @@ impl Engine {
                     state_reason: Some(format!("catch-up of missed window until {}", rfc3339(expires))),
                     ..Change::default()
                 };
-                let ev = NewEvent::new(
+                let ev = NewEvent::of(
                     now,
-                    "catchup_queued",
-                    json!({"window_key": run.window_key, "pool": "backfill", "expires": rfc3339(expires)}),
+                    Event::CatchupQueued {
+                        window_key: run.window_key.clone(),
+                        pool: Pool::Backfill,
+                        expires,
+                    },
                 )
                 .for_run(run);
                 self.transition(run, RunState::Pending, c, now, &[ev])?;
             }
             Catchup::Latest => {
                 let why = "coalesced: a newer window runs instead (catchup = \"latest\")".to_string();
-                let ev = NewEvent::new(now, "skipped", json!({"reason": why})).for_run(run);
+                let ev = NewEvent::of(now, skipped(&why)).for_run(run);
                 self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
             }
             _ => {
                 let why = "missed and not caught up (catchup = \"none\")".to_string();
-                let ev = NewEvent::new(now, "skipped", json!({"reason": why})).for_run(run);
+                let ev = NewEvent::of(now, skipped(&why)).for_run(run);
                 self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
                 self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "missed", &why)?;
             }
@@ -872,4 +884,22 @@ pub(crate) fn local_day(now: DateTime<Utc>, tz: chrono_tz::Tz) -> (DateTime<Utc>
     };
     let next = date.succ_opt().unwrap_or(date);
     (start(date), start(next))
+}
+
+/// A `skipped` event of a layer's decision (no window facts: the run has them).
+pub(crate) fn skipped(reason: &str) -> Event {
+    Event::Skipped {
+        reason: reason.to_string(),
+        run_reason: None,
+        window: None,
+    }
+}
+
+/// An `expired` event of a decision.
+pub(crate) fn expired(reason: &str) -> Event {
+    Event::Expired {
+        reason: reason.to_string(),
+        run_reason: None,
+        window: None,
+    }
 }

@@ -4,14 +4,14 @@
 //! engine memory.
 
 use crate::config::Config;
-use crate::engine::open::new_run_for;
+use crate::core::event::{Event, Opener};
+use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
 use crate::store::types::*;
 use crate::store::{Store, StoreError};
 use crate::time::fire::Fire;
 use crate::time::{rfc3339, rfc3339_secs};
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 /// Why an action was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,16 +61,11 @@ pub fn trigger(
     store
         .write(|tx| match tx.insert_run(&new, now)? {
             Some(run) => {
-                tx.append_event(
-                    &NewEvent::new(
-                        now,
-                        "window_opened",
-                        json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
-                               "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
-                               "pool": "on_time", "reason": "manual", "by": actor}),
-                    )
-                    .for_run(&run),
-                )?;
+                let opener = Opener {
+                    by: Some(actor.to_string()),
+                    ..Opener::default()
+                };
+                tx.append_event(&NewEvent::of(now, opened_event(&run, None, opener)).for_run(&run))?;
                 Ok(Ok(run))
             }
             None => {
@@ -108,10 +103,13 @@ pub fn post_event(
     let seq = store.write(|tx| {
         let seq = tx.post_event(name, &id, payload, now)?;
         if let Some(seq) = seq {
-            tx.append_event(&NewEvent::new(
+            tx.append_event(&NewEvent::of(
                 now,
-                "event_posted",
-                json!({"name": name, "id": id, "seq": seq}),
+                Event::EventPosted {
+                    name: name.to_string(),
+                    id: id.clone(),
+                    seq,
+                },
             ))?;
         }
         Ok(seq)
@@ -173,10 +171,14 @@ pub fn approve(
         operator: Some(actor.to_string()),
         ..Change::default()
     };
-    let ev = NewEvent::new(
+    let ev = NewEvent::of(
         now,
-        "approved",
-        json!({"by": actor, "reason": reason, "resume_after": resume_after, "at": rfc3339(now)}),
+        Event::Approved {
+            by: actor.to_string(),
+            reason: reason.to_string(),
+            resume_after: resume_after.map(str::to_string),
+            at: now,
+        },
     )
     .for_run(&run);
     store
@@ -216,10 +218,13 @@ pub fn reject(
         operator: Some(actor.to_string()),
         ..Change::default()
     };
-    let ev = NewEvent::new(
+    let ev = NewEvent::of(
         now,
-        "rejected",
-        json!({"by": actor, "reason": reason, "at": rfc3339(now)}),
+        Event::Rejected {
+            by: actor.to_string(),
+            reason: reason.to_string(),
+            at: now,
+        },
     )
     .for_run(&run);
     let policy = cfg
@@ -279,12 +284,14 @@ fn circuit_after_failed_run(
         return Ok(None);
     }
     tx.append_event(
-        &NewEvent::new(
+        &NewEvent::of(
             now,
-            "circuit_opened",
-            json!({"consecutive_failures": st.consecutive_failures,
-                   "probe_after": rfc3339(now + crate::time::duration::to_delta(policy.cool_down)),
-                   "after": format!("run {} rejected", run.id)}),
+            Event::CircuitOpened {
+                consecutive_failures: Some(st.consecutive_failures),
+                probe_after: Some(now + crate::time::duration::to_delta(policy.cool_down)),
+                after: Some(format!("run {} rejected", run.id)),
+                reason: None,
+            },
         )
         .for_schedule(&run.tenant, &run.schedule),
     )?;
@@ -322,10 +329,14 @@ pub fn requeue(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateT
         operator: Some(actor.to_string()),
         ..Change::default()
     };
-    let ev = NewEvent::new(
+    let ev = NewEvent::of(
         now,
-        "requeued",
-        json!({"by": actor, "reason": reason, "from": run.state.as_str(), "at": rfc3339(now)}),
+        Event::Requeued {
+            by: actor.to_string(),
+            reason: reason.to_string(),
+            from: run.state.as_str().to_string(),
+            at: now,
+        },
     )
     .for_run(&run);
     store
@@ -392,12 +403,8 @@ pub fn pause(
         st.paused_reason = Some(format!("by {actor}: {reason}"));
         tx.put_schedule_state(&st)?;
         tx.append_event(
-            &NewEvent::new(
-                now,
-                "switch_changed",
-                json!({"name": "paused", "schedule": schedule, "on": true, "actor": actor, "reason": reason}),
-            )
-            .for_schedule(&s.tenant, &s.id),
+            &NewEvent::of(now, paused_changed(Some(schedule), true, actor, reason))
+                .for_schedule(&s.tenant, &s.id),
         )?;
         Ok(())
     })?;
@@ -474,27 +481,24 @@ pub fn resume(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let s = schedule_or_refuse(cfg, schedule)?;
-    store.write(|tx| {
-        let mut st = tx.schedule_state(schedule)?;
-        if !st.paused {
-            return Ok(Err(format!("{schedule} is not paused")));
-        }
-        st.paused = false;
-        st.paused_reason = None;
-        tx.put_schedule_state(&st)?;
-        tx.append_event(
-            &NewEvent::new(
-                now,
-                "switch_changed",
-                json!({"name": "paused", "schedule": schedule, "on": false, "actor": actor, "reason": reason}),
-            )
-            .for_schedule(&s.tenant, &s.id),
-        )?;
-        // Held windows are checked again now rather than at their next tick.
-        tx.recheck_all(Some(schedule), now)?;
-        Ok(Ok(()))
-    })?
-    .map_err(ActionError::Refused)
+    store
+        .write(|tx| {
+            let mut st = tx.schedule_state(schedule)?;
+            if !st.paused {
+                return Ok(Err(format!("{schedule} is not paused")));
+            }
+            st.paused = false;
+            st.paused_reason = None;
+            tx.put_schedule_state(&st)?;
+            tx.append_event(
+                &NewEvent::of(now, paused_changed(Some(schedule), false, actor, reason))
+                    .for_schedule(&s.tenant, &s.id),
+            )?;
+            // Held windows are checked again now rather than at their next tick.
+            tx.recheck_all(Some(schedule), now)?;
+            Ok(Ok(()))
+        })?
+        .map_err(ActionError::Refused)
 }
 
 /// Closes an open (or half-open) circuit by hand.
@@ -519,8 +523,14 @@ pub fn close_circuit(
             st.consecutive_failures = 0;
             tx.put_schedule_state(&st)?;
             tx.append_event(
-                &NewEvent::new(now, "circuit_closed", json!({"by": actor, "reason": reason}))
-                    .for_schedule(&s.tenant, &s.id),
+                &NewEvent::of(
+                    now,
+                    Event::CircuitClosed {
+                        by: Some(actor.to_string()),
+                        reason: reason.to_string(),
+                    },
+                )
+                .for_schedule(&s.tenant, &s.id),
             )?;
             // Runs held for the probe (catch-up ones wait to be woken) go now.
             tx.recheck_held(schedule, (s.max_concurrency as usize).max(1), false, now)?;
@@ -600,16 +610,12 @@ pub fn backfill(
                 let mut new = new_run_for(s, f, Disposition::CatchUp, now);
                 new.reason = RunReason::Manual;
                 if let Some(run) = tx.insert_run(&new, now)? {
-                    tx.append_event(
-                        &NewEvent::new(
-                            now,
-                            "window_opened",
-                            json!({"window_key": run.window_key, "start": rfc3339(run.window_start),
-                                   "end": rfc3339(run.window_end), "due": rfc3339(run.due_at),
-                                   "pool": "backfill", "reason": "manual", "by": actor, "backfill": true}),
-                        )
-                        .for_run(&run),
-                    )?;
+                    let opener = Opener {
+                        by: Some(actor.to_string()),
+                        backfill: Some(true),
+                        ..Opener::default()
+                    };
+                    tx.append_event(&NewEvent::of(now, opened_event(&run, None, opener)).for_run(&run))?;
                 }
             }
             plan.push(BackfillWindow {
@@ -622,4 +628,19 @@ pub fn backfill(
         Ok(())
     })?;
     Ok(plan)
+}
+
+/// The `switch_changed` event of a schedule's pause turning on or off.
+pub(crate) fn paused_changed(schedule: Option<&str>, on: bool, actor: &str, reason: &str) -> Event {
+    Event::SwitchChanged {
+        name: "paused".into(),
+        schedule: schedule.map(str::to_string),
+        on,
+        actor: actor.to_string(),
+        reason: reason.to_string(),
+        maintenance_id: None,
+        from: None,
+        to: None,
+        schedules: None,
+    }
 }

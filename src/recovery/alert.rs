@@ -6,7 +6,7 @@ use crate::config::model::{AlertSink, Config};
 use crate::store::Store;
 use crate::store::types::NewEvent;
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 
@@ -20,11 +20,18 @@ pub fn alert_event(
     message: &str,
     now: DateTime<Utc>,
 ) -> (Value, NewEvent) {
-    let owner = cfg.schedule(schedule).and_then(|s| s.owner.clone());
-    let detail = json!({"what": what, "message": message, "owner": owner,
-                        "at": crate::time::rfc3339(now),
-                        "tenant": tenant, "schedule": schedule, "run": run_id});
-    let mut ev = NewEvent::new(now, "alert", detail.clone()).for_schedule(tenant, schedule);
+    let alert = crate::core::event::Alert {
+        what: what.to_string(),
+        message: message.to_string(),
+        owner: cfg.schedule(schedule).and_then(|s| s.owner.clone()),
+        at: now,
+        tenant: tenant.to_string(),
+        schedule: schedule.to_string(),
+        run: run_id,
+    };
+    let ev = NewEvent::of(now, crate::core::event::Event::Alert(alert));
+    let detail = ev.detail.clone();
+    let mut ev = ev.for_schedule(tenant, schedule);
     ev.run_id = run_id;
     (detail, ev)
 }
@@ -38,7 +45,17 @@ pub fn send_or_record(
     now: DateTime<Utc>,
 ) {
     if let Err(e) = send(sink, detail, config_dir) {
-        let failed = NewEvent::new(now, "alert_failed", json!({"error": e, "alert": detail}));
+        let failed = match serde_json::from_value(detail.clone()) {
+            Ok(alert) => NewEvent::of(now, crate::core::event::Event::AlertFailed { error: e, alert }),
+            // Every detail here was made by alert_event, so this is not reached.
+            Err(_) => NewEvent::of(
+                now,
+                crate::core::event::Event::Other {
+                    kind: "alert_failed".into(),
+                    detail: detail.clone(),
+                },
+            ),
+        };
         let _ = store.write(|tx| tx.append_event(&failed).map(|_| ()));
     }
 }

@@ -6,12 +6,12 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_row, rfc3339_ms, run_cols, run_from_row, ts};
+use super::sql::{Ms, attempt_cols, attempt_from_row, run_cols, run_from_row, ts};
 use super::types::*;
 use super::{Result, StoreError, Tx};
+use crate::core::event::Event;
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
-use serde_json::json;
 
 /// The one statement that decides a claim; the fencing token is the counter
 /// plus one, and the counter is moved to it in the same transaction.
@@ -177,15 +177,15 @@ impl Tx<'_> {
                 Ms(now),
             ])?;
         let lateness_ms = (now - due).num_milliseconds();
-        let detail = json!({
-            "due": rfc3339_ms(due),
-            "claimed": rfc3339_ms(now),
-            "owner": owner,
-            "attempt": run.attempts,
-            "token": run.fencing_token,
-            "lateness_ms": lateness_ms,
-        });
-        self.append_event_for(&NewEvent::new(now, "claimed", detail), &run)?;
+        let claimed = Event::Claimed {
+            due,
+            claimed: now,
+            owner: owner.to_string(),
+            attempt: run.attempts,
+            token: run.fencing_token,
+            lateness_ms,
+        };
+        self.append_event_for(&NewEvent::of(now, claimed), &run)?;
         Ok(Some(Claim {
             attempt: run.attempts,
             fencing_token: run.fencing_token,

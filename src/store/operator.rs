@@ -2,12 +2,12 @@
 //! (last evaluated instant, circuit, pause, concurrency divisor), switches,
 //! approvals and ad-hoc maintenance windows.
 
-use super::sql::{Ms, json_value, ms_opt, rfc3339_ms, ts, ts_opt};
+use super::sql::{Ms, json_value, ms_opt, ts, ts_opt};
 use super::types::*;
 use super::{Result, StoreError, Tx};
+use crate::core::event::Event;
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row};
-use serde_json::json;
 
 macro_rules! schedule_state_cols {
     () => {
@@ -172,8 +172,20 @@ impl Tx<'_> {
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(SET_SWITCH)?;
         stmt.execute(rusqlite::params![name, on, actor, reason, Ms(now)])?;
-        let detail = json!({ "name": name, "on": on, "actor": actor, "reason": reason });
-        self.insert_event(now, "switch_changed", None, None, None, &detail)?;
+        self.append_event(&NewEvent::of(
+            now,
+            Event::SwitchChanged {
+                name: name.to_string(),
+                schedule: None,
+                on,
+                actor: actor.to_string(),
+                reason: reason.to_string(),
+                maintenance_id: None,
+                from: None,
+                to: None,
+                schedules: None,
+            },
+        ))?;
         Ok(())
     }
 
@@ -234,17 +246,20 @@ impl Tx<'_> {
         let mut stmt = self.conn.prepare_cached(INSERT_MAINTENANCE)?;
         stmt.execute(rusqlite::params![Ms(from), Ms(to), reason, actor, list, Ms(now)])?;
         let id = self.conn.last_insert_rowid();
-        let detail = json!({
-            "name": "maintenance",
-            "on": true,
-            "actor": actor,
-            "reason": reason,
-            "maintenance_id": id,
-            "from": rfc3339_ms(from),
-            "to": rfc3339_ms(to),
-            "schedules": schedules,
-        });
-        self.insert_event(now, "switch_changed", None, None, None, &detail)?;
+        self.append_event(&NewEvent::of(
+            now,
+            Event::SwitchChanged {
+                name: "maintenance".into(),
+                schedule: None,
+                on: true,
+                actor: actor.to_string(),
+                reason: reason.to_string(),
+                maintenance_id: Some(id),
+                from: Some(from),
+                to: Some(to),
+                schedules: Some(schedules.to_vec()),
+            },
+        ))?;
         Ok(id)
     }
 

@@ -62,9 +62,6 @@ pub(crate) fn ms_opt(t: Option<DateTime<Utc>>) -> Option<Ms> {
     t.map(Ms)
 }
 
-/// RFC 3339 with milliseconds and `Z`, the form used in event details.
-pub(crate) use crate::time::rfc3339 as rfc3339_ms;
-
 pub(crate) fn json_text(v: &serde_json::Value) -> String {
     v.to_string()
 }

@@ -17,6 +17,13 @@ pub struct Event {
     pub detail: serde_json::Value,
 }
 
+impl Event {
+    /// The typed event of this row (see [`crate::core::event::Event::from_row`]).
+    pub fn event(&self) -> crate::core::event::Event {
+        crate::core::event::Event::from_row(&self.kind, &self.detail)
+    }
+}
+
 /// An event to append.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -29,6 +36,20 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
+    /// A typed trace event, as the store will write it.
+    pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
+        let (kind, detail) = event.to_row();
+        Self {
+            at,
+            kind,
+            tenant: None,
+            schedule: None,
+            run_id: None,
+            detail,
+        }
+    }
+
+    /// An event from its stored parts (old rows, fixtures); writers use [`NewEvent::of`].
     pub fn new(at: DateTime<Utc>, kind: &str, detail: serde_json::Value) -> Self {
         Self {
             at,

@@ -3,3 +3,4 @@
 //! world ready?). The engine gathers the facts; these decide.
 
 pub mod gates;
+pub mod time;

@@ -73,7 +73,8 @@ pub fn plan(
 }
 
 /// Counts of a plan, for the `catchup_planned` event and the CLI preview.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PlanSummary {
     pub on_time: usize,
     pub catch_up: usize,
