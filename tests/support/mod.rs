@@ -96,6 +96,13 @@ pub fn events(store: &Store, run_id: i64) -> Vec<Event> {
         .unwrap()
 }
 
+/// Lines of the alert sink file `alerts.jsonl` in `dir`, parsed (none if absent).
+pub fn alert_lines(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("alerts.jsonl"))
+        .map(|s| s.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+        .unwrap_or_default()
+}
+
 /// Event kinds of a run, in order.
 pub fn kinds(store: &Store, run_id: i64) -> Vec<String> {
     events(store, run_id).into_iter().map(|e| e.kind).collect()

@@ -109,9 +109,7 @@ impl Real {
 
     /// Lines of the alert sink file, parsed.
     pub fn alert_lines(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.dir.path().join("alerts.jsonl"))
-            .map(|s| s.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
-            .unwrap_or_default()
+        super::alert_lines(self.dir.path())
     }
 
     pub fn now(&self) -> DateTime<Utc> {
