@@ -130,6 +130,7 @@ pub fn run(id: i64, schedule: &str, key: &str, start: DateTime<Utc>, state: RunS
         resume_after: None,
         created_at: start,
         updated_at: start + Duration::minutes(5),
+        hold: None,
     }
 }
 

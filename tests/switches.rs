@@ -603,6 +603,16 @@ fn operator_actions_wake_held_catch_up_runs() {
                     now,
                 )?
                 .unwrap();
+            // Held by the circuit as the engine holds them: the hold kind
+            // beside the reason (wake-ups read the kind, never the prose).
+            for id in [a.id, b.id] {
+                tx.hold_until(
+                    id,
+                    later,
+                    "circuit: half-open, waiting for the probe run",
+                    Some(agentcron::core::decision::HoldKind::Circuit),
+                )?;
+            }
             let mut st = tx.schedule_state("job")?;
             st.circuit = CircuitState::HalfOpen;
             tx.put_schedule_state(&st)?;
@@ -613,4 +623,53 @@ fn operator_actions_wake_held_catch_up_runs() {
     let next = |id: i64| store.read(|tx| tx.run(id)).unwrap().next_check_at;
     assert_eq!(next(older), Some(now), "the oldest held catch-up run goes now");
     assert_eq!(next(newer), Some(later), "max_concurrency = 1: one at a time");
+}
+
+/// A wake-up reads the hold kind, never the reason's words: rewording a
+/// reason cannot break it, and a reason that merely reads like a hold does
+/// not fake one.
+#[test]
+fn wake_ups_follow_the_hold_kind_not_the_reason_text() {
+    use agentcron::core::decision::HoldKind;
+    let store = agentcron::store::Store::open_in_memory().unwrap();
+    let now = t("2026-06-01T12:00:00Z");
+    let later = t("2026-06-01T13:00:00Z");
+    let new = |key: &str| NewRun {
+        tenant: "default".into(),
+        schedule: "job".into(),
+        window_key: key.into(),
+        window_start: now,
+        window_end: now + TimeDelta::minutes(10),
+        due_at: now,
+        state: RunState::Pending,
+        reason: RunReason::Scheduled,
+        pool: Pool::OnTime,
+        state_reason: None,
+        next_check_at: Some(later),
+    };
+    let (reworded, lookalike) = store
+        .write(|tx| {
+            let a = tx.insert_run(&new("a"), now)?.unwrap();
+            let b = tx.insert_run(&new("b"), now)?.unwrap();
+            tx.hold_until(
+                a.id,
+                later,
+                "waiting for a free slot (any words)",
+                Some(HoldKind::Quota),
+            )?;
+            tx.hold_until(
+                b.id,
+                later,
+                "quota: reads like one, held by a gate",
+                Some(HoldKind::Gate),
+            )?;
+            Ok((a.id, b.id))
+        })
+        .unwrap();
+    let (woken, _) = store.write(|tx| tx.recheck_held("job", 1, true, now)).unwrap();
+    assert_eq!(woken, 1, "only the run a slot holds");
+    let run = |id: i64| store.read(|tx| tx.run(id)).unwrap();
+    assert_eq!(run(reworded).next_check_at, Some(now));
+    assert_eq!(run(reworded).hold, Some(HoldKind::Quota));
+    assert_eq!(run(lookalike).next_check_at, Some(later));
 }

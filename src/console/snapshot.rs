@@ -28,6 +28,7 @@
 
 use super::panes::gates::{DecisionView, latest_decision};
 use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
+use crate::core::layers::switches;
 use crate::store::{
     Approval, Attempt, CircuitState, Event, EventFilter, Pool, Run, RunFilter, RunState, Step, Store,
     StoreError, Switch, Tx,
@@ -681,32 +682,19 @@ fn switch_board(
         })
         .collect();
 
-    let mut maintenance: Vec<MaintenanceRow> = Vec::new();
-    for m in &cfg.maintenance {
-        let rule = FireRule::cron(m.cron.clone(), m.timezone);
-        let len = to_delta(m.duration);
-        // The first opening that has not yet closed: active if it opened already.
-        if let Some(f) = rule.next_after(now - len) {
-            maintenance.push(MaintenanceRow {
-                name: m.name.clone(),
-                from: f.at,
-                to: f.at + len,
-                reason: m.reason.clone(),
-                schedules: m.schedules.clone(),
-                active: f.at <= now,
-            });
-        }
-    }
-    for m in tx.maintenance_list()?.into_iter().filter(|m| m.to > now) {
-        maintenance.push(MaintenanceRow {
-            name: format!("#{}", m.id),
-            active: m.from <= now,
+    // The same windows the engine's switch layer holds runs by.
+    let adhoc = tx.maintenance_list()?;
+    let mut maintenance: Vec<MaintenanceRow> = switches::maintenance_windows(&cfg.maintenance, &adhoc, now)
+        .into_iter()
+        .map(|m| MaintenanceRow {
+            name: m.name,
             from: m.from,
             to: m.to,
             reason: m.reason,
             schedules: m.schedules,
-        });
-    }
+            active: m.active,
+        })
+        .collect();
     maintenance.sort_by_key(|m| (!m.active, m.from));
 
     let quotas = quotas(tx, cfg, now, states, running)?;
@@ -770,7 +758,7 @@ fn quotas(
             .copied()
             .unwrap_or(0);
         let divisor = states.get(&s.id).map_or(1, |st| st.concurrency_divisor.max(1));
-        let limit = (s.max_concurrency / divisor).max(1);
+        let limit = switches::schedule_limit(s.max_concurrency, divisor);
         if used > 0 || divisor > 1 {
             let halved = if divisor > 1 {
                 format!(" (÷{divisor}, rate limited)")
@@ -785,13 +773,9 @@ fn quotas(
             });
         }
         if let Some(cap) = s.budget.max_cost_per_day {
-            let local = now.with_timezone(&s.timezone);
-            let midnight = local
-                .date_naive()
-                .and_hms_opt(0, 0, 0)
-                .map(|n| crate::time::fire::resolve_local(s.timezone, n).earliest())
-                .unwrap_or(now);
-            let spent = tx.schedule_cost_between(&s.tenant, &s.id, midnight, now + Duration::seconds(1))?;
+            // The day the engine's budget switch counts.
+            let (from, to) = switches::local_day(now, s.timezone);
+            let spent = tx.schedule_cost_between(&s.tenant, &s.id, from, to)?;
             rows.push(QuotaRow {
                 scope: format!("budget {}", s.id),
                 used: format!("${spent:.2}"),

@@ -42,11 +42,116 @@ impl Verdict {
     }
 }
 
+/// The switches of layer 3, in the order they are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchName {
+    Kill,
+    Paused,
+    Circuit,
+    Maintenance,
+    Budget,
+    Overlap,
+    Quota,
+}
+
+impl SwitchName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwitchName::Kill => "kill",
+            SwitchName::Paused => "paused",
+            SwitchName::Circuit => "circuit",
+            SwitchName::Maintenance => "maintenance",
+            SwitchName::Budget => "budget",
+            SwitchName::Overlap => "overlap",
+            SwitchName::Quota => "quota",
+        }
+    }
+}
+
+impl std::fmt::Display for SwitchName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What holds a waiting run, as a machine reads it: stored in `runs.hold`
+/// beside the prose `state_reason`, so a wake-up never parses a reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldKind {
+    Kill,
+    Paused,
+    Circuit,
+    Maintenance,
+    Budget,
+    Overlap,
+    Quota,
+    /// A readiness gate answered `wait`.
+    Gate,
+}
+
+impl HoldKind {
+    pub const ALL: [HoldKind; 8] = [
+        HoldKind::Kill,
+        HoldKind::Paused,
+        HoldKind::Circuit,
+        HoldKind::Maintenance,
+        HoldKind::Budget,
+        HoldKind::Overlap,
+        HoldKind::Quota,
+        HoldKind::Gate,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldKind::Gate => "gate",
+            other => other.switch().map_or("gate", SwitchName::as_str),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.as_str() == s)
+    }
+
+    /// The switch behind the hold, if a switch holds it.
+    pub fn switch(self) -> Option<SwitchName> {
+        Some(match self {
+            HoldKind::Kill => SwitchName::Kill,
+            HoldKind::Paused => SwitchName::Paused,
+            HoldKind::Circuit => SwitchName::Circuit,
+            HoldKind::Maintenance => SwitchName::Maintenance,
+            HoldKind::Budget => SwitchName::Budget,
+            HoldKind::Overlap => SwitchName::Overlap,
+            HoldKind::Quota => SwitchName::Quota,
+            HoldKind::Gate => return None,
+        })
+    }
+
+    /// Holds that end when a running attempt ends and frees a slot.
+    pub fn is_slot(self) -> bool {
+        matches!(self, HoldKind::Quota | HoldKind::Overlap | HoldKind::Circuit)
+    }
+}
+
+impl From<SwitchName> for HoldKind {
+    fn from(s: SwitchName) -> Self {
+        match s {
+            SwitchName::Kill => HoldKind::Kill,
+            SwitchName::Paused => HoldKind::Paused,
+            SwitchName::Circuit => HoldKind::Circuit,
+            SwitchName::Maintenance => HoldKind::Maintenance,
+            SwitchName::Budget => HoldKind::Budget,
+            SwitchName::Overlap => HoldKind::Overlap,
+            SwitchName::Quota => HoldKind::Quota,
+        }
+    }
+}
+
 /// One switch (layer 3) that was checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SwitchCheck {
-    /// `kill`, `paused`, `circuit`, `maintenance`, `budget`, `overlap`, `quota`.
-    pub name: String,
+    pub name: SwitchName,
     pub held: bool,
     pub reason: String,
 }
@@ -95,7 +200,7 @@ impl Decision {
                 Hold::Wait => Verdict::Wait,
                 Hold::Skip => Verdict::Skip,
             },
-            reason: format!("{}: {}", c.name, c.reason),
+            reason: format!("{}: {}", c.name.as_str(), c.reason),
         })
     }
 
@@ -129,9 +234,20 @@ impl Decision {
         }
     }
 
-    /// The `decision` event detail.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    /// What holds the run when the verdict is to wait: the holding switch,
+    /// or a gate that waits.
+    pub fn hold(&self) -> Option<HoldKind> {
+        if self.verdict != Verdict::Wait {
+            return None;
+        }
+        match self.switches.iter().find(|c| c.held) {
+            Some(c) => Some(c.name.into()),
+            None => self
+                .gates
+                .iter()
+                .any(|g| g.verdict == GateVerdict::Wait)
+                .then_some(HoldKind::Gate),
+        }
     }
 }
 
@@ -173,27 +289,42 @@ mod tests {
         }
         let d = Decision::from_gates("open".into(), vec![], vec![gate("a", GateVerdict::Pass, "fail")]);
         assert_eq!(d.verdict, Verdict::Claim);
+        let d = Decision::from_gates("open".into(), vec![], vec![gate("b", GateVerdict::Wait, "fail")]);
+        assert_eq!(d.hold(), Some(HoldKind::Gate));
     }
 
     #[test]
     fn first_holding_switch_decides() {
-        let sw = |n: &str, held| SwitchCheck {
-            name: n.into(),
+        let sw = |n: SwitchName, held| SwitchCheck {
+            name: n,
             held,
             reason: format!("{n} reason"),
         };
-        assert!(Decision::with_switches("t", &[(sw("kill", false), Hold::Wait)]).is_none());
+        assert!(Decision::with_switches("t", &[(sw(SwitchName::Kill, false), Hold::Wait)]).is_none());
         let d = Decision::with_switches(
             "t",
             &[
-                (sw("kill", false), Hold::Wait),
-                (sw("circuit", true), Hold::Skip),
-                (sw("quota", true), Hold::Wait),
+                (sw(SwitchName::Kill, false), Hold::Wait),
+                (sw(SwitchName::Circuit, true), Hold::Skip),
+                (sw(SwitchName::Quota, true), Hold::Wait),
             ],
         )
         .unwrap();
         assert_eq!(d.verdict, Verdict::Skip);
         assert_eq!(d.reason, "circuit: circuit reason");
         assert_eq!(d.switches.len(), 3);
+        assert_eq!(d.hold(), None, "a skip holds nothing");
+        let d = Decision::with_switches(
+            "t",
+            &[
+                (sw(SwitchName::Kill, false), Hold::Wait),
+                (sw(SwitchName::Quota, true), Hold::Wait),
+            ],
+        )
+        .unwrap();
+        assert_eq!(d.hold(), Some(HoldKind::Quota));
+        for h in HoldKind::ALL {
+            assert_eq!(HoldKind::parse(h.as_str()), Some(h));
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! which also reads rows written before this type existed (older field names)
 //! and keeps anything it does not know as [`Event::Other`] rather than failing.
 
-use super::decision::{Decision, SwitchCheck, Verdict};
+use super::decision::{Decision, SwitchCheck, SwitchName, Verdict};
 use super::layers::gates::{GateResult, GateVerdict};
 use super::records::{Pool, RunReason, StepStatus};
 use super::recovery::catchup::PlanSummary;
@@ -232,7 +232,7 @@ pub enum Event {
     },
     Gate(GateCheck),
     SwitchHeld {
-        switch: String,
+        switch: SwitchName,
         reason: String,
         verdict: Verdict,
     },

@@ -102,6 +102,9 @@ pub struct Run {
     pub resume_after: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// What holds it while it waits (pending / retry_wait); kept as the last
+    /// hold once it is missed or expired.
+    pub hold: Option<crate::core::decision::HoldKind>,
 }
 
 /// A run to create when a window opens (or is planned by catch-up / backfill / trigger).

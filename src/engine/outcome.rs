@@ -134,7 +134,7 @@ impl Engine {
                 if breach.is_none()
                     && let Some(cap) = s.budget.max_cost_per_day
                 {
-                    let (from, to) = super::pipeline::local_day(now, s.timezone);
+                    let (from, to) = crate::core::layers::switches::local_day(now, s.timezone);
                     let spent = self
                         .store
                         .read(|tx| tx.schedule_cost_between(&s.tenant, &s.id, from, to))?;

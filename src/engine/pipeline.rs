@@ -1,79 +1,37 @@
 //! The decision pipeline in the loop: for every due run, time → switches →
 //! gates in declared order, then claim, wait, skip, fail, park or miss.
 
-use super::decision::{Decision, Hold, SwitchCheck, Verdict};
+use super::decision::{Decision, HoldKind, SwitchCheck, Verdict};
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
 use crate::core::event::{DecisionRecord, Event, GateCheck};
+use crate::core::layers::switches::{self, MaintenanceWindow, SwitchFacts, SwitchOutcome};
 use crate::gates::{GateContext, GateResult};
-use crate::recovery::circuit;
 use crate::store::Tx;
 use crate::store::types::*;
 use crate::time::duration::to_delta;
-use crate::time::fire::FireRule;
 use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashMap;
 
-/// Facts about layer 3 gathered once per tick.
-pub(crate) struct SwitchFacts {
+/// Facts about layer 3 gathered once per tick; each run's
+/// [`SwitchFacts`] is read from them (plus the few per-run lookups).
+pub(crate) struct TickFacts {
     kill: Option<Switch>,
     states: HashMap<String, ScheduleState>,
-    maintenance: Vec<(Vec<String>, String)>,
-    /// Read the first time a quota needs it in this tick, then counted up as
-    /// this tick claims.
-    running: Option<RunningCounts>,
-}
-
-/// Running runs per schedule and per tenant.
-#[derive(Default)]
-struct RunningCounts {
+    /// Maintenance windows holding runs now.
+    maintenance: Vec<MaintenanceWindow>,
+    /// Running runs per schedule and per tenant, counted up as this tick claims.
     by_schedule: HashMap<String, u32>,
     by_tenant: HashMap<String, u32>,
 }
 
-impl SwitchFacts {
-    /// One pass over the running runs for the whole tick, not one count query
-    /// per schedule (each of which walked every running run).
-    fn running(&mut self, store: &crate::store::Store) -> Result<&RunningCounts> {
-        if self.running.is_none() {
-            let mut counts = RunningCounts::default();
-            for ((tenant, schedule), n) in store.read(|tx| tx.running_counts())? {
-                *counts.by_schedule.entry(schedule).or_insert(0) += n;
-                *counts.by_tenant.entry(tenant).or_insert(0) += n;
-            }
-            self.running = Some(counts);
-        }
-        Ok(self.running.get_or_insert_default())
-    }
-
-    fn running_schedule(&mut self, store: &crate::store::Store, schedule: &str) -> Result<u32> {
-        Ok(self
-            .running(store)?
-            .by_schedule
-            .get(schedule)
-            .copied()
-            .unwrap_or(0))
-    }
-
-    fn running_tenant(&mut self, store: &crate::store::Store, tenant: &str) -> Result<u32> {
-        Ok(self.running(store)?.by_tenant.get(tenant).copied().unwrap_or(0))
-    }
-
-    /// A run claimed in this tick. Counts not read yet need nothing: the store
-    /// will already hold the claim when they are.
+impl TickFacts {
+    /// A run claimed in this tick counts against the quotas at once.
     fn count_claim(&mut self, run: &Run) {
-        if let Some(c) = &mut self.running {
-            *c.by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
-            *c.by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
-        }
+        *self.by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
+        *self.by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
     }
-}
-
-/// What the switch layer concluded, plus whether this run would be the circuit probe.
-struct SwitchOutcome {
-    checks: Vec<(SwitchCheck, Hold)>,
-    probe: bool,
 }
 
 impl Engine {
@@ -99,7 +57,7 @@ impl Engine {
             (Pool::OnTime, Pool::OnTime) => (a.next_check_at, a.id).cmp(&(b.next_check_at, b.id)),
             (Pool::Backfill, Pool::Backfill) => (a.window_start, a.id).cmp(&(b.window_start, b.id)),
         });
-        let mut facts = self.switch_facts(now)?;
+        let mut facts = self.tick_facts(now)?;
         // Runs whose gates stay inside agentcron are decided and claimed in one
         // transaction; a run with a gate that does IO (a command, HTTP, another
         // database) is decided outside any batch, so no lock is held while it waits.
@@ -156,50 +114,30 @@ impl Engine {
         size.saturating_sub(used)
     }
 
-    fn switch_facts(&self, now: DateTime<Utc>) -> Result<SwitchFacts> {
-        let (kill, states, adhoc) = self.store.read(|tx| {
+    fn tick_facts(&self, now: DateTime<Utc>) -> Result<TickFacts> {
+        let (kill, states, adhoc, running) = self.store.read(|tx| {
             let kill = tx.switch("kill")?.filter(|s| s.on);
             let states = tx.all_schedule_states()?;
             let adhoc = tx.maintenance_at(now)?;
-            Ok((kill, states, adhoc))
+            // One pass over the running runs for the whole tick, not one count
+            // query per schedule (each of which walked every running run).
+            let running = tx.running_counts()?;
+            Ok((kill, states, adhoc, running))
         })?;
-        let mut maintenance: Vec<(Vec<String>, String)> = adhoc
-            .into_iter()
-            .map(|m| {
-                (
-                    m.schedules,
-                    format!(
-                        "maintenance until {} ({}, by {})",
-                        rfc3339(m.to),
-                        m.reason,
-                        m.actor
-                    ),
-                )
-            })
-            .collect();
-        for m in &self.cfg.maintenance {
-            let rule = FireRule::cron(m.cron.clone(), m.timezone);
-            let len = to_delta(m.duration);
-            if let Some(f) = rule.next_after(now - len)
-                && f.at <= now
-            {
-                maintenance.push((
-                    m.schedules.clone(),
-                    format!(
-                        "maintenance window {} until {} ({})",
-                        m.name,
-                        rfc3339(f.at + len),
-                        m.reason
-                    ),
-                ));
-            }
-        }
-        Ok(SwitchFacts {
+        let mut maintenance = switches::maintenance_windows(&self.cfg.maintenance, &adhoc, now);
+        maintenance.retain(|m| m.active);
+        let mut facts = TickFacts {
             kill,
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
-            running: None,
-        })
+            by_schedule: HashMap::new(),
+            by_tenant: HashMap::new(),
+        };
+        for ((tenant, schedule), n) in running {
+            *facts.by_schedule.entry(schedule).or_insert(0) += n;
+            *facts.by_tenant.entry(tenant).or_insert(0) += n;
+        }
+        Ok(facts)
     }
 
     fn evaluate_run(
@@ -207,7 +145,7 @@ impl Engine {
         idx: usize,
         run: Run,
         now: DateTime<Utc>,
-        facts: &mut SwitchFacts,
+        facts: &mut TickFacts,
     ) -> Result<()> {
         let s = self.schedule(idx).clone();
         // A retry is durable backoff: it is not due before `not_before`, even if
@@ -259,10 +197,7 @@ impl Engine {
                 Some((run.window_end, Verdict::Missed)),
             ),
         };
-        let buffered = run
-            .state_reason
-            .as_deref()
-            .is_some_and(|r| r.starts_with("overlap:"))
+        let buffered = run.hold == Some(HoldKind::Overlap)
             && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll);
         if let Some((end, verdict)) = deadline
             && now >= end
@@ -305,238 +240,76 @@ impl Engine {
         Ok(())
     }
 
+    /// Layer 3: gathers the run's switch facts and asks the core. An
+    /// `overlap = "cancel_previous"` hold stops the schedule's attempts this
+    /// process runs.
     fn check_switches(
         &mut self,
         idx: usize,
         run: &Run,
         now: DateTime<Utc>,
-        facts: &mut SwitchFacts,
+        facts: &TickFacts,
     ) -> Result<SwitchOutcome> {
         let s = self.schedule(idx).clone();
-        let mut checks = vec![];
-        let mut probe = false;
-        let clear = |name: &str| {
-            (
-                SwitchCheck {
-                    name: name.into(),
-                    held: false,
-                    reason: "clear".into(),
-                },
-                Hold::Wait,
-            )
-        };
-        let held = |name: &str, reason: String, hold: Hold| {
-            (
-                SwitchCheck {
-                    name: name.into(),
-                    held: true,
-                    reason,
-                },
-                hold,
-            )
-        };
-        // Global kill switch.
-        match &facts.kill {
-            Some(k) => {
-                checks.push(held(
-                    "kill",
-                    format!("global kill switch on (by {}: {})", k.actor, k.reason),
-                    Hold::Wait,
-                ));
-                return Ok(SwitchOutcome { checks, probe });
-            }
-            None => checks.push(clear("kill")),
-        }
-        let st = facts
-            .states
-            .get(&s.id)
-            .cloned()
-            .unwrap_or_else(|| ScheduleState::new(&s.id));
-        if st.paused {
-            let why = st.paused_reason.clone().unwrap_or_else(|| "paused".into());
-            checks.push(held("paused", format!("schedule paused: {why}"), Hold::Wait));
-            return Ok(SwitchOutcome { checks, probe });
-        }
-        checks.push(clear("paused"));
-        // Circuit breaker: new windows only; retries of a run already going continue.
-        let new_window = run.state == RunState::Pending && run.reason != RunReason::Manual;
-        match st.circuit {
-            CircuitState::Open if new_window => {
-                if circuit::cool_down_over(&st, &s.circuit, now) {
-                    probe = true;
-                    checks.push((
-                        SwitchCheck {
-                            name: "circuit".into(),
-                            held: false,
-                            reason: "cool-down over: this run is the half-open probe".into(),
-                        },
-                        Hold::Wait,
-                    ));
-                } else {
-                    let until = st.circuit_changed_at.map(|t| t + to_delta(s.circuit.cool_down));
-                    checks.push(held(
-                        "circuit",
-                        format!(
-                            "circuit_open: open after {} consecutive failed runs; probe after {}",
-                            st.consecutive_failures,
-                            until.map(rfc3339).unwrap_or_default()
-                        ),
-                        Hold::Skip,
-                    ));
-                    return Ok(SwitchOutcome { checks, probe });
-                }
-            }
-            CircuitState::HalfOpen if new_window => {
-                checks.push(held(
-                    "circuit",
-                    "circuit_open: half-open, waiting for the probe run".into(),
-                    Hold::Skip,
-                ));
-                return Ok(SwitchOutcome { checks, probe });
-            }
-            _ => checks.push(clear("circuit")),
-        }
-        // Maintenance windows.
-        if let Some((_, why)) = facts
+        let default_state = ScheduleState::new(&s.id);
+        let state = facts.states.get(&s.id).unwrap_or(&default_state);
+        let running = facts.by_schedule.get(&s.id).copied().unwrap_or(0);
+        let maintenance = facts
             .maintenance
             .iter()
-            .find(|(scheds, _)| scheds.is_empty() || scheds.contains(&s.id))
-        {
-            checks.push(held("maintenance", why.clone(), Hold::Wait));
-            return Ok(SwitchOutcome { checks, probe });
-        }
-        checks.push(clear("maintenance"));
-        // Budget: the schedule's daily cost cap.
-        if let Some(cap) = s.budget.max_cost_per_day {
-            let (from, to) = local_day(now, s.timezone);
-            let spent = self
-                .store
-                .read(|tx| tx.schedule_cost_between(&s.tenant, &s.id, from, to))?;
-            if spent >= cap {
-                checks.push(held(
-                    "budget",
-                    format!("daily cost cap reached: ${spent:.2} of ${cap:.2}"),
-                    Hold::Wait,
-                ));
-                return Ok(SwitchOutcome { checks, probe });
-            }
-        }
-        checks.push(clear("budget"));
-        // Overlap with a run of the same schedule still running.
-        let running = facts.running_schedule(&self.store, &s.id)?;
-        if running > 0 && s.overlap != Overlap::Allow {
-            let prev = self.running_window_of(idx)?;
-            // The overlap policy is about a new on-time window meeting a running
-            // one. Catch-up windows and retries were already decided to run: they
-            // queue behind the running window instead of being skipped or
-            // cancelling it.
-            let on_time_window = run.state == RunState::Pending && run.pool == Pool::OnTime;
-            if !on_time_window {
-                checks.push(held(
-                    "overlap",
-                    format!("waits for window {prev} of the same schedule to finish"),
-                    Hold::Wait,
-                ));
-                return Ok(SwitchOutcome { checks, probe });
-            }
-            match s.overlap {
-                Overlap::Skip => {
-                    checks.push(held(
-                        "overlap",
-                        format!("window {prev} still running (overlap = skip)"),
-                        Hold::Skip,
-                    ));
-                    return Ok(SwitchOutcome { checks, probe });
-                }
-                Overlap::BufferOne => {
-                    let buffered = self.store.read(|tx| tx.buffered_runs(&s.tenant, &s.id))?;
-                    // The oldest buffered window waits; any other is skipped.
-                    if buffered.first().is_some_and(|f| *f != run.id) {
-                        checks.push(held(
-                            "overlap",
-                            format!("window {prev} still running and one window is already buffered (overlap = buffer_one)"),
-                            Hold::Skip,
-                        ));
-                    } else {
-                        checks.push(held(
-                            "overlap",
-                            format!("buffered until window {prev} finishes (overlap = buffer_one)"),
-                            Hold::Wait,
-                        ));
-                    }
-                    return Ok(SwitchOutcome { checks, probe });
-                }
-                Overlap::BufferAll => {
-                    checks.push(held(
-                        "overlap",
-                        format!("buffered until window {prev} finishes (overlap = buffer_all)"),
-                        Hold::Wait,
-                    ));
-                    return Ok(SwitchOutcome { checks, probe });
-                }
-                Overlap::CancelPrevious => {
-                    let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
-                    for r in &others {
-                        if let Some(mine) = self.running.get_mut(&r.id)
-                            && mine.cancel.is_none()
-                        {
-                            mine.cancel = Some(CancelCause::Superseded(run.window_key.clone()));
-                            mine.handle.cancel();
-                        }
-                    }
-                    checks.push(held(
-                        "overlap",
-                        format!("cancelling window {prev} (overlap = cancel_previous)"),
-                        Hold::Wait,
-                    ));
-                    return Ok(SwitchOutcome { checks, probe });
-                }
-                Overlap::Allow => {}
-            }
-        }
-        checks.push(clear("overlap"));
-        // Quotas: schedule concurrency (halved after rate limits), tenant, pool.
-        let divisor = st.concurrency_divisor.max(1);
-        let limit = (s.max_concurrency / divisor).max(1);
-        if running >= limit {
-            let halved = if divisor > 1 {
-                format!(
-                    " (max_concurrency {} halved after rate limiting)",
-                    s.max_concurrency
+            .find(|m| m.applies_to(&s.id))
+            .map(MaintenanceWindow::hold_reason);
+        let spent_today = match s.budget.max_cost_per_day {
+            Some(_) => {
+                let (from, to) = switches::local_day(now, s.timezone);
+                Some(
+                    self.store
+                        .read(|tx| tx.schedule_cost_between(&s.tenant, &s.id, from, to))?,
                 )
-            } else {
-                String::new()
-            };
-            checks.push(held(
-                "quota",
-                format!("schedule at {running}/{limit} running{halved}"),
-                Hold::Wait,
-            ));
-            return Ok(SwitchOutcome { checks, probe });
-        }
-        if let Some(max) = self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent) {
-            let n = facts.running_tenant(&self.store, &s.tenant)?;
-            if n >= max {
-                checks.push(held(
-                    "quota",
-                    format!("tenant {} at {n}/{max} running", s.tenant),
-                    Hold::Wait,
-                ));
-                return Ok(SwitchOutcome { checks, probe });
+            }
+            None => None,
+        };
+        let overlaps = running > 0 && s.overlap != Overlap::Allow;
+        let running_window = if overlaps {
+            Some(self.running_window_of(idx)?)
+        } else {
+            None
+        };
+        let first_buffered = if overlaps && s.overlap == Overlap::BufferOne {
+            self.store
+                .read(|tx| tx.buffered_runs(&s.tenant, &s.id))?
+                .first()
+                .copied()
+        } else {
+            None
+        };
+        let (pool_used, pool_size) = self.pool_use(run.pool);
+        let switch_facts = SwitchFacts {
+            kill: facts.kill.as_ref(),
+            state,
+            maintenance: maintenance.as_deref(),
+            spent_today,
+            running,
+            running_window,
+            tenant_running: facts.by_tenant.get(&s.tenant).copied().unwrap_or(0),
+            tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
+            first_buffered,
+            pool_used,
+            pool_size,
+        };
+        let outcome = switches::check(run, &s, &switch_facts, now);
+        if outcome.cancel_running {
+            let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
+            for r in &others {
+                if let Some(mine) = self.running.get_mut(&r.id)
+                    && mine.cancel.is_none()
+                {
+                    mine.cancel = Some(CancelCause::Superseded(run.window_key.clone()));
+                    mine.handle.cancel();
+                }
             }
         }
-        let pool = run.pool;
-        if self.pool_room(pool) == 0 {
-            let (in_pool, pool_size) = self.pool_use(pool);
-            checks.push(held(
-                "quota",
-                format!("{} pool full ({in_pool}/{pool_size})", pool.as_str()),
-                Hold::Wait,
-            ));
-            return Ok(SwitchOutcome { checks, probe });
-        }
-        checks.push(clear("quota"));
-        Ok(SwitchOutcome { checks, probe })
+        Ok(outcome)
     }
 
     fn run_gates(&self, idx: usize, run: &Run, now: DateTime<Utc>) -> Result<Vec<GateResult>> {
@@ -590,7 +363,7 @@ impl Engine {
                 NewEvent::of(
                     now,
                     Event::SwitchHeld {
-                        switch: c.name.clone(),
+                        switch: c.name,
                         reason: c.reason.clone(),
                         verdict: d.verdict,
                     },
@@ -635,7 +408,8 @@ impl Engine {
                 }
             }
             Verdict::Wait => {
-                if d.reason.starts_with("quota:") {
+                let hold = d.hold();
+                if hold == Some(HoldKind::Quota) {
                     // A freed slot must now also look for quota-held runs.
                     self.quota_holds.set(true);
                 }
@@ -652,9 +426,7 @@ impl Engine {
                     // ends (wake_held); otherwise it is looked at again only when
                     // it would expire, so a backlog is not re-decided every
                     // check_every.
-                    let slot_hold = ["quota:", "overlap:", "circuit:"]
-                        .iter()
-                        .any(|p| d.reason.starts_with(p));
+                    let slot_hold = hold.is_some_and(HoldKind::is_slot);
                     if run.pool == Pool::Backfill && slot_hold && end > now {
                         next = end;
                     }
@@ -664,7 +436,7 @@ impl Engine {
                 }
                 self.store.write(|tx| {
                     append_all(tx, &events)?;
-                    tx.set_next_check(run.id, next, Some(&d.reason))?;
+                    tx.hold_until(run.id, next, &d.reason, hold)?;
                     Ok(())
                 })?;
             }
@@ -874,16 +646,6 @@ pub(crate) fn change_reason(reason: &str) -> Change {
         state_reason: Some(reason.to_string()),
         ..Change::default()
     }
-}
-
-/// The schedule-local calendar day containing `now`, as UTC bounds.
-pub(crate) fn local_day(now: DateTime<Utc>, tz: chrono_tz::Tz) -> (DateTime<Utc>, DateTime<Utc>) {
-    let date = now.with_timezone(&tz).date_naive();
-    let start = |d: chrono::NaiveDate| {
-        crate::time::fire::resolve_local(tz, d.and_hms_opt(0, 0, 0).unwrap_or_default()).earliest()
-    };
-    let next = date.succ_opt().unwrap_or(date);
-    (start(date), start(next))
 }
 
 /// A `skipped` event of a layer's decision (no window facts: the run has them).

@@ -4,6 +4,7 @@
 //! engine memory.
 
 use crate::config::Config;
+use crate::core::decision::HoldKind;
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
@@ -439,19 +440,12 @@ pub fn resume_plan(store: &Store, cfg: &Config, schedule: &str) -> Result<Resume
         .filter(|r| matches!(r.state, RunState::Pending | RunState::RetryWait))
         .collect();
     held.sort_by_key(|r| (r.window_start, r.id));
-    let paused_since = runs
-        .iter()
-        .filter(|_| st.paused)
-        .filter(|r| r.state_reason.as_deref().is_some_and(|x| x.starts_with("paused")))
-        .count();
     let lost = runs
         .iter()
         .filter(|r| {
-            matches!(r.state, RunState::Expired | RunState::Missed)
-                && r.state_reason.as_deref().is_some_and(|x| x.contains("paused"))
+            matches!(r.state, RunState::Expired | RunState::Missed) && r.hold == Some(HoldKind::Paused)
         })
         .count();
-    let _ = paused_since;
     Ok(ResumePlan {
         schedule: schedule.to_string(),
         paused: st.paused,

@@ -18,7 +18,7 @@ use rusqlite::OptionalExtension;
 const CLAIM: &str = concat!(
     "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
      attempts = attempts + 1, fencing_token = (SELECT token + 1 FROM fencing WHERE id = 1), \
-     reason = ?5, state_reason = NULL, not_before = NULL, next_check_at = NULL, updated_at = ?6 \
+     reason = ?5, state_reason = NULL, hold = NULL, not_before = NULL, next_check_at = NULL, updated_at = ?6 \
      WHERE id = ?1 AND state = ?2 RETURNING ",
     run_cols!()
 );

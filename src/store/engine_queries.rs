@@ -7,9 +7,9 @@ use super::{Result, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 
-/// Hold reasons that end when a running attempt ends (a slot frees up).
-const SLOT_HOLDS: &str = "(state_reason LIKE 'quota:%' OR state_reason LIKE 'overlap:%' \
-     OR state_reason LIKE 'circuit:%')";
+/// Holds that end when a running attempt ends (a slot frees up); see
+/// `HoldKind::is_slot`.
+const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit')";
 
 impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
@@ -62,7 +62,7 @@ impl Tx<'_> {
                     "UPDATE runs SET next_check_at = ?1 WHERE id IN ( \
                        SELECT id FROM runs INDEXED BY runs_due_on_time \
                        WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
-                         AND next_check_at > ?1 AND state_reason LIKE 'quota:%' \
+                         AND next_check_at > ?1 AND hold = 'quota' \
                        ORDER BY next_check_at, id LIMIT ?3)",
                     "?3",
                     backfill,
@@ -71,7 +71,7 @@ impl Tx<'_> {
             by_quota += self
                 .conn
                 .prepare_cached(&with_limit(
-                    &oldest("runs_due_backfill", "state_reason LIKE 'quota:%'"),
+                    &oldest("runs_due_backfill", "hold = 'quota'"),
                     "?3",
                     backfill,
                 ))?
@@ -112,7 +112,7 @@ impl Tx<'_> {
     pub fn buffered_runs(&self, tenant: &str, schedule: &str) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id FROM runs WHERE tenant = ?1 AND schedule = ?2 AND state = 'pending' \
-             AND state_reason LIKE 'overlap:%' ORDER BY window_start, id",
+             AND hold = 'overlap' ORDER BY window_start, id",
         )?;
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)

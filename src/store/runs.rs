@@ -114,6 +114,7 @@ const TRANSITION: &str = concat!(
      pool = COALESCE(?11, pool), \
      lease_owner = CASE WHEN ?13 THEN NULL ELSE lease_owner END, \
      lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
+     hold = CASE WHEN ?3 IN ('pending', 'retry_wait', 'running') THEN NULL ELSE hold END, \
      updated_at = ?14 \
      WHERE id = ?1 AND state = ?2 RETURNING ",
     run_cols!()
@@ -121,6 +122,8 @@ const TRANSITION: &str = concat!(
 const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
 const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
      state_reason = COALESCE(?3, state_reason) \
+     WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
+const HOLD: &str = "UPDATE runs SET next_check_at = ?2, state_reason = ?3, hold = ?4 \
      WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
 
 /// The queries the engine runs every tick, named for [`Tx::hot_query_plans`].
@@ -429,6 +432,20 @@ impl Tx<'_> {
     pub fn set_next_check(&self, run_id: i64, at: DateTime<Utc>, state_reason: Option<&str>) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(SET_NEXT_CHECK)?;
         Ok(stmt.execute(rusqlite::params![run_id, Ms(at), state_reason])? == 1)
+    }
+
+    /// A pending / retry_wait run waits: its next evaluation, why (prose) and
+    /// what holds it (the machine's word, `None` for a plain backoff). `false`
+    /// if the run is no longer pending / retry_wait or does not exist.
+    pub fn hold_until(
+        &self,
+        run_id: i64,
+        at: DateTime<Utc>,
+        reason: &str,
+        hold: Option<crate::core::decision::HoldKind>,
+    ) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(HOLD)?;
+        Ok(stmt.execute(rusqlite::params![run_id, Ms(at), reason, hold])? == 1)
     }
 
     /// Appends `ev` with the run's id, tenant and schedule where it has none.

@@ -12,7 +12,12 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+
+/// Columns a migration adds, as (script index, table, column, declaration).
+/// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
+/// a file rolled back by hand (or a test doing so) may still have them.
+const ADDED_COLUMNS: &[(usize, &str, &str, &str)] = &[(4, "runs", "hold", "TEXT")];
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -67,6 +72,27 @@ CREATE TABLE catchup_backlog (
     until_at   INTEGER NOT NULL,
     planned_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+"#;
+
+/// What holds a waiting run, as a word a machine reads (`quota`, `overlap`,
+/// `circuit`, `kill`, `paused`, `maintenance`, `budget`, `gate`; see
+/// `core::decision::HoldKind`), beside the prose `state_reason`: wake-ups
+/// select by it instead of matching reason text. A missed or expired run keeps
+/// the hold it last had. Rows from before it get theirs from their reason's
+/// prefix, once, here — the only place a reason's wording is ever read.
+const V5: &str = r#"
+UPDATE runs SET hold = CASE
+    WHEN state_reason LIKE 'quota:%' THEN 'quota'
+    WHEN state_reason LIKE 'overlap:%' THEN 'overlap'
+    WHEN state_reason LIKE 'circuit:%' THEN 'circuit'
+    WHEN state_reason LIKE 'kill:%' THEN 'kill'
+    WHEN state_reason LIKE 'paused:%' THEN 'paused'
+    WHEN state_reason LIKE 'maintenance:%' THEN 'maintenance'
+    WHEN state_reason LIKE 'budget:%' THEN 'budget'
+    WHEN state_reason LIKE 'gate %' THEN 'gate'
+    WHEN state_reason LIKE '%(last hold: paused:%' THEN 'paused'
+  END
+  WHERE state IN ('pending', 'retry_wait', 'missed', 'expired');
 "#;
 
 const V1: &str = r#"
@@ -229,6 +255,17 @@ fn application_id(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA application_id", [], |r| r.get(0))
 }
 
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
+    for name in names {
+        if name? == column {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn table_count(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
 }
@@ -273,7 +310,12 @@ pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     check_owner(&tx, path, version)?;
     // `version` is within 0..=SCHEMA_VERSION here, so the conversion holds.
     let from = usize::try_from(version).unwrap_or(0);
-    for script in &MIGRATIONS[from..] {
+    for (i, script) in MIGRATIONS.iter().enumerate().skip(from) {
+        for (_, table, column, decl) in ADDED_COLUMNS.iter().filter(|c| c.0 == i) {
+            if !has_column(&tx, table, column)? {
+                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+            }
+        }
         tx.execute_batch(script)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

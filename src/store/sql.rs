@@ -5,6 +5,7 @@
 
 use super::types::*;
 use crate::config::model::ErrorClass;
+use crate::core::decision::HoldKind;
 use chrono::{DateTime, Utc};
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
@@ -29,6 +30,7 @@ macro_rules! text_enum {
 }
 
 text_enum!(
+    HoldKind,
     RunState,
     RunReason,
     Pool,
@@ -97,7 +99,7 @@ macro_rules! run_cols {
     () => {
         "id, tenant, schedule, window_key, window_start, window_end, due_at, state, reason, pool, \
          state_reason, attempts, not_before, next_check_at, lease_owner, lease_expires, \
-         fencing_token, error_class, last_error, resume_after, created_at, updated_at"
+         fencing_token, error_class, last_error, resume_after, created_at, updated_at, hold"
     };
 }
 pub(crate) use run_cols;
@@ -126,6 +128,7 @@ pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
         resume_after: row.get(19)?,
         created_at: ts(row, 20)?,
         updated_at: ts(row, 21)?,
+        hold: row.get(22)?,
     })
 }
 

@@ -3,4 +3,5 @@
 //! world ready?). The engine gathers the facts; these decide.
 
 pub mod gates;
+pub mod switches;
 pub mod time;
