@@ -7,6 +7,7 @@ pub mod config;
 pub mod console;
 pub mod engine;
 pub mod gates;
+mod http;
 pub mod operator;
 pub mod recovery;
 pub mod rehearsal;

@@ -112,13 +112,7 @@ pub fn deliver(
         }
         DeliveryKind::Webhook { url, headers } => {
             // Resending under the same Idempotency-Key is the check: the receiver dedupes.
-            let agent = ureq::Agent::config_builder()
-                .timeout_global(Some(timeout))
-                .http_status_as_error(false)
-                .build()
-                .new_agent();
-            let mut req = agent
-                .post(url)
+            let mut req = crate::http::post(url, timeout)
                 .header("Content-Type", "application/json")
                 .header("Idempotency-Key", &key);
             for (k, v) in headers {

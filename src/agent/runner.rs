@@ -599,13 +599,7 @@ enum HttpAnswer {
 }
 
 fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) -> HttpAnswer {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let response = agent
-        .post(url)
+    let response = crate::http::post(url, timeout)
         .header("Content-Type", "application/json")
         .header("Idempotency-Key", key)
         .header("X-Agentcron-Attempt", attempt.to_string())

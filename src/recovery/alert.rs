@@ -60,13 +60,7 @@ pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), St
             writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
         }
         AlertSink::Webhook { url } => {
-            let agent = ureq::Agent::config_builder()
-                .timeout_global(Some(std::time::Duration::from_secs(10)))
-                .http_status_as_error(false)
-                .build()
-                .new_agent();
-            let resp = agent
-                .post(url)
+            let resp = crate::http::post(url, std::time::Duration::from_secs(10))
                 .header("Content-Type", "application/json")
                 .send(line.as_bytes())
                 .map_err(|e| format!("POST {url}: {e}"))?;
