@@ -11,7 +11,7 @@
 //! the log, so the operator sees them next to the output around them.
 
 use crate::agent::envelope::Envelope;
-use crate::agent::log::BoundedLog;
+use crate::agent::log::ReportedLog;
 use crate::agent::protocol::{self, AgentLine, MAX_LINE};
 use crate::config::model::{AgentConfig, AgentKind};
 use std::io;
@@ -237,7 +237,7 @@ async fn run_process(
     reporter: &Reporter,
     cancel: watch::Receiver<bool>,
 ) -> (Ending, String) {
-    let log = Arc::new(Mutex::new(BoundedLog::new(spec.log_limit)));
+    let log = Arc::new(Mutex::new(ReportedLog::new(spec.log_limit)));
     let mut child = match spawn(&spec).await {
         Ok(child) => child,
         Err(message) => return (Ending::SpawnFailed(message), String::new()),
@@ -359,7 +359,7 @@ async fn pipes_closed(mut output_done: watch::Receiver<bool>) {
     let _ = output_done.wait_for(|done| *done).await;
 }
 
-fn push_log(log: &Mutex<BoundedLog>, line: &str) {
+fn push_log(log: &Mutex<ReportedLog>, line: &str) {
     // A poisoned lock means a panic elsewhere already; losing log text is fine.
     if let Ok(mut log) = log.lock() {
         log.push_line(line);
@@ -558,7 +558,7 @@ impl AgentRunner for HttpRunner {
                 // answer is dropped.
                 () = cancelled(cancel) => HttpAnswer::Cancelled,
             };
-            let mut log = BoundedLog::new(log_limit);
+            let mut log = ReportedLog::new(log_limit);
             let ending = match outcome {
                 HttpAnswer::Response { status, body } => {
                     for line in parse_body(&body) {
