@@ -9,6 +9,7 @@ pub mod engine;
 pub mod gates;
 mod http;
 pub mod operator;
+pub mod process;
 pub mod recovery;
 pub mod rehearsal;
 pub mod store;

@@ -1,14 +1,20 @@
 //! Alerts: every alert is an `alert` event in the store, and is also sent to the
 //! configured sink (file, webhook or command). A sink failure is itself recorded,
-//! never fatal.
+//! never fatal, and no send takes longer than [`SEND_TIMEOUT`].
 
 use crate::config::model::{AlertSink, Config};
+use crate::process::{self, ProcessError, Program};
 use crate::store::Store;
 use crate::store::types::NewEvent;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
+
+/// Longest one alert may take to send: the webhook request, or the command's
+/// whole run (its process group is stopped at it).
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One alert: its detail (what the sink receives) and its `alert` event.
 pub fn alert_event(
@@ -43,7 +49,8 @@ pub fn send_or_record(
     }
 }
 
-/// Sends one alert to the sink. Errors are returned as text for the trace.
+/// Sends one alert to the sink, waiting at most [`SEND_TIMEOUT`]. Errors are
+/// returned as text for the trace.
 pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), String> {
     let line = alert.to_string();
     match sink {
@@ -60,7 +67,7 @@ pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), St
             writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
         }
         AlertSink::Webhook { url } => {
-            let resp = crate::http::post(url, std::time::Duration::from_secs(10))
+            let resp = crate::http::post(url, SEND_TIMEOUT)
                 .header("Content-Type", "application/json")
                 .send(line.as_bytes())
                 .map_err(|e| format!("POST {url}: {e}"))?;
@@ -72,25 +79,17 @@ pub fn send(sink: &AlertSink, alert: &Value, config_dir: &Path) -> Result<(), St
             }
         }
         AlertSink::Command { command } => {
-            let Some((prog, args)) = command.split_first() else {
-                return Err("alert command is empty".into());
-            };
-            let mut child = std::process::Command::new(prog)
-                .args(args)
-                .current_dir(config_dir)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .map_err(|e| format!("{prog}: {e}"))?;
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = writeln!(stdin, "{line}");
-            }
-            let status = child.wait().map_err(|e| format!("{prog}: {e}"))?;
-            if status.success() {
-                Ok(())
-            } else {
-                Err(format!("{prog} exited with {status}"))
+            let program = Program::from_argv(command)
+                .map_err(|_| "alert command is empty".to_string())?
+                .current_dir(config_dir);
+            let prog = program.name();
+            let mut input = line.into_bytes();
+            input.push(b'\n');
+            match process::run(&program, Some(input), SEND_TIMEOUT) {
+                Ok(done) if done.status.success() => Ok(()),
+                Ok(done) => Err(format!("{prog} exited with {}", done.status)),
+                Err(e @ ProcessError::TimedOut(_)) => Err(format!("{prog}: {e}")),
+                Err(e) => Err(e.to_string()),
             }
         }
     }
