@@ -524,5 +524,8 @@ fn main() {
             attach: false,
         }),
     };
+    // exit() ends every thread: give alerts the scheduler queued (webhooks,
+    // commands) one send's time to leave first. Nothing queued: no wait.
+    agentcron::recovery::alert::drain(agentcron::recovery::alert::SEND_TIMEOUT);
     std::process::exit(code);
 }

@@ -14,6 +14,7 @@
 use super::protocol::{AgentLine, AgentResult, ResultStatus};
 use super::runner::{AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec, Ending};
 use crate::config::model::{DeliveryConfig, DeliveryKind, ErrorClass};
+use crate::process::{self, ProcessError, Program};
 use crate::store::types::StepStatus;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -74,7 +75,9 @@ pub fn file_has(path: &Path, key: &str) -> bool {
         })
 }
 
-/// Performs one delivery (blocking IO; call from a blocking thread).
+/// Performs one delivery (blocking IO; call from a blocking thread). `timeout`
+/// bounds a webhook request and a command's whole run (its process group is
+/// stopped at it).
 pub fn deliver(
     d: &DeliveryConfig,
     body: &Value,
@@ -112,13 +115,7 @@ pub fn deliver(
         }
         DeliveryKind::Webhook { url, headers } => {
             // Resending under the same Idempotency-Key is the check: the receiver dedupes.
-            let agent = ureq::Agent::config_builder()
-                .timeout_global(Some(timeout))
-                .http_status_as_error(false)
-                .build()
-                .new_agent();
-            let mut req = agent
-                .post(url)
+            let mut req = crate::http::post(url, timeout)
                 .header("Content-Type", "application/json")
                 .header("Idempotency-Key", &key);
             for (k, v) in headers {
@@ -150,42 +147,40 @@ pub fn deliver(
             }
         }
         DeliveryKind::Command { command } => {
-            let Some((prog, args)) = command.split_first() else {
+            let Ok(program) = Program::from_argv(command) else {
                 return Delivered::Failed {
                     class: ErrorClass::NonRetryable,
                     reason: format!("delivery {}: empty command", d.name),
                 };
             };
-            let child = std::process::Command::new(prog)
-                .args(args)
+            let prog = program.name();
+            let program = program
                 .current_dir(config_dir)
-                .env("AGENTCRON_DELIVERY_KEY", &key)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn();
-            let mut child = match child {
-                Ok(c) => c,
-                Err(e) => {
-                    return Delivered::Failed {
-                        class: ErrorClass::NonRetryable,
-                        reason: format!("delivery {}: cannot start `{prog}`: {e}", d.name),
-                    };
-                }
-            };
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = writeln!(stdin, "{body}");
-            }
-            match child.wait() {
-                Ok(st) if st.success() => Delivered::Ok,
-                Ok(st) => Delivered::Failed {
-                    class: if st.code() == Some(75) {
+                .env("AGENTCRON_DELIVERY_KEY", &key);
+            let mut input = body.to_string().into_bytes();
+            input.push(b'\n');
+            match process::run(&program, Some(input), timeout) {
+                Ok(done) if done.status.success() => Delivered::Ok,
+                Ok(done) => Delivered::Failed {
+                    class: if done.status.code() == Some(75) {
                         ErrorClass::Retryable
                     } else {
                         ErrorClass::NonRetryable
                     },
-                    reason: format!("delivery {}: `{prog}` exited with {st}", d.name),
+                    reason: match &done.stderr_line {
+                        Some(line) => format!(
+                            "delivery {}: `{prog}` exited with {}: {line}",
+                            d.name, done.status
+                        ),
+                        None => format!("delivery {}: `{prog}` exited with {}", d.name, done.status),
+                    },
                 },
+                Err(ProcessError::Spawn { source, .. }) => Delivered::Failed {
+                    class: ErrorClass::NonRetryable,
+                    reason: format!("delivery {}: cannot start `{prog}`: {source}", d.name),
+                },
+                // Like a webhook timeout: it may or may not have landed, and the
+                // step is journaled failed, so the next attempt does it again.
                 Err(e) => Delivered::Failed {
                     class: ErrorClass::Retryable,
                     reason: format!("delivery {}: `{prog}`: {e}", d.name),

@@ -4,7 +4,7 @@
 
 pub mod delivery;
 pub mod envelope;
-mod log;
+pub(crate) mod log;
 pub mod protocol;
 pub mod runner;
 

@@ -11,20 +11,20 @@
 //! the log, so the operator sees them next to the output around them.
 
 use crate::agent::envelope::Envelope;
-use crate::agent::log::BoundedLog;
+use crate::agent::log::ReportedLog;
 use crate::agent::protocol::{self, AgentLine, MAX_LINE};
 use crate::config::model::{AgentConfig, AgentKind};
+use crate::process::{self, Exit, ProcessError, Program};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
-/// How long a signalled agent gets to exit before its process group is killed, and
-/// how long output pipes are drained after the agent is gone.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long past its timeout an HTTP agent call may take before we stop waiting
+/// for ureq to enforce the timeout itself.
+const HTTP_GRACE: Duration = Duration::from_secs(2);
 
 /// Largest HTTP response body read from an HTTP agent.
 const MAX_HTTP_BODY: u64 = 16 * 1024 * 1024;
@@ -208,28 +208,18 @@ impl AgentRunner for ProcessRunner {
     }
 }
 
-/// Why the runner stopped waiting for the agent.
-enum Stop {
-    Exited(std::process::ExitStatus),
-    WaitFailed(io::Error),
-    TimedOut,
-    Cancelled,
-}
-
 async fn run_process(
     spec: AttemptSpec,
     reporter: &Reporter,
     cancel: watch::Receiver<bool>,
 ) -> (Ending, String) {
-    let log = Arc::new(Mutex::new(BoundedLog::new(spec.log_limit)));
-    let mut child = match spawn(&spec).await {
-        Ok(child) => child,
+    let log = Arc::new(Mutex::new(ReportedLog::new(spec.log_limit)));
+    let (pipes, running) = match spawn(&spec).await {
+        Ok(started) => started,
         Err(message) => return (Ending::SpawnFailed(message), String::new()),
     };
-    // process_group(0) makes the child the leader of a group with its own pid.
-    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
 
-    let stdin_task = child.stdin.take().map(|mut stdin| {
+    let stdin_task = pipes.stdin.map(|mut stdin| {
         // Serializing plain structs and a serde_json::Value cannot fail.
         let mut body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
         body.push(b'\n');
@@ -241,14 +231,15 @@ async fn run_process(
             let _ = stdin.shutdown().await;
         })
     });
-    // Both pipes are read on one task, so one abort stops all reading; `output_done`
-    // turns true at EOF of both, i.e. once every process holding them is gone.
-    let (output_done_tx, output_done) = watch::channel(false);
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    // Both pipes are read on one task, so one abort stops all reading; the task
+    // holds `output_open` until EOF of both, i.e. until every process holding
+    // them is gone, and the keeper waits (bounded) for that before the end.
+    let (stdout, stderr, output_open) = (pipes.stdout, pipes.stderr, pipes.output);
     let output = {
         let log = Arc::clone(&log);
         let reporter = reporter.clone();
         tokio::spawn(async move {
+            let _output_open = output_open;
             let stdout = async {
                 if let Some(stdout) = stdout {
                     read_lines(BufReader::new(stdout), |line| match protocol::parse_line(line) {
@@ -269,47 +260,42 @@ async fn run_process(
                 }
             };
             tokio::join!(stdout, stderr);
-            output_done_tx.send_replace(true);
         })
     };
 
-    let stop = tokio::select! {
-        biased;
-        status = child.wait() => match status {
-            Ok(status) => Stop::Exited(status),
-            Err(e) => Stop::WaitFailed(e),
-        },
-        () = tokio::time::sleep(spec.timeout) => Stop::TimedOut,
-        () = cancelled(cancel) => Stop::Cancelled,
-    };
-    // An attempt owns its process group, also after a normal exit: leftovers of
-    // an ended attempt could repeat side effects alongside the next attempt, and
-    // would hold our pipes open.
-    end_group(pgid, &mut child, &output_done).await;
+    // The keeper ends the attempt's whole process group at the timeout, on
+    // cancel, and also after a normal exit: leftovers of an ended attempt could
+    // repeat side effects alongside the next attempt, and would hold our pipes.
+    let stopper = running.stopper();
+    let cancel_task = tokio::spawn(async move {
+        cancelled(cancel).await;
+        stopper.stop();
+    });
+    let exit = running.ended().await;
+    cancel_task.abort();
 
-    let ending = match stop {
-        Stop::Exited(status) => {
+    let ending = match exit {
+        Exit::Exited(status) => {
             use std::os::unix::process::ExitStatusExt as _;
             Ending::Exited {
                 code: status.code(),
                 signal: status.signal(),
             }
         }
-        Stop::WaitFailed(e) => {
+        Exit::Lost(e) => {
             push_log(&log, &format!("agentcron: lost track of the agent process: {e}"));
             Ending::Exited {
                 code: None,
                 signal: None,
             }
         }
-        Stop::TimedOut => Ending::TimedOut,
-        Stop::Cancelled => Ending::Cancelled,
+        Exit::TimedOut => Ending::TimedOut,
+        Exit::Stopped => Ending::Cancelled,
     };
 
     // A process that escaped the group (setsid) could hold the pipes forever, so
-    // draining is bounded. Awaiting the aborted task guarantees no line is
-    // reported after we report `Ended`.
-    let _ = tokio::time::timeout(KILL_GRACE, pipes_closed(output_done)).await;
+    // the keeper's wait for them was bounded. Awaiting the aborted task
+    // guarantees no line is reported after we report `Ended`.
     output.abort();
     let _ = output.await;
     if let Some(task) = stdin_task {
@@ -320,49 +306,14 @@ async fn run_process(
     (ending, text)
 }
 
-/// Stops everything left in the agent's process group: SIGTERM, then up to
-/// [`KILL_GRACE`] for the leader to exit and every pipe holder to go, then SIGKILL.
-/// With nothing left (the usual normal exit) this returns at once.
-async fn end_group(
-    pgid: Option<i32>,
-    child: &mut tokio::process::Child,
-    output_done: &watch::Receiver<bool>,
-) {
-    kill_group(pgid, libc::SIGTERM);
-    let settled = async {
-        let _ = child.wait().await;
-        pipes_closed(output_done.clone()).await;
-    };
-    let _ = tokio::time::timeout(KILL_GRACE, settled).await;
-    kill_group(pgid, libc::SIGKILL);
-    let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
-}
-
-async fn pipes_closed(mut output_done: watch::Receiver<bool>) {
-    // Err: the reading task is gone, so nothing holds the pipes for us either.
-    let _ = output_done.wait_for(|done| *done).await;
-}
-
-fn push_log(log: &Mutex<BoundedLog>, line: &str) {
+fn push_log(log: &Mutex<ReportedLog>, line: &str) {
     // A poisoned lock means a panic elsewhere already; losing log text is fine.
     if let Ok(mut log) = log.lock() {
         log.push_line(line);
     }
 }
 
-/// Signals the agent's process group. Its leader may already be reaped: the pgid
-/// stays taken while any member lives, and with none left killpg finds nothing.
-fn kill_group(pgid: Option<i32>, signal: i32) {
-    // A pgid ≤ 1 would address our own group or every process: never.
-    if let Some(pgid) = pgid.filter(|&p| p > 1) {
-        // SAFETY: killpg only sends a signal; ESRCH (group already gone) is fine.
-        unsafe {
-            libc::killpg(pgid, signal);
-        }
-    }
-}
-
-async fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
+async fn spawn(spec: &AttemptSpec) -> Result<(process::Pipes, process::Running), String> {
     let AgentKind::Command { command } = &spec.agent.kind else {
         return Err(format!("agent `{}` is not a command agent", spec.agent.id));
     };
@@ -377,73 +328,22 @@ async fn spawn(spec: &AttemptSpec) -> Result<tokio::process::Child, String> {
             spec.config_dir.display()
         ));
     }
-    let mut cmd = tokio::process::Command::new(&program_path);
-    cmd.args(args)
+    let agent = Program::new(program_path, args)
         .current_dir(&spec.config_dir)
         .envs(&spec.agent.env)
         .env("AGENTCRON_RUN_ID", spec.run_id.to_string())
         .env("AGENTCRON_IDEMPOTENCY_KEY", &spec.envelope.idempotency_key)
-        .env("AGENTCRON_ATTEMPT", spec.attempt.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // The agent dies with the scheduler (even on kill -9), so an orphaned agent
-    // never repeats side effects beside the retry of its lost attempt.
-    let parent = std::process::id();
-    // SAFETY: only async-signal-safe libc calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
+        .env("AGENTCRON_ATTEMPT", spec.attempt.to_string());
+    process::start(&agent, spec.timeout).await.map_err(|e| match e {
+        ProcessError::Spawn { source, .. } => match source.kind() {
+            io::ErrorKind::NotFound => format!("agent command `{program}` not found: {source}"),
+            io::ErrorKind::PermissionDenied => {
+                format!("agent command `{program}` is not executable: {source}")
             }
-            Ok(())
-        });
-    }
-    spawn_on_spawner_thread(cmd).await.map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!("agent command `{program}` not found: {e}"),
-        io::ErrorKind::PermissionDenied => {
-            format!("agent command `{program}` is not executable: {e}")
-        }
-        _ => format!("agent command `{program}` could not be started: {e}"),
+            _ => format!("agent command `{program}` could not be started: {source}"),
+        },
+        other => format!("agent command `{program}` could not be started: {other}"),
     })
-}
-
-/// PR_SET_PDEATHSIG fires when the *thread* that forked exits, so agents are
-/// forked from one thread that lives as long as the process, never from a
-/// tokio blocking-pool thread that may retire after an idle spell.
-async fn spawn_on_spawner_thread(cmd: tokio::process::Command) -> io::Result<tokio::process::Child> {
-    type Job = (
-        tokio::process::Command,
-        tokio::runtime::Handle,
-        tokio::sync::oneshot::Sender<io::Result<tokio::process::Child>>,
-    );
-    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> = std::sync::OnceLock::new();
-    let sender = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let _ = std::thread::Builder::new()
-            .name("agent-spawner".into())
-            .spawn(move || {
-                for (mut cmd, handle, reply) in rx {
-                    let _guard = handle.enter();
-                    let _ = reply.send(cmd.spawn());
-                }
-            });
-        Mutex::new(tx)
-    });
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let job = (cmd, tokio::runtime::Handle::current(), reply);
-    let sent = sender
-        .lock()
-        .map_err(|_| io::Error::other("agent spawner lock poisoned"))?
-        .send(job);
-    if sent.is_err() {
-        return Err(io::Error::other("agent spawner thread is gone"));
-    }
-    answer
-        .await
-        .map_err(|_| io::Error::other("agent spawner thread is gone"))?
 }
 
 /// Relative paths with a `/` are relative to the config folder; bare names go
@@ -533,7 +433,7 @@ impl AgentRunner for HttpRunner {
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.
             let outcome = tokio::select! {
                 biased;
-                joined = tokio::time::timeout(timeout.saturating_add(KILL_GRACE), call) => match joined {
+                joined = tokio::time::timeout(timeout.saturating_add(HTTP_GRACE), call) => match joined {
                     Ok(Ok(answer)) => answer,
                     Ok(Err(e)) => HttpAnswer::Failed(format!("http agent call panicked: {e}")),
                     Err(_) => HttpAnswer::TimedOut,
@@ -542,7 +442,7 @@ impl AgentRunner for HttpRunner {
                 // answer is dropped.
                 () = cancelled(cancel) => HttpAnswer::Cancelled,
             };
-            let mut log = BoundedLog::new(log_limit);
+            let mut log = ReportedLog::new(log_limit);
             let ending = match outcome {
                 HttpAnswer::Response { status, body } => {
                     for line in parse_body(&body) {
@@ -583,13 +483,7 @@ enum HttpAnswer {
 }
 
 fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) -> HttpAnswer {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let response = agent
-        .post(url)
+    let response = crate::http::post(url, timeout)
         .header("Content-Type", "application/json")
         .header("Idempotency-Key", key)
         .header("X-Agentcron-Attempt", attempt.to_string())

@@ -851,20 +851,12 @@ impl Engine {
         what: &str,
         message: &str,
     ) -> Result<()> {
-        use crate::recovery::alert::{alert_event, send_or_record};
+        use crate::recovery::alert::{alert_event, dispatch};
         let (detail, ev) = alert_event(&self.cfg, tenant, schedule, run_id, what, message, now);
         self.store.write(|tx| tx.append_event(&ev).map(|_| ()))?;
-        if let Some(sink) = self.cfg.scheduler.alert.clone() {
-            let dir = self.cfg.dir.clone();
-            let store = self.store.clone();
-            let send = move || send_or_record(&store, &sink, &detail, &dir, now);
-            match self.cfg.scheduler.alert {
-                // Files are local and fast; network and processes must not stall the loop.
-                Some(crate::config::model::AlertSink::File { .. }) => send(),
-                _ => {
-                    std::thread::spawn(send);
-                }
-            }
+        if let Some(sink) = &self.cfg.scheduler.alert {
+            // Files at once; webhooks and commands queued, so they never stall the loop.
+            dispatch(&self.store, sink, detail, &self.cfg.dir, now);
         }
         Ok(())
     }

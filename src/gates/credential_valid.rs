@@ -7,7 +7,6 @@
 //! `wait` with the error. Reasons never echo the line read, in case a misconfigured
 //! source points at the secret itself.
 
-use super::process::{self, window_env};
 use super::{Gate, GateContext, GateOutcome};
 use crate::config::model::CredentialSource;
 use crate::time::duration::format_duration;
@@ -51,7 +50,7 @@ impl CredentialValid {
                     .ok_or_else(|| format!("{} is empty", path.display()))
             }
             CredentialSource::Command(argv) => {
-                let done = process::run(argv, &window_env(ctx), ctx.timeout, self.dir.as_deref())
+                let done = super::command::run(argv, ctx, self.dir.as_deref())
                     .map_err(|e| format!("expiry command: {e}"))?;
                 if done.status.code() != Some(0) {
                     return Err(format!("expiry command: {}", done.describe_exit()));

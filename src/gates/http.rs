@@ -46,12 +46,7 @@ impl Gate for HttpGate {
 
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome {
         let url = &self.url;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(ctx.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut response = match agent.get(url).call() {
+        let mut response = match crate::http::get(url, ctx.timeout).call() {
             Ok(r) => r,
             Err(ureq::Error::Timeout(_)) => {
                 return GateOutcome::wait(format!(

@@ -13,7 +13,6 @@ pub mod credential_valid;
 pub mod file_exists;
 pub mod http;
 pub mod previous_run_finished;
-mod process;
 pub mod sqlite_query;
 
 use crate::config::model::{CompareOp, Expect, ExpectValue, GateConfig, GateKind, OnFail, ScheduleConfig};

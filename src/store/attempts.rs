@@ -9,6 +9,7 @@
 use super::sql::{Ms, attempt_cols, attempt_from_row, run_cols, run_from_row, ts};
 use super::types::*;
 use super::{Result, StoreError, Tx};
+use crate::agent::log::BoundedLog;
 use crate::core::event::Event;
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
@@ -83,41 +84,10 @@ fn inferred_status(end: &AttemptEnd) -> AttemptStatus {
     }
 }
 
-/// Appends `text` to a bounded log kept as a fixed head (the first half of
-/// `max` bytes), a sliding tail (the most recent bytes) and the count of bytes
-/// dropped between them. Head plus tail never exceed `max` bytes; cuts fall on
-/// character boundaries.
-pub(crate) fn bounded_append(
-    head: &mut String,
-    tail: &mut String,
-    dropped: &mut u64,
-    text: &str,
-    max: usize,
-) {
-    let mut rest = text;
-    // The head fills only until the first byte goes to the tail.
-    if tail.is_empty() && *dropped == 0 {
-        let room = (max / 2).saturating_sub(head.len());
-        let take = rest.floor_char_boundary(room.min(rest.len()));
-        head.push_str(&rest[..take]);
-        rest = &rest[take..];
-    }
-    tail.push_str(rest);
-    let room = max.saturating_sub(head.len());
-    if tail.len() > room {
-        let cut = tail.ceil_char_boundary(tail.len() - room);
-        tail.drain(..cut);
-        *dropped += cut as u64;
-    }
-}
-
-/// The log as shown: head, a marker naming the dropped bytes, tail.
+/// The log as shown: head, a marker naming the dropped bytes, tail (the one
+/// bounded-log algorithm is [`BoundedLog`]).
 pub(crate) fn render_log(head: &str, tail: &str, dropped: i64) -> String {
-    if dropped > 0 {
-        format!("{head}\n…[truncated {dropped} bytes]…\n{tail}")
-    } else {
-        format!("{head}{tail}")
-    }
+    crate::agent::log::render(head, tail, u64::try_from(dropped).unwrap_or(0))
 }
 
 impl Tx<'_> {
@@ -302,11 +272,12 @@ impl Tx<'_> {
             })
             .optional()?;
         drop(stmt);
-        let Some((mut head, mut tail, dropped)) = current else {
+        let Some((head, tail, dropped)) = current else {
             return Ok(());
         };
-        let mut dropped = u64::try_from(dropped).unwrap_or(0);
-        bounded_append(&mut head, &mut tail, &mut dropped, text, max_bytes);
+        let mut log = BoundedLog::from_parts(head, tail, u64::try_from(dropped).unwrap_or(0), max_bytes);
+        log.push(text);
+        let (head, tail, dropped) = log.into_parts();
         let dropped = i64::try_from(dropped).unwrap_or(i64::MAX);
         self.conn
             .prepare_cached(SET_LOG)?
@@ -387,45 +358,5 @@ impl Tx<'_> {
             .filter(|(_, status)| *status == StepStatus::Started)
             .map(|(name, _)| name)
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn append_all(parts: &[&str], max: usize) -> String {
-        let (mut head, mut tail, mut dropped) = (String::new(), String::new(), 0);
-        for part in parts {
-            bounded_append(&mut head, &mut tail, &mut dropped, part, max);
-            assert!(head.len() + tail.len() <= max);
-        }
-        render_log(&head, &tail, i64::try_from(dropped).unwrap())
-    }
-
-    #[test]
-    fn short_logs_are_kept_whole() {
-        assert_eq!(append_all(&["ab", "cd", "ef"], 10), "abcdef");
-    }
-
-    #[test]
-    fn long_logs_keep_head_and_tail_and_count_the_rest() {
-        assert_eq!(
-            append_all(&["0123456789", "abcdefghij"], 10),
-            "01234\n…[truncated 10 bytes]…\nfghij"
-        );
-        assert_eq!(
-            append_all(&["01", "23", "45", "67", "89", "ab"], 6),
-            "012\n…[truncated 6 bytes]…\n9ab"
-        );
-    }
-
-    #[test]
-    fn cuts_fall_on_character_boundaries() {
-        // Head room is 3 bytes, which holds one 2-byte 'é'.
-        assert_eq!(
-            append_all(&["ééééé", "ééééé"], 7),
-            "é\n…[truncated 14 bytes]…\néé"
-        );
     }
 }
