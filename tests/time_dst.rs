@@ -2,10 +2,10 @@
 //! on real zones: New York, London, Sydney (southern hemisphere), Lord Howe
 //! (30-minute shift) and Shanghai (no DST).
 
-use agentcron::config::model::{Anchor, DstFold, DstGap, NonBusinessDay};
 use agentcron::time::calendar::Calendar;
 use agentcron::time::cron::CronSpec;
 use agentcron::time::fire::{Fire, FireNote, FireRule, FireSource};
+use agentcron::time::policy::{Anchor, DstFold, DstGap, NonBusinessDay};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc, Weekday};
 use chrono_tz::Tz;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! instants, fires strictly increase, never fall at or before `after`, window keys
 //! never repeat, and pinned daily schedules fire exactly once per local day.
 
-use agentcron::config::model::{Anchor, DstGap};
 use agentcron::time::cron::CronSpec;
 use agentcron::time::fire::{FireRule, FireSource, LocalTime, resolve_local};
+use agentcron::time::policy::{Anchor, DstGap};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use chrono_tz::Tz;
 use proptest::prelude::*;
@@ -72,7 +72,7 @@ proptest! {
         let Ok(spec) = CronSpec::parse(&e) else { return Ok(()) };
         let mut rule = FireRule::cron(spec, ZONES[zi].parse::<Tz>().unwrap());
         if gap_skip { rule.dst_gap = DstGap::Skip; }
-        rule.dst_fold = [agentcron::config::model::DstFold::First, agentcron::config::model::DstFold::Last, agentcron::config::model::DstFold::Both][fold as usize];
+        rule.dst_fold = [agentcron::time::policy::DstFold::First, agentcron::time::policy::DstFold::Last, agentcron::time::policy::DstFold::Both][fold as usize];
         let fires: Vec<_> = rule.fires_after(after).take(40).collect();
         let mut keys = HashSet::new();
         let mut prev = after;

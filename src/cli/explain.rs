@@ -16,7 +16,6 @@ use crate::config::Config;
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::store::Tx;
 use crate::store::types::{Event, EventFilter, Run, RunFilter, RunState};
-use crate::time::fire::FireRule;
 use crate::time::{Clock, SystemClock};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc, Weekday};
 use chrono_tz::Tz;
@@ -350,7 +349,7 @@ impl Ctx<'_> {
             (None, Some(cfg)) => clauses.push(self.not_in_config(cfg)),
             (Some(s), Some(cfg)) => {
                 let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-                if let Some(next) = FireRule::for_schedule(s, cal).and_then(|r| r.next_after(self.now)) {
+                if let Some(next) = s.fire_rule(cal).and_then(|r| r.next_after(self.now)) {
                     clauses.push(format!(
                         "per the config its next window, {}, opens {}",
                         next.window_key,
@@ -424,7 +423,7 @@ impl Ctx<'_> {
             return String::new();
         }
         let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-        let Some(rule) = FireRule::for_schedule(s, cal) else {
+        let Some(rule) = s.fire_rule(cal) else {
             return String::new();
         };
         let mut count = 0usize;
@@ -1020,7 +1019,7 @@ fn human(d: TimeDelta) -> String {
 /// the fires around the date the key names (`2026-06-06…`, `2026-W23`).
 fn find_fire(s: &ScheduleConfig, cfg: &Config, key: &str) -> Option<DateTime<Utc>> {
     let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-    let rule = FireRule::for_schedule(s, cal)?;
+    let rule = s.fire_rule(cal)?;
     let date = key_date(key)?;
     // Two days of margin on each side cover every offset and a moved fire.
     let from = date

@@ -97,7 +97,7 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
                 return exit::DOES_NOT_HOLD;
             };
             let calendar = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-            match FireRule::for_schedule(s, calendar) {
+            match s.fire_rule(calendar) {
                 Some(rule) => rule,
                 None => {
                     if opts.json {

@@ -119,6 +119,11 @@ pub(crate) fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c s
         .map(|(_, _, c)| c)
 }
 
+/// The "did you mean `…`?" help for a misspelt name, when a candidate is close.
+pub(crate) fn did_you_mean<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<String> {
+    closest(word, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,11 +3,17 @@
 
 use crate::time::calendar::Calendar;
 use crate::time::cron::CronSpec;
+use crate::time::duration::to_delta;
+use crate::time::fire::{FireRule, FireSource};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The fire policies belong to time (the fire rule decides with them); a config
+/// names them in its schedules.
+pub use crate::time::policy::{Anchor, DstFold, DstGap, NonBusinessDay};
 
 /// A whole, valid config file.
 #[derive(Debug, Clone)]
@@ -146,6 +152,29 @@ pub struct ScheduleConfig {
     pub deliveries: Vec<DeliveryConfig>,
 }
 
+impl ScheduleConfig {
+    /// The rule that enumerates this schedule's fires, with its calendar (looked
+    /// up by the caller in [`Config::calendars`]); `None` for event triggers.
+    pub fn fire_rule(&self, calendar: Option<Arc<Calendar>>) -> Option<FireRule> {
+        let source = match &self.trigger {
+            TriggerConfig::Cron(spec) => FireSource::Cron(spec.clone()),
+            TriggerConfig::Every { interval, anchor } => FireSource::Every {
+                interval: to_delta(*interval),
+                anchor: *anchor,
+            },
+            TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => return None,
+        };
+        Some(FireRule {
+            source,
+            tz: self.timezone,
+            dst_gap: self.dst_gap,
+            dst_fold: self.dst_fold,
+            calendar,
+            non_business_day: self.non_business_day,
+        })
+    }
+}
+
 /// Layer 1: when to look. Exactly one per schedule.
 #[derive(Debug, Clone)]
 pub enum TriggerConfig {
@@ -153,37 +182,6 @@ pub enum TriggerConfig {
     Every { interval: Duration, anchor: Anchor },
     AfterEvent { event: String, delay: Duration },
     OnEvent { event: String },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Anchor {
-    /// Aligned to the clock: 10:00, 10:05, …
-    #[default]
-    Fixed,
-    /// N after the previous start.
-    LastStart,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NonBusinessDay {
-    #[default]
-    Skip,
-    NextBusinessDay,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DstGap {
-    #[default]
-    Shift,
-    Skip,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DstFold {
-    #[default]
-    First,
-    Last,
-    Both,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

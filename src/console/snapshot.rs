@@ -362,7 +362,7 @@ fn next_fire(
     now: DateTime<Utc>,
 ) -> Option<NextFire> {
     let calendar = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-    let rule = FireRule::for_schedule(s, calendar)?;
+    let rule = s.fire_rule(calendar)?;
     let after = match &s.trigger {
         // N after the previous start; before any start, the next interval from now.
         TriggerConfig::Every {

@@ -203,7 +203,7 @@ impl Engine {
             .iter()
             .map(|s| {
                 let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-                FireRule::for_schedule(s, cal)
+                s.fire_rule(cal)
             })
             .collect();
         let index = cfg

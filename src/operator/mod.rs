@@ -579,7 +579,7 @@ pub fn backfill(
         return Err(ActionError::Refused("--to must not be before --from".into()));
     }
     let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
-    let Some(rule) = crate::time::fire::FireRule::for_schedule(s, cal) else {
+    let Some(rule) = s.fire_rule(cal) else {
         return Err(ActionError::Refused(format!(
             "{schedule} has an event trigger; post the events instead of backfilling"
         )));

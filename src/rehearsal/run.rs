@@ -124,7 +124,7 @@ fn sim_agents(sc: &Scenario) -> BTreeMap<String, SimAgent> {
         let mut phases: Vec<(DateTime<Utc>, Vec<SimAttempt>)> = spec
             .phases
             .iter()
-            .map(|p| (scenario::instant(&p.from), convert(&p.attempts)))
+            .map(|p| (p.from.utc(), convert(&p.attempts)))
             .collect();
         phases.sort_by_key(|(t, _)| *t);
         out.insert(
@@ -150,10 +150,10 @@ fn gate_factory(sc: &Scenario) -> GateFactory {
                     .map(|g| {
                         if let Some(o) = overrides.iter().find(|o| o.schedule == s.id && o.name == g.name) {
                             let rule = if let Some(t) = &o.pass_from {
-                                SimGateRule::PassFrom(scenario::instant(t))
+                                SimGateRule::PassFrom(t.utc())
                             } else if let Some(t) = &o.fail_from {
                                 SimGateRule::FailFrom(
-                                    scenario::instant(t),
+                                    t.utc(),
                                     o.fail.clone().unwrap_or_else(|| "failed".into()),
                                 )
                             } else if let Some(why) = &o.fail {
@@ -206,17 +206,17 @@ impl Rehearsal {
         )?;
         let mut items: Vec<(DateTime<Utc>, usize, Item)> = vec![];
         for (i, f) in scenario.faults.iter().enumerate() {
-            items.push((scenario::instant(&f.at), i, Item::Fault(f.clone())));
+            items.push((f.at.utc(), i, Item::Fault(f.clone())));
             if let Some(r) = &f.restart_at {
                 items.push((
-                    scenario::instant(r),
+                    r.utc(),
                     i,
                     Item::Restart(f.scheduler.clone().unwrap_or_else(|| "main".into())),
                 ));
             }
         }
         for (i, a) in scenario.actions.iter().enumerate() {
-            items.push((scenario::instant(&a.at), 1000 + i, Item::Action(a.clone())));
+            items.push((a.at.utc(), 1000 + i, Item::Action(a.clone())));
         }
         items.sort_by_key(|(at, seq, _)| (*at, *seq));
         let mut driver = driver;
@@ -304,8 +304,9 @@ impl Rehearsal {
                         ));
                     }
                     "clock_jump" => {
-                        let to = scenario::instant(f.to.as_deref().unwrap_or_default());
                         let from = self.driver.now();
+                        // The loader refuses a clock_jump without `to`.
+                        let to = f.to.as_ref().map_or(from, |t| t.utc());
                         self.note(format!(
                             "FAULT wall clock jumps from {} to {}",
                             rfc3339(from),
@@ -699,7 +700,7 @@ fn check(
         };
     }
     if let Some(before) = &e.finished_before {
-        let limit = scenario::instant(before);
+        let limit = before.utc();
         let t = text(format!("{target} finishes before {before}"));
         return match terminal_event(&run_events) {
             Some(ev) => decide(

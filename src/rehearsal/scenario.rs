@@ -28,13 +28,16 @@
 //! state = "succeeded"
 //! ```
 
+use crate::config::diagnostic::Source;
 use crate::config::model::ErrorClass;
 use crate::config::{Config, Diagnostic, LoadError, load_file, load_str_with};
 use crate::time::duration::parse_duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
+use toml::de::{DeTable, DeValue};
 
 /// Top-level tables of a scenario that are not config.
 pub const SCENARIO_KEYS: &[&str] = &["rehearsal", "sim", "fault", "action", "expect"];
@@ -45,8 +48,8 @@ pub struct Meta {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
-    pub start: String,
-    pub end: String,
+    pub start: Instant,
+    pub end: Instant,
     /// A config file to rehearse instead of the inline sections.
     #[serde(default)]
     pub config: Option<String>,
@@ -82,7 +85,7 @@ pub struct SimAgentSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
-    pub from: String,
+    pub from: Instant,
     pub attempts: Vec<AttemptSpecToml>,
 }
 
@@ -132,13 +135,13 @@ pub struct SimGateSpec {
     pub pass: bool,
     /// `wait` before, `pass` from this instant.
     #[serde(default)]
-    pub pass_from: Option<String>,
+    pub pass_from: Option<Instant>,
     /// Always `fail` with this reason.
     #[serde(default)]
     pub fail: Option<String>,
     /// `pass` before, `fail` from this instant (with `fail` as the reason).
     #[serde(default)]
-    pub fail_from: Option<String>,
+    pub fail_from: Option<Instant>,
 }
 
 /// Something that happens to the schedulers at an instant.
@@ -147,13 +150,13 @@ pub struct SimGateSpec {
 pub struct FaultSpec {
     /// `crash`, `restart`, `clock_jump`, `second_scheduler`.
     pub kind: String,
-    pub at: String,
+    pub at: Instant,
     /// crash: start again at this instant (downtime).
     #[serde(default)]
-    pub restart_at: Option<String>,
+    pub restart_at: Option<Instant>,
     /// clock_jump: the wall clock jumps to this instant.
     #[serde(default)]
-    pub to: Option<String>,
+    pub to: Option<Instant>,
     /// Which scheduler (default `main`; second_scheduler: its name).
     #[serde(default)]
     pub scheduler: Option<String>,
@@ -165,7 +168,7 @@ pub struct FaultSpec {
 pub struct ActionSpec {
     /// approve | reject | kill | unkill | pause | resume | trigger | post_event | requeue
     pub kind: String,
-    pub at: String,
+    pub at: Instant,
     #[serde(default)]
     pub schedule: Option<String>,
     #[serde(default)]
@@ -213,7 +216,7 @@ pub struct ExpectSpec {
     pub count: Option<usize>,
     /// The run reached its end state before this instant.
     #[serde(default)]
-    pub finished_before: Option<String>,
+    pub finished_before: Option<Instant>,
     /// Every skipped, missed or expired run has a reason.
     #[serde(default)]
     pub no_unexplained_skips: bool,
@@ -265,14 +268,52 @@ pub struct Scenario {
     pub expect: Vec<ExpectSpec>,
 }
 
-/// Reads a scenario; errors are located like `check`'s (FILE:LINE:COL).
+/// An instant as a scenario writes it (RFC 3339). Parsed while the file is read,
+/// so a bad one is an error at its own line and column, never a silent epoch; the
+/// text is kept because verdicts quote it as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instant {
+    at: DateTime<Utc>,
+    written: String,
+}
+
+impl Instant {
+    pub fn utc(&self) -> DateTime<Utc> {
+        self.at
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.written)
+    }
+}
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let written = String::deserialize(d)?;
+        match DateTime::parse_from_rfc3339(&written) {
+            Ok(t) => Ok(Self {
+                at: t.with_timezone(&Utc),
+                written,
+            }),
+            Err(e) => Err(serde::de::Error::custom(format!(
+                "`{written}` is not an RFC 3339 instant ({e})"
+            ))),
+        }
+    }
+}
+
+/// Reads a scenario; errors are located like `check`'s (FILE:LINE:COL), at the
+/// key or value that is wrong.
 pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|e| LoadError::Io {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    let src = Source::new(&text);
     let diag = |at: usize, message: String| {
-        let (line, col) = locate(&text, at);
+        let (line, col) = src.locate(at);
         LoadError::Invalid(vec![Diagnostic {
             file: path.to_path_buf(),
             line,
@@ -281,29 +322,32 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
             help: None,
         }])
     };
-    // Scenario sections (serde, strict below the top level); config sections are
-    // left to the config loader.
-    let doc: Doc = match toml::from_str::<Doc>(&text) {
-        Ok(d) => d,
-        Err(e) => {
-            let at = e.span().map_or(0, |s| s.start);
-            return Err(diag(at, format!("rehearsal: {}", e.message())));
-        }
-    };
-    let key_at = |key: &str| text.find(key).unwrap_or(0);
-    let config = match &doc.rehearsal.config {
+    let tree = DeTable::parse(&text).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        diag(at, format!("rehearsal: {}", e.message()))
+    })?;
+    let spans = Spans(tree.get_ref());
+    // Scenario sections (serde, strict below the top level) from the same spanned
+    // tree; config sections are left to the config loader.
+    let doc = Doc::deserialize(toml::de::Deserializer::from(tree.clone())).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        let what = spans.path_at(at).unwrap_or_else(|| "rehearsal".into());
+        diag(at, format!("{what}: {}", e.message()))
+    })?;
+    // Every path below comes from `doc`, which was read from this tree.
+    let value_at = |path: &[Seg]| spans.lookup(path).map_or(0, |(_, value)| value);
+    let mut config = match &doc.rehearsal.config {
         Some(rel) => {
             let base = path.parent().unwrap_or(Path::new("."));
             load_file(&base.join(rel))?
         }
         None => load_str_with(&text, path, SCENARIO_KEYS)?,
     };
-    let mut config = config;
     if let Some(only) = &doc.rehearsal.only {
-        for id in only {
+        for (i, id) in only.iter().enumerate() {
             if config.schedule(id).is_none() {
                 return Err(diag(
-                    key_at(id),
+                    value_at(&[Key("rehearsal"), Key("only"), Item(i)]),
                     format!("rehearsal.only: no schedule `{id}` in the config"),
                 ));
             }
@@ -313,47 +357,45 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
             m.schedules.retain(|s| only.contains(s));
         }
     }
-    let instant = |s: &str, what: &str| {
-        DateTime::parse_from_rfc3339(s)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| {
-                diag(
-                    key_at(s),
-                    format!("{what}: `{s}` is not an RFC 3339 instant ({e})"),
-                )
-            })
-    };
-    let start = instant(&doc.rehearsal.start, "rehearsal.start")?;
-    let end = instant(&doc.rehearsal.end, "rehearsal.end")?;
+    let (start, end) = (doc.rehearsal.start.utc(), doc.rehearsal.end.utc());
     if end <= start {
         return Err(diag(
-            key_at(&doc.rehearsal.end),
+            value_at(&[Key("rehearsal"), Key("end")]),
             "rehearsal.end must be after rehearsal.start".into(),
         ));
     }
     for (id, a) in &doc.sim.agents {
+        let agent = [Key("sim"), Key("agents"), Key(id)];
         if config.schedule(id).is_none() {
+            let key = spans.lookup(&agent).map_or(0, |(key, _)| key);
             return Err(diag(
-                key_at(id),
+                key,
                 format!("sim.agents.{id}: no schedule `{id}` in the config"),
             ));
         }
-        for p in &a.phases {
-            instant(&p.from, "sim phase from")?;
-        }
-        for at in a
-            .attempts
-            .iter()
-            .chain(a.phases.iter().flat_map(|p| p.attempts.iter()))
-        {
+        let scripts = a.attempts.iter().enumerate().map(|(j, at)| {
+            let mut path = agent.to_vec();
+            path.extend([Key("attempts"), Item(j)]);
+            (path, at)
+        });
+        let phased = a.phases.iter().enumerate().flat_map(|(p, phase)| {
+            phase.attempts.iter().enumerate().map(move |(j, at)| {
+                let mut path = agent.to_vec();
+                path.extend([Key("phases"), Item(p), Key("attempts"), Item(j)]);
+                (path, at)
+            })
+        });
+        for (script, at) in scripts.chain(phased) {
+            let at_key = |key| value_at(&[script.as_slice(), &[Key(key)]].concat());
             if let Some(l) = &at.latency {
-                parse_duration(l).map_err(|e| diag(key_at(l), format!("sim.agents.{id}: latency: {e}")))?;
+                parse_duration(l)
+                    .map_err(|e| diag(at_key("latency"), format!("sim.agents.{id}: latency: {e}")))?;
             }
             if let Some(c) = &at.class
                 && ErrorClass::parse(c).is_none()
             {
                 return Err(diag(
-                    key_at(c),
+                    at_key("class"),
                     format!("sim.agents.{id}: unknown class `{c}` (retryable, non_retryable, needs_human)"),
                 ));
             }
@@ -361,52 +403,47 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
                 && !matches!(r.as_str(), "success" | "failure")
             {
                 return Err(diag(
-                    key_at(r),
+                    at_key("result"),
                     format!("sim.agents.{id}: result must be `success` or `failure`, not `{r}`"),
                 ));
             }
         }
     }
-    for g in &doc.sim.gate {
+    for (i, g) in doc.sim.gate.iter().enumerate() {
+        let at_key = |key| value_at(&[Key("sim"), Key("gate"), Item(i), Key(key)]);
         let Some(s) = config.schedule(&g.schedule) else {
             return Err(diag(
-                key_at(&g.schedule),
+                at_key("schedule"),
                 format!("sim.gate: no schedule `{}`", g.schedule),
             ));
         };
         if !s.gates.iter().any(|x| x.name == g.name) {
             return Err(diag(
-                key_at(&g.name),
+                at_key("name"),
                 format!("sim.gate: schedule {} has no gate `{}`", g.schedule, g.name),
             ));
         }
-        for t in [&g.pass_from, &g.fail_from].into_iter().flatten() {
-            instant(t, "sim.gate")?;
-        }
     }
-    for f in &doc.fault {
-        instant(&f.at, "fault.at")?;
+    for (i, f) in doc.fault.iter().enumerate() {
         match f.kind.as_str() {
             "crash" | "restart" | "second_scheduler" => {}
-            "clock_jump" => {
-                let to =
-                    f.to.as_deref()
-                        .ok_or_else(|| diag(key_at(&f.at), "fault clock_jump needs `to`".into()))?;
-                instant(to, "fault.to")?;
+            "clock_jump" if f.to.is_none() => {
+                // A missing key is reported where its table starts, as in `check`.
+                return Err(diag(
+                    value_at(&[Key("fault"), Item(i)]),
+                    "fault clock_jump needs `to`".into(),
+                ));
             }
+            "clock_jump" => {}
             other => {
                 return Err(diag(
-                    key_at(other),
+                    value_at(&[Key("fault"), Item(i), Key("kind")]),
                     format!("unknown fault kind `{other}` (crash, restart, clock_jump, second_scheduler)"),
                 ));
             }
         }
-        if let Some(r) = &f.restart_at {
-            instant(r, "fault.restart_at")?;
-        }
     }
-    for a in &doc.action {
-        instant(&a.at, "action.at")?;
+    for (i, a) in doc.action.iter().enumerate() {
         let known = [
             "approve",
             "reject",
@@ -420,19 +457,19 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
         ];
         if !known.contains(&a.kind.as_str()) {
             return Err(diag(
-                key_at(&a.kind),
+                value_at(&[Key("action"), Item(i), Key("kind")]),
                 format!("unknown action kind `{}` ({})", a.kind, known.join(", ")),
             ));
         }
     }
-    for e in &doc.expect {
-        if let Some(t) = &e.finished_before {
-            instant(t, "expect.finished_before")?;
-        }
+    for (i, e) in doc.expect.iter().enumerate() {
         if let Some(s) = &e.state
             && crate::store::types::RunState::parse(s).is_none()
         {
-            return Err(diag(key_at(s), format!("expect: unknown state `{s}`")));
+            return Err(diag(
+                value_at(&[Key("expect"), Item(i), Key("state")]),
+                format!("expect: unknown state `{s}`"),
+            ));
         }
     }
     Ok(Scenario {
@@ -449,12 +486,68 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     })
 }
 
-fn locate(text: &str, at: usize) -> (usize, usize) {
-    let at = at.min(text.len());
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
+/// One step of a path into the scenario's tree: a key of a table or an entry of
+/// an array (`[[fault]]` number `i`).
+#[derive(Debug, Clone, Copy)]
+enum Seg<'k> {
+    Key(&'k str),
+    Item(usize),
+}
+use Seg::{Item, Key};
+
+/// The spanned tree of a scenario file: where a given key and its value are
+/// written, found by path rather than by searching the text for the value.
+struct Spans<'a, 'i>(&'a DeTable<'i>);
+
+impl Spans<'_, '_> {
+    /// Byte offsets of the last key of `path` (an array entry's own start, for
+    /// an [`Item`]) and of its value.
+    fn lookup(&self, path: &[Seg]) -> Option<(usize, usize)> {
+        let (Key(first), rest) = path.split_first()? else {
+            return None;
+        };
+        let (key, mut value) = self.0.get_key_value(*first)?;
+        let mut key_at = key.span().start;
+        for seg in rest {
+            (key_at, value) = match (*seg, value.get_ref()) {
+                (Key(k), DeValue::Table(t)) => {
+                    let (key, v) = t.get_key_value(k)?;
+                    (key.span().start, v)
+                }
+                (Item(i), DeValue::Array(items)) => {
+                    let item = items.get(i)?;
+                    (item.span().start, item)
+                }
+                _ => return None,
+            };
+        }
+        Some((key_at, value.span().start))
+    }
+
+    /// The dotted key path (`fault.at`) of the innermost key or value written at
+    /// `offset`, to name what a serde error is about.
+    fn path_at(&self, offset: usize) -> Option<String> {
+        fn in_table(t: &DeTable, offset: usize, path: &mut Vec<String>) -> bool {
+            t.iter().any(|(key, value)| {
+                path.push(key.get_ref().to_string());
+                if key.span().contains(&offset) || in_value(value, offset, path) {
+                    return true;
+                }
+                path.pop();
+                false
+            })
+        }
+        fn in_value(v: &toml::Spanned<DeValue>, offset: usize, path: &mut Vec<String>) -> bool {
+            let inner = match v.get_ref() {
+                DeValue::Table(t) => in_table(t, offset, path),
+                DeValue::Array(items) => items.iter().any(|item| in_value(item, offset, path)),
+                _ => false,
+            };
+            inner || v.span().contains(&offset)
+        }
+        let mut path = vec![];
+        in_table(self.0, offset, &mut path).then(|| path.join("."))
+    }
 }
 
 /// A duration from a scenario (validated at load).
@@ -463,11 +556,4 @@ pub fn delta(s: &Option<String>, default: TimeDelta) -> TimeDelta {
         .and_then(|l| parse_duration(l).ok())
         .map(crate::time::duration::to_delta)
         .unwrap_or(default)
-}
-
-/// An instant from a scenario (validated at load).
-pub fn instant(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_default()
 }

@@ -10,9 +10,9 @@
 //! the first, last or both fold occurrences; repeating schedules (`*` or stepped
 //! hour) follow real time: gap times do not exist and both fold occurrences fire.
 
-use crate::config::model::{Anchor, DstFold, DstGap, NonBusinessDay, ScheduleConfig, TriggerConfig};
 use crate::time::calendar::Calendar;
 use crate::time::cron::{Cadence, CronSpec};
+use crate::time::policy::{Anchor, DstFold, DstGap, NonBusinessDay};
 use chrono::{
     DateTime, Duration as TimeDelta, FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone, Utc,
 };
@@ -105,26 +105,6 @@ impl FireRule {
             calendar: None,
             non_business_day: NonBusinessDay::default(),
         }
-    }
-
-    /// The rule of a configured schedule; `None` for event triggers.
-    pub fn for_schedule(s: &ScheduleConfig, calendar: Option<Arc<Calendar>>) -> Option<Self> {
-        let source = match &s.trigger {
-            TriggerConfig::Cron(spec) => FireSource::Cron(spec.clone()),
-            TriggerConfig::Every { interval, anchor } => FireSource::Every {
-                interval: crate::time::duration::to_delta(*interval),
-                anchor: *anchor,
-            },
-            TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => return None,
-        };
-        Some(Self {
-            source,
-            tz: s.timezone,
-            dst_gap: s.dst_gap,
-            dst_fold: s.dst_fold,
-            calendar,
-            non_business_day: s.non_business_day,
-        })
     }
 
     /// Fires strictly after `after`, in increasing order of instant. For

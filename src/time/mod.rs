@@ -6,6 +6,7 @@ pub mod clock;
 pub mod cron;
 pub mod duration;
 pub mod fire;
+pub mod policy;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 
@@ -23,3 +24,4 @@ pub fn rfc3339_secs(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 pub use fire::{Fire, FireNote, FireRule};
+pub use policy::{Anchor, DstFold, DstGap, NonBusinessDay};

@@ -1,0 +1,82 @@
+//! The `[scheduler]` section: zone, database, pools, lease, shutdown grace and the
+//! alert sink, with the defaults of [`SchedulerConfig`].
+
+use super::Loader;
+use super::table::{Kinds, Tbl};
+use crate::config::model::{AlertSink, SchedulerConfig};
+
+const SCHEDULER_KEYS: &[&str] = &[
+    "timezone",
+    "database",
+    "workers",
+    "backfill_workers",
+    "lease",
+    "alert",
+    "memory_runs",
+    "shutdown_grace",
+];
+
+const ALERT_KINDS: Kinds = Kinds {
+    what: "alert",
+    common: &["kind"],
+    kinds: &[
+        ("file", &["path"]),
+        ("webhook", &["url"]),
+        ("command", &["command"]),
+    ],
+};
+
+impl Loader<'_> {
+    pub(super) fn scheduler(&mut self, root: &Tbl) -> SchedulerConfig {
+        let mut s = SchedulerConfig {
+            database: self.dir.join("agentcron.db"),
+            ..SchedulerConfig::default()
+        };
+        let Some(t) = self.opt_table(root, "scheduler", "[scheduler]".into()) else {
+            s.backfill_workers = (s.workers / 2).max(1);
+            return s;
+        };
+        self.check_keys(&t, SCHEDULER_KEYS, &[], None);
+        if let Some(tz) = self.opt_tz(&t, "timezone") {
+            s.timezone = tz;
+        }
+        if let Some(p) = self.opt_path(&t, "database") {
+            s.database = p;
+        }
+        if let Some((n, _)) = self.opt_uint::<usize>(&t, "workers", 1) {
+            s.workers = n;
+        }
+        s.backfill_workers = (s.workers / 2).max(1);
+        if let Some((n, _)) = self.opt_uint::<usize>(&t, "backfill_workers", 1) {
+            s.backfill_workers = n;
+        }
+        if let Some(d) = self.opt_positive_duration(&t, "lease") {
+            s.lease = d;
+        }
+        if let Some((n, _)) = self.opt_uint::<usize>(&t, "memory_runs", 0) {
+            s.memory_runs = n;
+        }
+        if let Some((d, _)) = self.opt_duration(&t, "shutdown_grace") {
+            s.shutdown_grace = d;
+        }
+        if let Some(a) = self.opt_table(&t, "alert", "the `alert` table of [scheduler]".into()) {
+            s.alert = self.alert(&a);
+        }
+        s
+    }
+
+    fn alert(&mut self, t: &Tbl) -> Option<AlertSink> {
+        let kind = self.kind(t, &ALERT_KINDS)?;
+        match kind {
+            "file" => Some(AlertSink::File {
+                path: self.req_path(t, "path")?,
+            }),
+            "webhook" => Some(AlertSink::Webhook {
+                url: self.req_url(t, "url")?,
+            }),
+            _ => Some(AlertSink::Command {
+                command: self.req_argv(t, "command")?,
+            }),
+        }
+    }
+}
