@@ -34,7 +34,6 @@ use crate::store::{
     StoreError, Switch, Tx,
 };
 use crate::time::duration::{format_duration, to_delta};
-use crate::time::fire::FireRule;
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use std::collections::{BTreeMap, HashMap};
