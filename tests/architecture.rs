@@ -77,3 +77,46 @@ fn the_config_check_sees_every_spelling() {
     ));
     assert!(!mentions_config("use crate::{time::cron, configure};"));
 }
+
+/// Lines of `src/` (outside `src/store/apply.rs` and the store's own
+/// definitions) that call the state-changing functions, ignoring comments.
+fn state_writers_outside_apply() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = vec![];
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if rel == "store/apply.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let calls = [".transition(", ".transition_fenced(", ".claim("]
+                .iter()
+                .any(|c| code.contains(c));
+            // `Tx::transition` itself is `transition_fenced` plus its events.
+            let delegation = rel == "store/runs.rs"
+                && code.contains("self.transition_fenced(run_id, from, to, change, None, now)");
+            if calls && !delegation {
+                found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// "One owner per fact": a run changes state only through `Tx::apply`, which
+/// writes a core plan whole or not at all — so nothing can change a run and
+/// forget the alert, the circuit count or the wake-up that goes with it, or
+/// do those after losing the race.
+#[test]
+fn only_store_apply_changes_run_state() {
+    let writers = state_writers_outside_apply();
+    assert!(
+        writers.is_empty(),
+        "Tx::transition / Tx::claim called outside store::apply:\n{}",
+        writers.join("\n")
+    );
+}

@@ -6,6 +6,7 @@
 //! - [`records`]: the durable records the rules reason about (runs, attempts,
 //!   schedule state, …), stored by `crate::store`.
 //! - [`machine`]: the run state machine.
+//! - [`planner`]: what each input does to a run, as a [`plan::Plan`].
 //! - [`decision`]: one evaluation of the three layers for a run.
 //! - [`event`]: the trace, typed.
 //! - [`layers`]: the layers as values and functions.
@@ -15,5 +16,7 @@ pub mod decision;
 pub mod event;
 pub mod layers;
 pub mod machine;
+pub mod plan;
+pub mod planner;
 pub mod records;
 pub mod recovery;

@@ -122,7 +122,7 @@ impl Engine {
                 )
                 .for_run(run),
             )?;
-            tx.set_last_start(&run.schedule, now)
+            Ok(())
         })?;
         let spec = AttemptSpec {
             run_id: run.id,

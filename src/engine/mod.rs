@@ -80,18 +80,8 @@ pub fn default_owner() -> String {
     format!("{host}:{}", std::process::id())
 }
 
-/// Why the engine itself stopped an attempt.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum CancelCause {
-    /// Global kill switch with `--cancel-running`.
-    Kill,
-    /// `overlap = "cancel_previous"`: a newer window superseded it.
-    Superseded(String),
-    /// A budget was exceeded.
-    Budget(String),
-    /// Our lease was taken over (fencing): the attempt is already lost.
-    Fenced,
-}
+/// Why the engine itself stopped an attempt (the core's word for it).
+pub(crate) use crate::core::planner::Cancel as CancelCause;
 
 /// An attempt this process started and has not seen end.
 pub(crate) struct Running {

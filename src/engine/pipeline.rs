@@ -4,14 +4,14 @@
 use super::decision::{Decision, HoldKind, SwitchCheck, Verdict};
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
-use crate::core::event::{DecisionRecord, Event, GateCheck};
 use crate::core::layers::switches::{self, MaintenanceWindow, SwitchFacts, SwitchOutcome};
+use crate::core::plan::{Effect, Plan};
+use crate::core::planner::{self, Facts, Input, Policy};
 use crate::gates::{GateContext, GateResult};
-use crate::store::Tx;
+use crate::store::Applied;
 use crate::store::types::*;
 use crate::time::duration::to_delta;
-use crate::time::rfc3339;
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 /// Facts about layer 3 gathered once per tick; each run's
@@ -346,250 +346,80 @@ impl Engine {
         Ok(out)
     }
 
-    /// Applies a decision: events first (the trace explains every outcome), then
-    /// the state change or the next check.
+    /// Plans a decision with the core and applies it: the plan's events,
+    /// the run's step and the schedule delta in one write, then its effects.
     fn apply(&mut self, idx: usize, run: &Run, d: Decision, probe: bool, now: DateTime<Utc>) -> Result<()> {
         let s = self.schedule(idx).clone();
-        let mut events = vec![];
-        for g in &d.gates {
-            events.push(NewEvent::of(now, Event::Gate(GateCheck::from(g))).for_run(run));
+        let mut facts = Facts::default();
+        if d.verdict == Verdict::Claim && run.state == RunState::RetryWait {
+            facts.uncertain_steps = self.store.read(|tx| tx.uncertain_steps(run.id))?;
         }
-        let held = d.switches.iter().find(|c| c.held);
-        let reason_changed = run.state_reason.as_deref() != Some(d.reason.as_str());
-        if let Some(c) = held
-            && reason_changed
-        {
-            events.push(
-                NewEvent::of(
-                    now,
-                    Event::SwitchHeld {
-                        switch: c.name,
-                        reason: c.reason.clone(),
-                        verdict: d.verdict,
-                    },
-                )
-                .for_run(run),
-            );
+        if d.verdict == Verdict::Missed && s.catchup == Catchup::Latest {
+            facts.newer_run = self
+                .store
+                .read(|tx| tx.has_newer_run(&run.tenant, &run.schedule, run.window_start))?;
         }
-        // Every evaluation with gates is recorded; repeated identical holds are not.
-        if !d.gates.is_empty() || reason_changed || d.verdict != Verdict::Wait {
-            events.push(NewEvent::of(now, Event::Decision(DecisionRecord::from(&d))).for_run(run));
+        let hold = d.hold();
+        let input = Input::Decided {
+            decision: d,
+            probe,
+            lease: (self.opts.owner.clone(), now + self.lease()),
+        };
+        let plan = planner::plan(run, input, &self.policy(idx), &facts, now);
+        if hold == Some(HoldKind::Quota) {
+            // A freed slot must now also look for quota-held runs.
+            self.quota_holds.set(true);
         }
-        match d.verdict {
-            Verdict::Claim => {
-                let lease_until = now + self.lease();
-                // The attempt row records why it runs: a retry that only checks an
-                // uncertain side effect is a verify attempt (as its envelope says).
-                let reason = match run.state {
-                    RunState::RetryWait => {
-                        let uncertain = self.store.read(|tx| tx.uncertain_steps(run.id))?;
-                        match self.verify_step(idx, &uncertain) {
-                            Some(_) => RunReason::Verify,
-                            None => RunReason::Retry,
-                        }
-                    }
-                    _ => run.reason,
-                };
-                let owner = self.opts.owner.clone();
-                let claim = self.store.write(|tx| {
-                    append_all(tx, &events)?;
-                    tx.claim(run.id, run.state, &owner, lease_until, reason, run.due_at, now)
-                })?;
-                if let Some(claim) = claim {
-                    if probe {
-                        self.set_circuit(
-                            idx,
-                            CircuitState::HalfOpen,
-                            now,
-                            "cool-down over; probe run claimed",
-                        )?;
-                    }
-                    self.dispatch(idx, claim, now)?;
-                }
-            }
-            Verdict::Wait => {
-                let hold = d.hold();
-                if hold == Some(HoldKind::Quota) {
-                    // A freed slot must now also look for quota-held runs.
-                    self.quota_holds.set(true);
-                }
-                let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
-                let mut next = now + check;
-                if run.state == RunState::Pending {
-                    let end = match run.reason {
-                        RunReason::Catchup => run.window_start + to_delta(s.catchup_window),
-                        RunReason::Manual => run.created_at + to_delta(s.catchup_window),
-                        _ => run.window_end,
-                    };
-                    // A catch-up run waiting for a slot (its schedule's running
-                    // run, a quota, the probe) is woken when a run of its schedule
-                    // ends (wake_held); otherwise it is looked at again only when
-                    // it would expire, so a backlog is not re-decided every
-                    // check_every.
-                    let slot_hold = hold.is_some_and(HoldKind::is_slot);
-                    if run.pool == Pool::Backfill && slot_hold && end > now {
-                        next = end;
-                    }
-                    if end > now {
-                        next = next.min(end);
-                    }
-                }
-                self.store.write(|tx| {
-                    append_all(tx, &events)?;
-                    tx.hold_until(run.id, next, &d.reason, hold)?;
-                    Ok(())
-                })?;
-            }
-            Verdict::Skip => {
-                events.push(NewEvent::of(now, skipped(&d.reason)).for_run(run));
-                self.transition(run, RunState::Skipped, change_reason(&d.reason), now, &events)?;
-                // A gate that fails (expired credential, …) needs the owner's
-                // attention even when the window is only skipped.
-                if d.gates
-                    .iter()
-                    .any(|g| g.verdict == crate::gates::GateVerdict::Fail)
-                {
-                    self.raise_alert(
-                        now,
-                        &run.tenant,
-                        &run.schedule,
-                        Some(run.id),
-                        "gate_failed",
-                        &d.reason,
-                    )?;
-                }
-            }
-            Verdict::Fail => {
-                events.push(
-                    NewEvent::of(
-                        now,
-                        Event::Failed {
-                            attempt: None,
-                            class: crate::config::model::ErrorClass::NonRetryable,
-                            reason: d.reason.clone(),
-                            is_final: Some(true),
-                        },
-                    )
-                    .for_run(run),
-                );
-                let mut c = change_reason(&d.reason);
-                c.error_class = Some(crate::config::model::ErrorClass::NonRetryable);
-                c.last_error = Some(d.reason.clone());
-                self.transition(run, RunState::Failed, c, now, &events)?;
-                self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "failed", &d.reason)?;
-                self.circuit_after_run(idx, false, now)?;
-            }
-            Verdict::Human => {
-                events.push(
-                    NewEvent::of(
-                        now,
-                        Event::ParkedForHuman {
-                            reason: d.reason.clone(),
-                        },
-                    )
-                    .for_run(run),
-                );
-                let mut c = change_reason(&d.reason);
-                c.error_class = Some(crate::config::model::ErrorClass::NeedsHuman);
-                c.last_error = Some(d.reason.clone());
-                self.transition(run, RunState::NeedsHuman, c, now, &events)?;
-                self.note_parked(idx, now);
-                self.raise_alert(
-                    now,
-                    &run.tenant,
-                    &run.schedule,
-                    Some(run.id),
-                    "needs_human",
-                    &d.reason,
-                )?;
-            }
-            Verdict::Expired => {
-                events.push(NewEvent::of(now, expired(&d.reason)).for_run(run));
-                self.transition(run, RunState::Expired, change_reason(&d.reason), now, &events)?;
-                self.raise_alert(
-                    now,
-                    &run.tenant,
-                    &run.schedule,
-                    Some(run.id),
-                    "expired",
-                    &d.reason,
-                )?;
-            }
-            Verdict::Missed => {
-                events.push(
-                    NewEvent::of(
-                        now,
-                        Event::Missed {
-                            reason: d.reason.clone(),
-                            window_end: run.window_end,
-                        },
-                    )
-                    .for_run(run),
-                );
-                let missed =
-                    self.transition(run, RunState::Missed, change_reason(&d.reason), now, &events)?;
-                if let Some(missed) = missed {
-                    self.catch_up_missed(idx, &missed, now)?;
-                }
-            }
-        }
+        self.apply_plan(idx, &plan, now)?;
         Ok(())
     }
 
-    /// A window closed before its gates passed: the catch-up rules take it.
-    fn catch_up_missed(&mut self, idx: usize, run: &Run, now: DateTime<Utc>) -> Result<()> {
-        let s = self.schedule(idx).clone();
-        let expires = run.window_start + to_delta(s.catchup_window);
-        let newer = self
-            .store
-            .read(|tx| tx.has_newer_run(&run.tenant, &run.schedule, run.window_start))?;
-        let policy = s.catchup;
-        if now >= expires {
-            let why = "expired: older than the catch-up window".to_string();
-            let ev = NewEvent::of(now, expired(&why)).for_run(run);
-            self.transition(run, RunState::Expired, change_reason(&why), now, &[ev])?;
-            self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "expired", &why)?;
-            return Ok(());
+    /// The configuration the core plans schedule `idx` by.
+    pub(crate) fn policy(&self, idx: usize) -> Policy<'_> {
+        let schedule = self.schedule(idx);
+        Policy {
+            schedule,
+            agent: self.cfg.agents.get(&schedule.agent),
         }
-        match policy {
-            Catchup::All | Catchup::Latest if policy == Catchup::All || !newer => {
-                let c = Change {
-                    reason: Some(RunReason::Catchup),
-                    pool: Some(Pool::Backfill),
-                    next_check_at: Some(now),
-                    state_reason: Some(format!("catch-up of missed window until {}", rfc3339(expires))),
-                    ..Change::default()
-                };
-                let ev = NewEvent::of(
-                    now,
-                    Event::CatchupQueued {
-                        window_key: run.window_key.clone(),
-                        pool: Pool::Backfill,
-                        expires,
-                    },
-                )
-                .for_run(run);
-                self.transition(run, RunState::Pending, c, now, &[ev])?;
-            }
-            Catchup::Latest => {
-                let why = "coalesced: a newer window runs instead (catchup = \"latest\")".to_string();
-                let ev = NewEvent::of(now, skipped(&why)).for_run(run);
-                self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
-            }
-            _ => {
-                let why = "missed and not caught up (catchup = \"none\")".to_string();
-                let ev = NewEvent::of(now, skipped(&why)).for_run(run);
-                self.transition(run, RunState::Skipped, change_reason(&why), now, &[ev])?;
-                self.raise_alert(now, &run.tenant, &run.schedule, Some(run.id), "missed", &why)?;
-            }
-        }
-        Ok(())
     }
 
-    /// Changes a run's state through the store's one transition function. A
-    /// conflict (someone else moved it first) is not an error: the run moved on.
-    /// The window key of a running run of schedule `idx`: one this process
-    /// runs if any (no query), else the first in the store (another scheduler's).
+    /// Applies a plan in one write and performs its effects; `None` when the
+    /// run had moved on (the effects are dropped: no alert, no count, no
+    /// wake-up from a race this scheduler lost).
+    pub(crate) fn apply_plan(
+        &mut self,
+        idx: usize,
+        plan: &Plan,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Applied>> {
+        if plan.is_empty() {
+            return Ok(None);
+        }
+        let applied = self.store.write(|tx| tx.apply(plan, now))?;
+        let Applied::Done { claim, effects, .. } = &applied else {
+            return Ok(None);
+        };
+        let mut claim = claim.clone();
+        for effect in effects.clone() {
+            match effect {
+                Effect::Dispatch => {
+                    if let Some(c) = claim.take() {
+                        self.dispatch(idx, *c, now)?;
+                    }
+                }
+                Effect::Alert(a) => self.send_alert(&a, now),
+                Effect::WakeHeld { schedule, .. } => self.wake_held(&schedule, now)?,
+                Effect::RecheckAll { schedule } => {
+                    self.store.write(|tx| tx.recheck_all(schedule.as_deref(), now))?;
+                }
+                Effect::ApprovalDeadline(at) => {
+                    self.next_ttl_deadline = Some(self.next_ttl_deadline.map_or(at, |d| d.min(at)));
+                }
+            }
+        }
+        Ok(Some(applied))
+    }
+
     fn running_window_of(&self, idx: usize) -> Result<String> {
         let ours = self
             .running
@@ -605,63 +435,5 @@ impl Engine {
         let s = self.schedule(idx);
         let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
         Ok(others.first().map(|r| r.window_key.clone()).unwrap_or_default())
-    }
-
-    pub(crate) fn transition(
-        &self,
-        run: &Run,
-        to: RunState,
-        change: Change,
-        now: DateTime<Utc>,
-        events: &[NewEvent],
-    ) -> Result<Option<Run>> {
-        match self
-            .store
-            .write(|tx| tx.transition(run.id, run.state, to, &change, now, events))
-        {
-            Ok(r) => {
-                // A catch-up run that leaves the queue without an attempt ending
-                // (expired, skipped, failed by a gate) makes room for the next
-                // one of its schedule.
-                if r.pool == Pool::Backfill && to.is_terminal() {
-                    self.wake_held(&r.schedule, now)?;
-                }
-                Ok(Some(r))
-            }
-            Err(crate::store::StoreError::StateConflict { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-}
-
-pub(crate) fn append_all(tx: &Tx<'_>, events: &[NewEvent]) -> crate::store::Result<()> {
-    for e in events {
-        tx.append_event(e)?;
-    }
-    Ok(())
-}
-
-pub(crate) fn change_reason(reason: &str) -> Change {
-    Change {
-        state_reason: Some(reason.to_string()),
-        ..Change::default()
-    }
-}
-
-/// A `skipped` event of a layer's decision (no window facts: the run has them).
-pub(crate) fn skipped(reason: &str) -> Event {
-    Event::Skipped {
-        reason: reason.to_string(),
-        run_reason: None,
-        window: None,
-    }
-}
-
-/// An `expired` event of a decision.
-pub(crate) fn expired(reason: &str) -> Event {
-    Event::Expired {
-        reason: reason.to_string(),
-        run_reason: None,
-        window: None,
     }
 }

@@ -7,7 +7,10 @@ use crate::config::Config;
 use crate::core::decision::HoldKind;
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
+use crate::core::plan::{Effect, Plan};
+use crate::core::planner::{self, Actor, RunAction, ScheduleAction};
 use crate::recovery::catchup::Disposition;
+use crate::store::Applied;
 use crate::store::types::*;
 use crate::store::{Store, StoreError};
 use crate::time::fire::Fire;
@@ -141,6 +144,64 @@ fn refused(e: StoreError) -> ActionError {
     }
 }
 
+/// Carries out an operator's plan in one write: the plan, then the store
+/// effects it implies (wake-ups) in the same transaction, then its alerts.
+/// A run that moved meanwhile refuses the whole action.
+fn carry_out(store: &Store, cfg: Option<&Config>, plan: &Plan, now: DateTime<Utc>) -> Result<Option<Run>> {
+    let applied = store
+        .write(|tx| {
+            let applied = tx.apply(plan, now)?;
+            if let Applied::Done { effects, .. } = &applied {
+                for effect in effects {
+                    match effect {
+                        Effect::WakeHeld { schedule, slots } => {
+                            tx.recheck_held(schedule, slots.unwrap_or(1), false, now)?;
+                        }
+                        Effect::RecheckAll { schedule } => {
+                            tx.recheck_all(schedule.as_deref(), now)?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Ok(applied)
+        })
+        .map_err(refused)?;
+    match applied {
+        Applied::Conflict { run_id, why } => Err(ActionError::Refused(format!(
+            "run {run_id} changed meanwhile ({why}); nothing was done"
+        ))),
+        Applied::Done { run, effects, .. } => {
+            if let Some(sink) = cfg.and_then(|c| c.scheduler.alert.as_ref().map(|s| (s, &c.dir))) {
+                for effect in &effects {
+                    if let Effect::Alert(a) = effect {
+                        let detail = serde_json::to_value(a).unwrap_or_default();
+                        crate::recovery::alert::send_or_record(store, sink.0, &detail, sink.1, now);
+                    }
+                }
+            }
+            Ok(run.map(|r| *r))
+        }
+    }
+}
+
+/// An operator's action on a run, planned by the core and carried out.
+fn act_on_run(
+    store: &Store,
+    cfg: Option<&Config>,
+    run_id: i64,
+    action: RunAction,
+    who: &Actor<'_>,
+    now: DateTime<Utc>,
+) -> Result<Run> {
+    require_reason(who.reason)?;
+    let run = run_or_refuse(store, run_id)?;
+    let schedule = cfg.and_then(|c| c.schedule(&run.schedule));
+    let plan =
+        planner::run_action(&run, action, who, schedule, now).map_err(|r| ActionError::Refused(r.0))?;
+    carry_out(store, cfg, &plan, now)?.ok_or_else(|| ActionError::Refused(format!("run {run_id} not found")))
+}
+
 /// Approves a `needs_human` run: a new attempt (optionally resuming after a
 /// step), or back to the gates if it never ran.
 pub fn approve(
@@ -151,53 +212,14 @@ pub fn approve(
     resume_after: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Run> {
-    require_reason(reason)?;
-    let run = run_or_refuse(store, run_id)?;
-    if run.state != RunState::NeedsHuman {
-        return Err(ActionError::Refused(format!(
-            "run {run_id} is {}, not waiting for approval (needs_human)",
-            run.state
-        )));
-    }
-    let to = if run.attempts > 0 {
-        RunState::RetryWait
-    } else {
-        RunState::Pending
-    };
-    let change = Change {
-        not_before: Some(now),
-        next_check_at: Some(now),
+    let action = RunAction::Approve {
         resume_after: resume_after.map(str::to_string),
-        state_reason: Some(format!("approved by {actor}: {reason}")),
-        operator: Some(actor.to_string()),
-        ..Change::default()
     };
-    let ev = NewEvent::of(
-        now,
-        Event::Approved {
-            by: actor.to_string(),
-            reason: reason.to_string(),
-            resume_after: resume_after.map(str::to_string),
-            at: now,
-        },
-    )
-    .for_run(&run);
-    store
-        .write(|tx| {
-            tx.record_approval(&Approval {
-                run_id,
-                approved: true,
-                actor: actor.to_string(),
-                reason: reason.to_string(),
-                resume_after: resume_after.map(str::to_string),
-                at: now,
-            })?;
-            tx.transition(run_id, RunState::NeedsHuman, to, &change, now, &[ev])
-        })
-        .map_err(refused)
+    act_on_run(store, None, run_id, action, &Actor { name: actor, reason }, now)
 }
 
-/// Rejects a `needs_human` run: it fails with the reason.
+/// Rejects a `needs_human` run: it fails with the reason (and, with the
+/// config, counts for its schedule's circuit breaker).
 pub fn reject(
     store: &Store,
     cfg: Option<&Config>,
@@ -206,143 +228,43 @@ pub fn reject(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<Run> {
-    require_reason(reason)?;
-    let run = run_or_refuse(store, run_id)?;
-    if run.state != RunState::NeedsHuman {
-        return Err(ActionError::Refused(format!(
-            "run {run_id} is {}, not waiting for approval (needs_human)",
-            run.state
-        )));
-    }
-    let change = Change {
-        state_reason: Some(format!("rejected by {actor}: {reason}")),
-        operator: Some(actor.to_string()),
-        ..Change::default()
-    };
-    let ev = NewEvent::of(
+    act_on_run(
+        store,
+        cfg,
+        run_id,
+        RunAction::Reject,
+        &Actor { name: actor, reason },
         now,
-        Event::Rejected {
-            by: actor.to_string(),
-            reason: reason.to_string(),
-            at: now,
-        },
     )
-    .for_run(&run);
-    let policy = cfg
-        .and_then(|c| c.schedule(&run.schedule))
-        .map(|s| s.circuit.clone());
-    let (run, opened) = store
-        .write(|tx| {
-            tx.record_approval(&Approval {
-                run_id,
-                approved: false,
-                actor: actor.to_string(),
-                reason: reason.to_string(),
-                resume_after: None,
-                at: now,
-            })?;
-            let run = tx.transition(
-                run_id,
-                RunState::NeedsHuman,
-                RunState::Failed,
-                &change,
-                now,
-                &[ev],
-            )?;
-            // A rejected run is a failed run for the circuit breaker: it counts
-            // toward `open_after`, and a rejected half-open probe reopens it.
-            let opened = match &policy {
-                Some(p) => circuit_after_failed_run(tx, &run, p, now)?,
-                None => None,
-            };
-            if run.pool == Pool::Backfill {
-                // It leaves the catch-up queue: the next window of its schedule may go.
-                tx.recheck_held(&run.schedule, 1, false, now)?;
-            }
-            Ok((run, opened))
-        })
-        .map_err(refused)?;
-    if let (Some(cfg), Some(message)) = (cfg, opened) {
-        alert(store, cfg, &run, "circuit_opened", &message, now);
-    }
-    Ok(run)
-}
-
-/// Applies a run that failed for good (outside the engine: an operator's
-/// reject) to its schedule's circuit, with the `circuit_opened` event when it
-/// opens. Returns the alert message when it opened.
-fn circuit_after_failed_run(
-    tx: &crate::store::Tx,
-    run: &Run,
-    policy: &crate::config::model::CircuitPolicy,
-    now: DateTime<Utc>,
-) -> crate::store::Result<Option<String>> {
-    use crate::recovery::circuit::{CircuitChange, on_run_finished};
-    let mut st = tx.schedule_state(&run.schedule)?;
-    let change = on_run_finished(&mut st, policy, false, now);
-    tx.put_schedule_state(&st)?;
-    if change != CircuitChange::Opened {
-        return Ok(None);
-    }
-    tx.append_event(
-        &NewEvent::of(
-            now,
-            Event::CircuitOpened {
-                consecutive_failures: Some(st.consecutive_failures),
-                probe_after: Some(now + crate::time::duration::to_delta(policy.cool_down)),
-                after: Some(format!("run {} rejected", run.id)),
-                reason: None,
-            },
-        )
-        .for_schedule(&run.tenant, &run.schedule),
-    )?;
-    Ok(Some(format!(
-        "circuit of {} opened after {} consecutive failed runs (the last, run {}, rejected)",
-        run.schedule, st.consecutive_failures, run.id
-    )))
-}
-
-/// An alert from an operator action: the `alert` event, then the configured
-/// sink (a failure to deliver is itself an event, as in the engine).
-fn alert(store: &Store, cfg: &Config, run: &Run, what: &str, message: &str, now: DateTime<Utc>) {
-    use crate::recovery::alert::{alert_event, send_or_record};
-    let (detail, ev) = alert_event(cfg, &run.tenant, &run.schedule, Some(run.id), what, message, now);
-    let _ = store.write(|tx| tx.append_event(&ev).map(|_| ()));
-    if let Some(sink) = &cfg.scheduler.alert {
-        send_or_record(store, sink, &detail, &cfg.dir, now);
-    }
 }
 
 /// Requeues a failed or dead run (dead-letter queue): one more attempt, now.
 pub fn requeue(store: &Store, run_id: i64, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<Run> {
-    require_reason(reason)?;
-    let run = run_or_refuse(store, run_id)?;
-    if !matches!(run.state, RunState::Failed | RunState::Dead) {
-        return Err(ActionError::Refused(format!(
-            "run {run_id} is {}; only failed or dead runs can be requeued",
-            run.state
-        )));
-    }
-    let change = Change {
-        not_before: Some(now),
-        next_check_at: Some(now),
-        state_reason: Some(format!("requeued by {actor}: {reason}")),
-        operator: Some(actor.to_string()),
-        ..Change::default()
-    };
-    let ev = NewEvent::of(
+    act_on_run(
+        store,
+        None,
+        run_id,
+        RunAction::Requeue,
+        &Actor { name: actor, reason },
         now,
-        Event::Requeued {
-            by: actor.to_string(),
-            reason: reason.to_string(),
-            from: run.state.as_str().to_string(),
-            at: now,
-        },
     )
-    .for_run(&run);
-    store
-        .write(|tx| tx.transition(run_id, run.state, RunState::RetryWait, &change, now, &[ev]))
-        .map_err(refused)
+}
+
+/// An operator's action on a schedule, planned by the core against its
+/// current state and carried out.
+fn act_on_schedule(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    action: ScheduleAction,
+    who: &Actor<'_>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let s = schedule_or_refuse(cfg, schedule)?;
+    let state = store.read(|tx| tx.schedule_state(schedule))?;
+    let plan = planner::schedule_action(s, &state, action, who).map_err(|r| ActionError::Refused(r.0))?;
+    carry_out(store, Some(cfg), &plan, now)?;
+    Ok(())
 }
 
 /// Turns the global kill switch on: nothing new is claimed anywhere; with
@@ -397,19 +319,14 @@ pub fn pause(
     now: DateTime<Utc>,
 ) -> Result<()> {
     require_reason(reason)?;
-    let s = schedule_or_refuse(cfg, schedule)?;
-    store.write(|tx| {
-        let mut st = tx.schedule_state(schedule)?;
-        st.paused = true;
-        st.paused_reason = Some(format!("by {actor}: {reason}"));
-        tx.put_schedule_state(&st)?;
-        tx.append_event(
-            &NewEvent::of(now, paused_changed(Some(schedule), true, actor, reason))
-                .for_schedule(&s.tenant, &s.id),
-        )?;
-        Ok(())
-    })?;
-    Ok(())
+    act_on_schedule(
+        store,
+        cfg,
+        schedule,
+        ScheduleAction::Pause,
+        &Actor { name: actor, reason },
+        now,
+    )
 }
 
 /// What resuming a paused schedule would start: its held windows, oldest first.
@@ -474,25 +391,14 @@ pub fn resume(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let s = schedule_or_refuse(cfg, schedule)?;
-    store
-        .write(|tx| {
-            let mut st = tx.schedule_state(schedule)?;
-            if !st.paused {
-                return Ok(Err(format!("{schedule} is not paused")));
-            }
-            st.paused = false;
-            st.paused_reason = None;
-            tx.put_schedule_state(&st)?;
-            tx.append_event(
-                &NewEvent::of(now, paused_changed(Some(schedule), false, actor, reason))
-                    .for_schedule(&s.tenant, &s.id),
-            )?;
-            // Held windows are checked again now rather than at their next tick.
-            tx.recheck_all(Some(schedule), now)?;
-            Ok(Ok(()))
-        })?
-        .map_err(ActionError::Refused)
+    act_on_schedule(
+        store,
+        cfg,
+        schedule,
+        ScheduleAction::Resume,
+        &Actor { name: actor, reason },
+        now,
+    )
 }
 
 /// Closes an open (or half-open) circuit by hand.
@@ -505,32 +411,14 @@ pub fn close_circuit(
     now: DateTime<Utc>,
 ) -> Result<()> {
     require_reason(reason)?;
-    let s = schedule_or_refuse(cfg, schedule)?;
-    store
-        .write(|tx| {
-            let mut st = tx.schedule_state(schedule)?;
-            if st.circuit == CircuitState::Closed {
-                return Ok(Err(format!("the circuit of {schedule} is already closed")));
-            }
-            st.circuit = CircuitState::Closed;
-            st.circuit_changed_at = Some(now);
-            st.consecutive_failures = 0;
-            tx.put_schedule_state(&st)?;
-            tx.append_event(
-                &NewEvent::of(
-                    now,
-                    Event::CircuitClosed {
-                        by: Some(actor.to_string()),
-                        reason: reason.to_string(),
-                    },
-                )
-                .for_schedule(&s.tenant, &s.id),
-            )?;
-            // Runs held for the probe (catch-up ones wait to be woken) go now.
-            tx.recheck_held(schedule, (s.max_concurrency as usize).max(1), false, now)?;
-            Ok(Ok(()))
-        })?
-        .map_err(ActionError::Refused)
+    act_on_schedule(
+        store,
+        cfg,
+        schedule,
+        ScheduleAction::CloseCircuit,
+        &Actor { name: actor, reason },
+        now,
+    )
 }
 
 /// Adds an ad-hoc maintenance window (empty `schedules` = all).
@@ -622,19 +510,4 @@ pub fn backfill(
         Ok(())
     })?;
     Ok(plan)
-}
-
-/// The `switch_changed` event of a schedule's pause turning on or off.
-pub(crate) fn paused_changed(schedule: Option<&str>, on: bool, actor: &str, reason: &str) -> Event {
-    Event::SwitchChanged {
-        name: "paused".into(),
-        schedule: schedule.map(str::to_string),
-        on,
-        actor: actor.to_string(),
-        reason: reason.to_string(),
-        maintenance_id: None,
-        from: None,
-        to: None,
-        schedules: None,
-    }
 }

@@ -15,6 +15,7 @@
 //! (the trace and posted events), `operator` (schedule state, switches,
 //! approvals, maintenance), `backlog` (catch-up windows not yet queued).
 
+mod apply;
 mod attempts;
 mod backlog;
 mod db;
@@ -26,6 +27,7 @@ mod schema;
 mod sql;
 pub mod types;
 
+pub use apply::Applied;
 pub use backlog::Backlog;
 pub use db::{Store, Tx};
 pub use schema::SCHEMA_VERSION;

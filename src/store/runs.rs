@@ -116,7 +116,7 @@ const TRANSITION: &str = concat!(
      lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
      hold = CASE WHEN ?3 IN ('pending', 'retry_wait', 'running') THEN NULL ELSE hold END, \
      updated_at = ?14 \
-     WHERE id = ?1 AND state = ?2 RETURNING ",
+     WHERE id = ?1 AND state = ?2 AND (?15 IS NULL OR fencing_token = ?15) RETURNING ",
     run_cols!()
 );
 const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
@@ -376,6 +376,26 @@ impl Tx<'_> {
         now: DateTime<Utc>,
         events: &[NewEvent],
     ) -> Result<Run> {
+        let run = self.transition_fenced(run_id, from, to, change, None, now)?;
+        for ev in events {
+            self.append_event_for(ev, &run)?;
+        }
+        Ok(run)
+    }
+
+    /// [`Tx::transition`] without events, and with the attempt's fencing
+    /// token as part of the expected state when given: a plan about an attempt
+    /// holds only while that attempt is still the run's (`StateConflict`
+    /// otherwise, with the run's actual state).
+    pub(crate) fn transition_fenced(
+        &self,
+        run_id: i64,
+        from: RunState,
+        to: RunState,
+        change: &Change,
+        token: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Result<Run> {
         if !from.can_become(to, change.operator.is_some()) {
             return Err(StoreError::IllegalTransition {
                 run: run_id,
@@ -403,6 +423,7 @@ impl Tx<'_> {
                     clears_schedule,
                     leaves_running,
                     Ms(now),
+                    token,
                 ],
                 run_from_row,
             )
@@ -420,9 +441,6 @@ impl Tx<'_> {
                 None => StoreError::RunNotFound(run_id),
             });
         };
-        for ev in events {
-            self.append_event_for(ev, &run)?;
-        }
         Ok(run)
     }
 
