@@ -166,6 +166,14 @@ pub fn verify_step(p: &Policy<'_>, uncertain: &[String]) -> Option<String> {
 /// plans nothing (a terminal run never moves by itself).
 pub fn plan(run: &Run, input: Input, p: &Policy<'_>, facts: &Facts, now: DateTime<Utc>) -> Plan {
     let mut plan = match input {
+        // Time decides `missed` / `expired` for windows only: a retry has no
+        // window deadline (its `not_before` is durable backoff).
+        Input::Decided { decision, .. }
+            if run.state == RunState::RetryWait
+                && matches!(decision.verdict, Verdict::Missed | Verdict::Expired) =>
+        {
+            return Plan::nothing();
+        }
         Input::Decided {
             decision,
             probe,

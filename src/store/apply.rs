@@ -108,10 +108,8 @@ impl Tx<'_> {
                         None => return Ok(conflict("claimed by someone else first".into())),
                     },
                     Step::Recheck { at, why } => {
-                        let held = match why {
-                            Some((reason, hold)) => self.hold_until(t.run_id, *at, reason, *hold)?,
-                            None => self.set_next_check(t.run_id, *at, None)?,
-                        };
+                        let why = why.as_ref().map(|(reason, hold)| (reason.as_str(), *hold));
+                        let held = self.recheck(t.run_id, state, *at, why)?;
                         if !held {
                             return Ok(conflict("no longer waiting".into()));
                         }

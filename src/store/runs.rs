@@ -125,6 +125,12 @@ const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
      WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
 const HOLD: &str = "UPDATE runs SET next_check_at = ?2, state_reason = ?3, hold = ?4 \
      WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
+/// The plan's recheck: only while the run is still in the state it was
+/// decided in; ?4 false keeps the reason and hold as they are.
+const RECHECK: &str = "UPDATE runs SET next_check_at = ?3, \
+     state_reason = CASE WHEN ?4 THEN ?5 ELSE state_reason END, \
+     hold = CASE WHEN ?4 THEN ?6 ELSE hold END \
+     WHERE id = ?1 AND state = ?2 AND state IN ('pending', 'retry_wait')";
 
 /// The queries the engine runs every tick, named for [`Tx::hot_query_plans`].
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
@@ -464,6 +470,24 @@ impl Tx<'_> {
     ) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(HOLD)?;
         Ok(stmt.execute(rusqlite::params![run_id, Ms(at), reason, hold])? == 1)
+    }
+
+    /// A plan's recheck of a run decided in `state`: next evaluation at `at`,
+    /// and (when given) its hold's prose and kind. `false` if the run is no
+    /// longer in `state`.
+    pub(crate) fn recheck(
+        &self,
+        run_id: i64,
+        state: RunState,
+        at: DateTime<Utc>,
+        why: Option<(&str, Option<crate::core::decision::HoldKind>)>,
+    ) -> Result<bool> {
+        let (set, reason, hold) = match why {
+            Some((reason, hold)) => (true, Some(reason), hold),
+            None => (false, None, None),
+        };
+        let mut stmt = self.conn.prepare_cached(RECHECK)?;
+        Ok(stmt.execute(rusqlite::params![run_id, state, Ms(at), set, reason, hold])? == 1)
     }
 
     /// Appends `ev` with the run's id, tenant and schedule where it has none.
