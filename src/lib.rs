@@ -13,3 +13,4 @@ pub mod recovery;
 pub mod rehearsal;
 pub mod store;
 pub mod time;
+pub mod trace;

@@ -925,7 +925,7 @@ impl Story {
             }
             "heartbeat" | "tick" | "scheduler_started" | "agent_output" | "catchup_planned" => {}
             other => {
-                let detail = super::events::short_detail(other, d);
+                let detail = crate::trace::describe(&e.event(), crate::trace::Style::Table);
                 self.push(format!("{other} {}: {detail}", self.hm(e.at)));
             }
         }
