@@ -763,3 +763,57 @@ retry = {{ max_attempts = 2, backoff = "fixed", initial = "1m", jitter = 0.0 }}
         ],
     );
 }
+
+/// `report2` has two gates: `upstream` waits until 09:12, `token` passes at once.
+fn two_gates() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        r#"{}{}
+[[schedule.gate]]
+kind = "command"
+name = "token"
+command = ["true"]
+"#,
+        base(),
+        gated("report2")
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-06T00:30:00Z",
+        vec![("report2", sim_agent(vec![SimAttempt::default()]))],
+        vec![
+            (
+                "report2",
+                "upstream",
+                SimGateRule::PassFrom(t("2026-06-06T01:12:00Z")),
+            ),
+            ("report2", "token", SimGateRule::Pass),
+        ],
+    );
+    d.run_until(t("2026-06-06T03:00:00Z")).unwrap();
+    Db { dir }
+}
+
+#[test]
+fn explain_names_every_gate_that_let_a_run_through() {
+    let db = two_gates();
+    let out = db.cmd(&["explain", "report2", "--window", "2026-06-06"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_has(
+        &out.stdout,
+        &[
+            "gate upstream waited 3 times (not ready until",
+            "  gates passed: upstream (after 3 waits), token;\n  claimed 09:15:00 by main (15m after due);",
+        ],
+    );
+    // A run without gates names none.
+    let db = scenario();
+    let out = db.cmd(&["explain", "flaky"]);
+    assert!(
+        !out.stdout.contains("gates passed"),
+        "flaky has no gates:\n{}",
+        out.stdout
+    );
+}

@@ -1,8 +1,9 @@
 //! The story of one run, built event by event: one clause per thing that
 //! mattered, in order — window opened, gates that waited (how often, the last
-//! reason, when they passed), switches that held it (and who set them),
-//! claims, attempts, retries, the human gate, the dead-letter queue, the
-//! window closing, catch-up. Repeated checks are counted, never listed.
+//! reason, when they passed) and which gates let it through, switches that
+//! held it (and who set them), claims, attempts, retries, the human gate, the
+//! dead-letter queue, the window closing, catch-up. Repeated checks are
+//! counted, never listed.
 
 use super::describe::{Style, describe};
 use crate::core::decision::Verdict;
@@ -40,6 +41,14 @@ struct GateTally {
     failed: Option<(DateTime<Utc>, String, String)>,
 }
 
+/// A gate's checks since the last claim: what let the next claim through.
+struct GateSinceClaim {
+    name: String,
+    waits: usize,
+    /// The latest check's result and time.
+    last: (GateVerdict, DateTime<Utc>),
+}
+
 /// The clauses of an explanation, and what reading the next event needs.
 pub(super) struct Story {
     tz: Tz,
@@ -48,10 +57,14 @@ pub(super) struct Story {
     pub(super) steps: Vec<Step>,
     /// Gates checked since the last decisive event, in first-checked order.
     gates: Vec<GateTally>,
+    /// Gates checked since the last claim, in first-checked order.
+    since_claim: Vec<GateSinceClaim>,
     /// The switch holding the run now, if any.
     hold: Option<String>,
     /// Latest status of each step, per attempt.
     journal: BTreeMap<u32, Vec<(String, StepStatus, bool)>>,
+    /// The last "gates passed" clause: a retry re-gated alike is not retold.
+    gates_passed: Option<String>,
 }
 
 impl Story {
@@ -62,8 +75,10 @@ impl Story {
             day: day.with_timezone(&tz).date_naive(),
             steps: vec![],
             gates: vec![],
+            since_claim: vec![],
             hold: None,
             journal: BTreeMap::new(),
+            gates_passed: None,
         }
     }
 
@@ -158,6 +173,38 @@ impl Story {
         }
     }
 
+    /// Records a gate check for the next claim's "gates passed".
+    fn checked(&mut self, name: &str, result: GateVerdict, at: DateTime<Utc>) {
+        let waits = usize::from(result == GateVerdict::Wait);
+        match self.since_claim.iter_mut().find(|g| g.name == name) {
+            Some(g) => {
+                g.waits += waits;
+                g.last = (result, at);
+            }
+            None => self.since_claim.push(GateSinceClaim {
+                name: name.to_string(),
+                waits,
+                last: (result, at),
+            }),
+        }
+    }
+
+    /// The gates whose latest check before a claim passed, with the waits
+    /// since the previous claim: `upstream_ready (after 3 waits), token_valid`.
+    fn passed_gates(&mut self) -> Option<(DateTime<Utc>, String)> {
+        let checked = std::mem::take(&mut self.since_claim);
+        let passed: Vec<&GateSinceClaim> = checked.iter().filter(|g| g.last.0 == GateVerdict::Pass).collect();
+        let at = passed.iter().map(|g| g.last.1).max()?;
+        let names: Vec<String> = passed
+            .iter()
+            .map(|g| match g.waits {
+                0 => g.name.clone(),
+                n => format!("{} (after {n} wait{})", g.name, plural(n)),
+            })
+            .collect();
+        Some((at, format!("gates passed: {}", names.join(", "))))
+    }
+
     fn steps_note(&self, attempt: u32) -> String {
         let Some(steps) = self.journal.get(&attempt) else {
             return String::new();
@@ -243,6 +290,7 @@ impl Story {
                     GateVerdict::Fail => t.failed = Some((at, g.reason.clone(), g.on_fail.clone())),
                     GateVerdict::Pass => {}
                 }
+                self.checked(&g.name, g.result, at);
             }
             Event::Decision(d) => {
                 // Released only when the switches were checked and all were clear;
@@ -279,7 +327,14 @@ impl Story {
                 lateness_ms,
                 ..
             } => {
+                let passed = self.passed_gates();
                 self.flush();
+                if let Some((when, text)) = passed
+                    && self.gates_passed.as_ref() != Some(&text)
+                {
+                    self.gates_passed = Some(text.clone());
+                    self.push(Some(when), "gates_passed", text);
+                }
                 self.hold = None;
                 let hms = self.hms(at);
                 let c = if *attempt <= 1 {
