@@ -1,8 +1,8 @@
-//! `agentcron explain SCHEDULE [--window KEY]`: "why did it (not) run?", told
-//! by [`crate::trace::explain`]; this verb only opens the store and prints
-//! the answer.
+//! `agentcron explain SCHEDULE [--window KEY] [--json]`: "why did it (not)
+//! run?", told by [`crate::trace::explain`]; this verb only opens the store
+//! and prints the answer as text or JSON.
 
-use super::db::open_for_cli;
+use super::db::{self, open_for_cli};
 use super::exit;
 use crate::time::{Clock, SystemClock};
 use std::path::Path;
@@ -10,6 +10,7 @@ use std::path::Path;
 pub struct Options<'a> {
     pub schedule: &'a str,
     pub window: Option<&'a str>,
+    pub json: bool,
 }
 
 pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
@@ -19,14 +20,20 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     };
     let now = SystemClock.now();
     let answer = store.read(|tx| crate::trace::explain(tx, cfg.as_ref(), opts.schedule, opts.window, now));
-    match answer {
-        Ok(x) => {
-            print!("{}", x.text());
-            if x.found() { exit::OK } else { exit::DOES_NOT_HOLD }
-        }
+    let x = match answer {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("agentcron explain: {e}");
-            exit::USAGE
+            return exit::USAGE;
         }
+    };
+    if opts.json {
+        let code = db::print_json("explain", &x.to_json());
+        if code != exit::OK {
+            return code;
+        }
+    } else {
+        print!("{}", x.text());
     }
+    if x.found() { exit::OK } else { exit::DOES_NOT_HOLD }
 }
