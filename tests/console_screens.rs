@@ -143,6 +143,7 @@ fn detail_fixture(m: &Model) -> RunDetail {
         steps: human.steps,
         events,
         approvals: vec![],
+        explanation: None,
     }
 }
 
