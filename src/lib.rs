@@ -15,3 +15,4 @@ pub mod recovery;
 pub mod rehearsal;
 pub mod store;
 pub mod time;
+pub mod trace;

@@ -226,6 +226,9 @@ enum Command {
         /// The window key (default: the schedule's most recent window).
         #[arg(long)]
         window: Option<String>,
+        /// The story as JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -499,12 +502,17 @@ fn main() {
                 limit: *limit,
             },
         ),
-        Some(Command::Explain { schedule, window }) => cli::explain::run(
+        Some(Command::Explain {
+            schedule,
+            window,
+            json,
+        }) => cli::explain::run(
             &cli.config,
             cli.db.as_deref(),
             &cli::explain::Options {
                 schedule,
                 window: window.as_deref(),
+                json: *json,
             },
         ),
         Some(Command::Console { attach }) => cli::console::run(cli::console::Options {

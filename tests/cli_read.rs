@@ -763,3 +763,159 @@ retry = {{ max_attempts = 2, backoff = "fixed", initial = "1m", jitter = 0.0 }}
         ],
     );
 }
+
+/// `report2` has two gates: `upstream` waits until 09:12, `token` passes at once.
+fn two_gates() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        r#"{}{}
+[[schedule.gate]]
+kind = "command"
+name = "token"
+command = ["true"]
+"#,
+        base(),
+        gated("report2")
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-06T00:30:00Z",
+        vec![("report2", sim_agent(vec![SimAttempt::default()]))],
+        vec![
+            (
+                "report2",
+                "upstream",
+                SimGateRule::PassFrom(t("2026-06-06T01:12:00Z")),
+            ),
+            ("report2", "token", SimGateRule::Pass),
+        ],
+    );
+    d.run_until(t("2026-06-06T03:00:00Z")).unwrap();
+    Db { dir }
+}
+
+#[test]
+fn explain_names_every_gate_that_let_a_run_through() {
+    let db = two_gates();
+    let out = db.cmd(&["explain", "report2", "--window", "2026-06-06"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_has(
+        &out.stdout,
+        &[
+            "gate upstream waited 3 times (not ready until",
+            "  gates passed: upstream (after 3 waits), token;\n  claimed 09:15:00 by main (15m after due);",
+        ],
+    );
+    // A run without gates names none.
+    let db = scenario();
+    let out = db.cmd(&["explain", "flaky"]);
+    assert!(
+        !out.stdout.contains("gates passed"),
+        "flaky has no gates:\n{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn explain_json_is_the_story_as_data() {
+    let db = scenario();
+    let out = db.cmd(&["explain", "report", "--window", "2026-06-06", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["schedule", "window_key", "run", "verdict", "steps", "next"]
+    );
+    assert_eq!(v["schedule"], "report");
+    assert_eq!(v["window_key"], "2026-06-06");
+    assert_eq!(v["run"], run_id(&db, "report", "2026-06-06"));
+    assert_eq!(v["verdict"], "succeeded");
+    assert!(v["next"].is_null(), "{v}");
+    let steps = v["steps"].as_array().unwrap();
+    for s in steps {
+        let keys: Vec<&str> = s.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["at", "what", "detail"]);
+    }
+    let whats: Vec<&str> = steps.iter().map(|s| s["what"].as_str().unwrap()).collect();
+    assert_eq!(
+        whats,
+        [
+            "window_opened",
+            "gate_waited",
+            "gate_passed",
+            "gates_passed",
+            "claimed",
+            "succeeded"
+        ]
+    );
+    assert_eq!(steps[0]["at"], "2026-06-06T01:00:00.000Z");
+    assert_eq!(steps[0]["detail"], "window opened 09:00 (closes 10:00)");
+    assert_eq!(steps[4]["detail"], "claimed 09:15:00 by main (15m after due)");
+    // The text form tells the same steps.
+    let text = db.cmd(&["explain", "report", "--window", "2026-06-06"]).stdout;
+    for s in steps {
+        assert!(text.contains(s["detail"].as_str().unwrap()), "{s} in\n{text}");
+    }
+
+    // No run: the verdict says why, with the same exit code as the text form.
+    let out = db.cmd(&["explain", "report", "--window", "2026-06-07", "--json"]);
+    assert_eq!(out.code, 1);
+    let v = out.json();
+    assert!(v["run"].is_null());
+    assert_eq!(v["window_key"], "2026-06-07");
+    assert_eq!(v["verdict"], "never_opened");
+    assert_eq!(v["steps"][0]["what"], "due");
+    assert_eq!(v["steps"][0]["at"], "2026-06-07T01:00:00.000Z");
+    let out = db.cmd(&["explain", "report", "--window", "2026-13-45", "--json"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.json()["verdict"], "not_a_window");
+    let out = db.cmd(&["explain", "nosuch", "--json"]);
+    assert_eq!(out.code, 1);
+    let v = out.json();
+    assert_eq!(v["verdict"], "no_runs");
+    assert!(v["window_key"].is_null());
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+}
+
+#[test]
+fn explain_json_says_what_moves_a_stuck_run_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{}\n[[schedule]]\nid = \"money\"\nagent = \"sim\"\ncron = \"0 9 * * *\"\n",
+        base()
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-06T00:59:30Z",
+        vec![(
+            "money",
+            sim_agent(vec![SimAttempt {
+                end: SimEnd::Exit(77),
+                ..Default::default()
+            }]),
+        )],
+        vec![],
+    );
+    d.run_until(t("2026-06-06T01:10:00Z")).unwrap();
+    let db = Db { dir };
+    let id = run_id(&db, "money", "2026-06-06");
+    let out = db.cmd(&["explain", "money", "--window", "2026-06-06", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.json();
+    assert_eq!(v["verdict"], "needs_human");
+    assert_eq!(
+        v["next"],
+        format!("agentcron approve {id} --reason … or agentcron reject {id} --reason …")
+    );
+    // A not-yet window says when it opens.
+    let out = db.cmd(&["explain", "money", "--window", "2099-06-06", "--json"]);
+    assert_eq!(out.code, 1);
+    let v = out.json();
+    assert_eq!(v["verdict"], "not_yet");
+    assert_eq!(v["next"], "it opens 2099-06-06 09:00");
+}

@@ -29,6 +29,7 @@ fn detail_of(m: &Model, run: i64) -> RunDetail {
         steps: vec![],
         events: vec![],
         approvals: vec![],
+        explanation: None,
     }
 }
 

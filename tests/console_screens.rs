@@ -111,7 +111,7 @@ fn detail_fixture(m: &Model) -> RunDetail {
             tenant: Some("acme".into()),
             schedule: Some("hourly-sync".into()),
             run_id: Some(run.id),
-            detail: serde_json::json!({"attempt": 1, "class": "retryable", "message": "upstream 503"}),
+            detail: serde_json::json!({"attempt": 1, "class": "retryable", "reason": "upstream 503"}),
         },
         Event {
             id: 13,
@@ -143,6 +143,7 @@ fn detail_fixture(m: &Model) -> RunDetail {
         steps: human.steps,
         events,
         approvals: vec![],
+        explanation: None,
     }
 }
 

@@ -2,6 +2,9 @@
 //! every pane's data, the latest decision of the selected run, the bounded
 //! lanes, the reuse of the slow tier, the run detail, and the screen it makes.
 
+/// The engine tests' helpers: a config from TOML, a virtual-clock driver.
+#[path = "support/mod.rs"]
+mod engine;
 #[path = "console_support.rs"]
 mod support;
 
@@ -501,4 +504,116 @@ fn the_screen_of_a_real_store() {
     insta::assert_snapshot!("store_schedules_100x30", render(&m, &theme, 100, 30));
     update(&mut m, ch('3'));
     insta::assert_snapshot!("store_gates_100x30", render(&m, &theme, 100, 30));
+}
+
+/// Enter on a run asks for its detail; loaded on the poller side, it carries
+/// the story `agentcron explain` tells, and its Explain tab shows it.
+#[test]
+fn the_run_detail_explains_the_run() {
+    let (_dir, path, ids) = temp_store();
+    let store = Store::open_read_only(&path).expect("open");
+    let cfg = config();
+    let mut m = model_sized(100, 30, false);
+    let req = SnapshotRequest {
+        focus: Some(ids.waiting),
+        reuse_slow: None,
+        view: None,
+    };
+    let (snap, _) = load_snapshot_with(&store, &cfg, now(), &req).expect("focused");
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let cmds = update(&mut m, key(crossterm::event::KeyCode::Enter));
+    let run = cmds
+        .iter()
+        .find_map(|c| match c {
+            agentcron::console::app::Cmd::LoadRunDetail(id) => Some(*id),
+            _ => None,
+        })
+        .expect("Enter asks for the run's detail");
+    assert_eq!(run, ids.waiting);
+    let d = load_run_detail_with(&store, Some(&cfg), now(), run).expect("detail");
+    let told = store
+        .read(|tx| agentcron::trace::explain(tx, Some(&cfg), "daily-sales-report", Some("2026-06-08"), now()))
+        .expect("explain");
+    assert_eq!(d.explanation.as_ref(), Some(&told), "the CLI's story");
+    update(&mut m, Msg::RunDetail(Box::new(d)));
+    for _ in 0..5 {
+        update(&mut m, key(crossterm::event::KeyCode::Tab));
+    }
+    let theme = Theme::builtin("dark").expect("dark");
+    let screen = render(&m, &theme, 100, 30);
+    for line in told.lines() {
+        assert!(screen.contains(&line), "{line:?} in\n{screen}");
+    }
+}
+
+/// The Explain tab of a run the real engine waited on, retried and finished.
+#[test]
+fn the_explain_tab_of_a_run_the_engine_ran() {
+    use agentcron::rehearsal::sim::{SimAttempt, SimEnd};
+    use agentcron::rehearsal::sim_gate::SimGateRule;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = format!(
+        r#"{}
+[[schedule]]
+id = "daily-report"
+agent = "sim"
+cron = "0 9 * * *"
+check_every = "5m"
+close_after = "1h"
+retry = {{ max_attempts = 3, backoff = "fixed", initial = "2m", jitter = 0.0 }}
+
+[[schedule.gate]]
+kind = "command"
+name = "upstream_ready"
+command = ["true"]
+
+[[schedule.gate]]
+kind = "command"
+name = "token_valid"
+command = ["true"]
+"#,
+        engine::BASE
+    );
+    let cfg = engine::config(&dir, &toml);
+    let agent = engine::sim_agent(vec![
+        SimAttempt {
+            end: SimEnd::Exit(75),
+            ..Default::default()
+        },
+        SimAttempt::default(),
+    ]);
+    let mut d = engine::driver(
+        &dir,
+        cfg.clone(),
+        "2026-06-06T00:30:00Z",
+        vec![("daily-report", agent)],
+        vec![
+            (
+                "daily-report",
+                "upstream_ready",
+                SimGateRule::PassFrom(t("2026-06-06T01:12:00Z")),
+            ),
+            ("daily-report", "token_valid", SimGateRule::Pass),
+        ],
+    );
+    let at = t("2026-06-06T02:00:00Z");
+    d.run_until(at).unwrap();
+    let store = d.store().unwrap();
+    let run = engine::run_by_key(&store, "daily-report", "2026-06-06");
+    let mut m = model_sized(100, 30, false);
+    let req = SnapshotRequest {
+        focus: Some(run.id),
+        reuse_slow: None,
+        view: None,
+    };
+    let (snap, _) = load_snapshot_with(&store, &cfg, at, &req).expect("snapshot");
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    update(&mut m, key(crossterm::event::KeyCode::Enter));
+    let detail = load_run_detail_with(&store, Some(&cfg), at, run.id).expect("detail");
+    update(&mut m, Msg::RunDetail(Box::new(detail)));
+    for _ in 0..5 {
+        update(&mut m, key(crossterm::event::KeyCode::Tab));
+    }
+    let theme = Theme::builtin("dark").expect("dark");
+    insta::assert_snapshot!("store_detail_explain_100x30", render(&m, &theme, 100, 30));
 }

@@ -150,15 +150,18 @@ pub enum DetailSection {
     Events,
     Log,
     Envelope,
+    /// Why it ran (or not): the story `agentcron explain` tells.
+    Explain,
 }
 
 impl DetailSection {
-    pub const ALL: [DetailSection; 5] = [
+    pub const ALL: [DetailSection; 6] = [
         DetailSection::Attempts,
         DetailSection::Steps,
         DetailSection::Events,
         DetailSection::Log,
         DetailSection::Envelope,
+        DetailSection::Explain,
     ];
 
     pub fn title(self) -> &'static str {
@@ -168,6 +171,7 @@ impl DetailSection {
             DetailSection::Events => "Events",
             DetailSection::Log => "Log",
             DetailSection::Envelope => "Envelope",
+            DetailSection::Explain => "Explain",
         }
     }
 

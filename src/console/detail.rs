@@ -1,6 +1,7 @@
 //! The run detail screen (Enter on a run): the run's summary, then one section
 //! at a time — attempts (with approvals), steps, events, the bounded log, the
-//! envelope the agent received. Tab switches section, j/k scroll, Esc returns.
+//! envelope the agent received, and why it ran (or not) as `agentcron explain`
+//! tells it. Tab switches section, j/k scroll, Esc returns.
 
 use super::app::{DetailSection, DetailState, Model};
 use super::format::{event_summary, event_time, fit, local_short, relative};
@@ -146,6 +147,22 @@ fn envelope(t: &Theme, d: &RunDetail) -> Vec<Line<'static>> {
     out
 }
 
+/// The explanation loaded with the detail: headline, then one clause a line.
+fn explain(t: &Theme, d: &RunDetail) -> Vec<Line<'static>> {
+    let Some(x) = &d.explanation else {
+        return vec![note_line("no explanation loaded", t)];
+    };
+    x.lines()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => Line::from(Span::styled(l, t.style(Token::Accent))),
+            _ if l.starts_with("note: ") => Line::from(Span::styled(l, t.style(Token::Muted))),
+            _ => Line::from(l),
+        })
+        .collect()
+}
+
 /// The lines of the current section.
 pub fn section_lines(m: &Model, t: &Theme, section: DetailSection, d: &RunDetail) -> Vec<Line<'static>> {
     match section {
@@ -154,6 +171,7 @@ pub fn section_lines(m: &Model, t: &Theme, section: DetailSection, d: &RunDetail
         DetailSection::Events => events(m, t, d),
         DetailSection::Log => log(t, d),
         DetailSection::Envelope => envelope(t, d),
+        DetailSection::Explain => explain(t, d),
     }
 }
 

@@ -1,11 +1,11 @@
-//! Text the panes share: relative and absolute times, durations, and one-line
-//! summaries of trace events. Pure functions of their arguments (`now` is
-//! always passed in).
+//! Text the panes share: relative and absolute times, durations, and the
+//! one-line reading of trace events (worded by [`crate::trace::describe`]).
+//! Pure functions of their arguments (`now` is always passed in).
 
 use crate::store::Event;
+use crate::trace::{Style, describe};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use serde_json::Value;
 
 /// A compact duration: `42s`, `4m12s`, `3h05m`, `2d04h`.
 pub fn duration_short(secs: i64) -> String {
@@ -84,114 +84,10 @@ pub fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".to_string(),
-        other => other.to_string(),
-    }
-}
-
-fn field<'v>(detail: &'v Value, key: &str) -> Option<&'v Value> {
-    detail.get(key).filter(|v| !v.is_null())
-}
-
-fn field_text(detail: &Value, key: &str) -> Option<String> {
-    field(detail, key).map(text)
-}
-
-/// `k=v k=v` of a JSON object's top-level scalar fields (arrays and objects
-/// summarised by size).
-pub fn detail_pairs(detail: &Value) -> String {
-    match detail {
-        Value::Object(map) => map
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| match v {
-                Value::Array(a) => format!("{k}=[{}]", a.len()),
-                Value::Object(o) => format!("{k}={{{}}}", o.len()),
-                other => format!("{k}={}", text(other)),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::Null => String::new(),
-        other => text(other),
-    }
-}
-
-/// One line saying what an event means, for event lists.
+/// One line saying what an event means, for event lists (the trace's
+/// [`Style::Pane`] reading).
 pub fn event_summary(ev: &Event) -> String {
-    let d = &ev.detail;
-    let reason = field_text(d, "reason");
-    match ev.kind.as_str() {
-        "gate" => {
-            let name = field_text(d, "name").unwrap_or_else(|| "gate".into());
-            let result = field_text(d, "result").unwrap_or_default();
-            let ms = field(d, "ms")
-                .or_else(|| field(d, "elapsed_ms"))
-                .and_then(Value::as_u64)
-                .map(|ms| format!(" ({ms} ms)"));
-            format!(
-                "{name} {result}: {}{}",
-                reason.unwrap_or_default(),
-                ms.unwrap_or_default()
-            )
-        }
-        "decision" => {
-            let verdict = field_text(d, "verdict").unwrap_or_else(|| "?".into());
-            match reason {
-                Some(r) => format!("{verdict}: {r}"),
-                None => verdict,
-            }
-        }
-        "switch_held" => {
-            let name = field_text(d, "name")
-                .or_else(|| field_text(d, "switch"))
-                .unwrap_or_default();
-            format!("{name}: {}", reason.unwrap_or_default())
-        }
-        "switch_changed" => {
-            let name = field_text(d, "name").unwrap_or_default();
-            let on = match field(d, "on").and_then(Value::as_bool) {
-                Some(true) => "on",
-                Some(false) => "off",
-                None => "?",
-            };
-            let actor = field_text(d, "actor").unwrap_or_else(|| "?".into());
-            format!("{name} {on} by {actor}: {}", reason.unwrap_or_default())
-        }
-        "retry_scheduled" => {
-            let nb = field_text(d, "not_before").unwrap_or_else(|| "?".into());
-            format!("not before {nb}")
-        }
-        "failed" => {
-            let class = field_text(d, "class")
-                .or_else(|| field_text(d, "error_class"))
-                .unwrap_or_default();
-            let msg = field_text(d, "message").or(reason).unwrap_or_default();
-            format!("{class}: {}", first_line(&msg))
-        }
-        "approved" | "rejected" | "requeued" => {
-            let who = field_text(d, "actor")
-                .or_else(|| field_text(d, "by"))
-                .unwrap_or_else(|| "?".into());
-            format!("by {who}: {}", reason.unwrap_or_default())
-        }
-        "step" => {
-            let name = field_text(d, "name").unwrap_or_default();
-            let status = field_text(d, "status").unwrap_or_default();
-            format!("{name} {status}")
-        }
-        "claimed" => {
-            let owner = field_text(d, "owner").unwrap_or_default();
-            let attempt = field_text(d, "attempt").unwrap_or_default();
-            format!("attempt {attempt} by {owner}")
-        }
-        _ => match reason {
-            Some(r) if d.as_object().is_some_and(|o| o.len() == 1) => r,
-            _ => detail_pairs(d),
-        },
-    }
+    describe(&ev.event(), Style::Pane)
 }
 
 #[cfg(test)]

@@ -279,7 +279,12 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
                     }
                     Request::Detail(id) => {
                         let Some(src) = &source else { continue };
-                        let msg = match snapshot::load_run_detail(&src.store, id) {
+                        let msg = match snapshot::load_run_detail_with(
+                            &src.store,
+                            Some(&src.cfg),
+                            src.clock.now(),
+                            id,
+                        ) {
                             Ok(d) => Msg::RunDetail(Box::new(d)),
                             Err(e) => Msg::RunDetailFailed {
                                 run: id,

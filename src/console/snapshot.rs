@@ -26,17 +26,19 @@
 //! read that move a run in or out of them (an id range of the events table),
 //! and the lanes in view.
 
-use super::panes::gates::{DecisionView, latest_decision};
 use crate::config::model::{Config, ScheduleConfig, TriggerConfig};
 use crate::core::layers::switches;
 use crate::store::{
-    Approval, Attempt, CircuitState, Event, EventFilter, Pool, Run, RunFilter, RunState, Step, Store,
-    StoreError, Switch, Tx,
+    CircuitState, Event, EventFilter, Pool, Run, RunFilter, RunState, Step, Store, StoreError, Switch, Tx,
 };
 use crate::time::duration::{format_duration, to_delta};
+use crate::trace::{DecisionView, latest_decision};
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use std::collections::{BTreeMap, HashMap};
+
+mod detail;
+pub use detail::{RunDetail, load_run_detail, load_run_detail_with};
 
 /// Recent windows per schedule in the timeline.
 pub const LANE_WINDOWS: usize = 64;
@@ -272,17 +274,6 @@ pub struct SnapshotRequest {
     /// The schedules in view, whose newest runs, next fires and lanes are read;
     /// `None`: the first [`DEFAULT_VIEW`] of the config.
     pub view: Option<Vec<String>>,
-}
-
-/// A run's detail view: attempts, steps, events, bounded log, envelope.
-#[derive(Debug, Clone)]
-pub struct RunDetail {
-    pub run: Run,
-    pub attempts: Vec<Attempt>,
-    pub steps: Vec<Step>,
-    /// Newest [`DETAIL_EVENTS`], oldest first.
-    pub events: Vec<Event>,
-    pub approvals: Vec<Approval>,
 }
 
 /// Everything the panes show, with nothing selected, reading every tier.
@@ -784,35 +775,4 @@ fn quotas(
         }
     }
     Ok(rows)
-}
-
-/// A run's detail view, bounded: the newest [`DETAIL_EVENTS`] events and the
-/// last [`DETAIL_LOG_BYTES`] of each attempt's log.
-pub fn load_run_detail(store: &Store, run_id: i64) -> Result<RunDetail, StoreError> {
-    store.read(|tx| {
-        let run = tx.run(run_id)?;
-        let mut attempts = tx.attempts(run_id)?;
-        for a in &mut attempts {
-            if a.log.len() > DETAIL_LOG_BYTES {
-                let cut = a.log.ceil_char_boundary(a.log.len() - DETAIL_LOG_BYTES);
-                a.log = format!("…[{cut} earlier bytes not shown]…\n{}", &a.log[cut..]);
-            }
-        }
-        let steps = tx.steps(run_id)?;
-        let mut events = tx.events(&EventFilter {
-            run_id: Some(run_id),
-            newest_first: true,
-            limit: Some(DETAIL_EVENTS),
-            ..EventFilter::default()
-        })?;
-        events.reverse();
-        let approvals = tx.approvals(run_id)?;
-        Ok(RunDetail {
-            run,
-            attempts,
-            steps,
-            events,
-            approvals,
-        })
-    })
 }

@@ -480,77 +480,27 @@ impl Rehearsal {
     }
 }
 
-/// A one-line description of an event for the timeline.
+/// A one-line description of an event for the timeline (the trace's
+/// [`crate::trace::Style::Timeline`] reading).
 pub fn describe(e: &Event) -> String {
-    let d = &e.detail;
-    let s = |k: &str| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-    match e.kind.as_str() {
-        "window_opened" => format!(
-            "window {} opened ({}, {} pool{})",
-            s("window_key"),
-            s("reason"),
-            s("pool"),
-            d.get("note")
-                .and_then(|n| n.as_str())
-                .map(|n| format!(", {n}"))
-                .unwrap_or_default()
-        ),
-        "catchup_planned" => format!(
-            "catch-up planned after a gap: {} window(s), {}",
-            d["windows"], d["summary"]
-        ),
-        "catchup_queued" => format!("missed window queued for catch-up until {}", s("expires")),
-        "lost" => format!("attempt {} lost: {}", d["attempt"], s("reason")),
-        "dead_lettered" => format!("dead-lettered after {} attempts: {}", d["attempts"], s("reason")),
-        "circuit_opened" => format!(
-            "circuit opened after {} consecutive failures",
-            d["consecutive_failures"]
-        ),
-        "circuit_closed" | "circuit_half_open" => format!("{}: {}", e.kind, s("reason")),
-        "concurrency_halved" => format!("concurrency halved: effective {}", d["effective"]),
-        "clock_jump" => format!("clock jumped from {} to {}", s("from"), s("to")),
-        "stale_result" => format!("late result of token {} ignored", d["token"]),
-        "gate" => format!("gate {} {}: {}", s("name"), s("result"), s("reason")),
-        "switch_held" => format!("held by {}: {}", s("switch"), s("reason")),
-        "step" => format!("step {} {}", s("name"), s("status")),
-        "claimed" => format!("claimed by {} (attempt {})", s("owner"), d["attempt"]),
-        "started" => format!("attempt {} started ({})", d["attempt"], s("reason")),
-        "succeeded" => format!("succeeded: {}", s("summary")),
-        "failed" => format!(
-            "attempt {} failed ({}): {}",
-            d["attempt"],
-            s("class"),
-            s("reason")
-        ),
-        "retry_scheduled" => format!("retry not before {}", s("not_before")),
-        "skipped" | "missed" | "expired" | "parked_for_human" => s("reason"),
-        "alert" => format!("ALERT {}", s("message")),
-        "switch_changed" => format!(
-            "{} {} by {}: {}",
-            s("name"),
-            if d["on"] == true { "on" } else { "off" },
-            s("actor"),
-            s("reason")
-        ),
-        "approved" | "rejected" => format!("{} by {}: {}", e.kind, s("by"), s("reason")),
-        _ => {
-            let t = d.to_string();
-            if t.len() > 160 {
-                format!("{}…", &t[..t.char_indices().nth(160).map_or(t.len(), |(i, _)| i)])
-            } else {
-                t
-            }
-        }
-    }
+    crate::trace::describe(&e.event(), crate::trace::Style::Timeline)
 }
 
 fn terminal_event(events: &[Event]) -> Option<&Event> {
+    use crate::core::event::Event as E;
     events.iter().rev().find(|e| {
         matches!(
-            e.kind.as_str(),
-            "succeeded" | "dead_lettered" | "skipped" | "expired"
-        ) || (e.kind == "failed" && e.detail.get("final").is_some_and(|f| f == true))
-            || e.kind == "rejected"
+            e.event(),
+            E::Succeeded { .. }
+                | E::DeadLettered { .. }
+                | E::Skipped { .. }
+                | E::Expired { .. }
+                | E::Rejected { .. }
+                | E::Failed {
+                    is_final: Some(true),
+                    ..
+                }
+        )
     })
 }
 
@@ -687,7 +637,11 @@ fn check(
         let n = run_events
             .iter()
             .filter(|ev| {
-                ev.kind == "step" && ev.detail["name"] == step.as_str() && ev.detail["status"] == "started"
+                matches!(ev.event(), crate::core::event::Event::Step {
+                    name,
+                    status: crate::store::StepStatus::Started,
+                    ..
+                } if name == *step)
             })
             .count();
         let ended = run.as_ref().is_some_and(|r| r.state.is_terminal());

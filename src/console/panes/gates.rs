@@ -2,169 +2,22 @@
 //! time layer (its window), the readiness gates of the latest decision (glyph,
 //! name, result, reason, duration, checked at) and the switches that held it.
 //!
-//! Read from the run's own trace: the latest `decision` event (its `gates` and
-//! `switches` lists when it carries them) and otherwise the `gate` and
-//! `switch_held` events between the previous decision and it.
+//! The decision itself is read from the run's trace by
+//! [`crate::trace::latest_decision`] (loaded with the snapshot); this pane
+//! only lays it out.
 
 use super::{mark_span, note_line, pane_block};
 use crate::console::app::Model;
 use crate::console::format::{countdown, event_time, fit, relative};
 use crate::console::marks;
 use crate::console::theme::{Theme, Token};
-use crate::store::{Event, Run};
-use chrono::{DateTime, Utc};
+use crate::store::Run;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use serde_json::Value;
 
-/// One decision of the three layers, as the trace recorded it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DecisionView {
-    /// When the decision was recorded (`None`: gates seen, no decision yet).
-    pub at: Option<DateTime<Utc>>,
-    pub verdict: Option<String>,
-    pub reason: Option<String>,
-    /// The time layer's own verdict, if the decision states it.
-    pub time: Option<String>,
-    pub gates: Vec<GateRow>,
-    pub switches: Vec<SwitchHold>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct GateRow {
-    pub name: String,
-    /// `pass`, `wait`, `fail`.
-    pub result: String,
-    pub reason: String,
-    pub ms: Option<u64>,
-    pub at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SwitchHold {
-    pub name: String,
-    pub reason: String,
-    /// False when the decision lists a switch that let the run through.
-    pub held: bool,
-    pub at: DateTime<Utc>,
-}
-
-fn s(v: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| match v.get(k) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Null) | None => None,
-        Some(other) => Some(other.to_string()),
-    })
-}
-
-fn instant(v: &Value, key: &str) -> Option<DateTime<Utc>> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
-fn gate_row(v: &Value, at: DateTime<Utc>) -> GateRow {
-    GateRow {
-        name: s(v, &["name", "gate", "kind"]).unwrap_or_else(|| "gate".into()),
-        result: s(v, &["result", "verdict"]).unwrap_or_else(|| "?".into()),
-        reason: s(v, &["reason"]).unwrap_or_default(),
-        ms: v
-            .get("ms")
-            .or_else(|| v.get("elapsed_ms"))
-            .and_then(Value::as_u64),
-        at: instant(v, "at").unwrap_or(at),
-    }
-}
-
-fn switch_hold(v: &Value, at: DateTime<Utc>) -> SwitchHold {
-    if let Value::String(name) = v {
-        return SwitchHold {
-            name: name.clone(),
-            reason: String::new(),
-            held: true,
-            at,
-        };
-    }
-    let held = match v.get("held").and_then(Value::as_bool) {
-        Some(h) => h,
-        None => !matches!(
-            s(v, &["result", "verdict"]).as_deref(),
-            Some("pass" | "ok" | "off")
-        ),
-    };
-    SwitchHold {
-        name: s(v, &["name", "switch", "kind"]).unwrap_or_else(|| "switch".into()),
-        reason: s(v, &["reason"]).unwrap_or_default(),
-        held,
-        at: instant(v, "at").unwrap_or(at),
-    }
-}
-
-fn time_text(v: &Value) -> Option<String> {
-    match v.get("time")? {
-        Value::String(t) => Some(t.clone()),
-        Value::Object(_) => {
-            let t = v.get("time")?;
-            let verdict = s(t, &["verdict", "result"]).unwrap_or_default();
-            match s(t, &["reason"]) {
-                Some(r) => Some(format!("{verdict}: {r}")),
-                None => Some(verdict),
-            }
-        }
-        _ => None,
-    }
-}
-
-/// The latest decision in a run's events (oldest first): see the module doc.
-/// `None` when the trace has neither a decision nor gate / switch events.
-pub fn latest_decision(events: &[Event]) -> Option<DecisionView> {
-    let last = events.iter().rposition(|e| e.kind == "decision");
-    let (from, to) = match last {
-        Some(d) => {
-            let prev = events[..d].iter().rposition(|e| e.kind == "decision");
-            (prev.map_or(0, |p| p + 1), d + 1)
-        }
-        None => {
-            let opened = events.iter().rposition(|e| e.kind == "window_opened");
-            (opened.map_or(0, |o| o + 1), events.len())
-        }
-    };
-    let range = &events[from..to];
-    let mut view = DecisionView::default();
-    let decision = last.map(|d| &events[d]);
-    if let Some(d) = decision {
-        view.at = Some(d.at);
-        view.verdict = s(&d.detail, &["verdict", "result"]);
-        view.reason = s(&d.detail, &["reason"]);
-        view.time = time_text(&d.detail);
-        if let Some(Value::Array(gates)) = d.detail.get("gates") {
-            view.gates = gates.iter().map(|g| gate_row(g, d.at)).collect();
-        }
-        if let Some(Value::Array(sw)) = d.detail.get("switches") {
-            view.switches = sw.iter().map(|x| switch_hold(x, d.at)).collect();
-        }
-    }
-    if view.gates.is_empty() {
-        view.gates = range
-            .iter()
-            .filter(|e| e.kind == "gate")
-            .map(|e| gate_row(&e.detail, e.at))
-            .collect();
-    }
-    for e in range.iter().filter(|e| e.kind == "switch_held") {
-        let hold = switch_hold(&e.detail, e.at);
-        if !view.switches.iter().any(|h| h.name == hold.name) {
-            view.switches.push(hold);
-        }
-    }
-    if decision.is_none() && view.gates.is_empty() && view.switches.is_empty() {
-        return None;
-    }
-    Some(view)
-}
+pub use crate::trace::{DecisionView, GateRow, SwitchHold, latest_decision};
 
 /// `06-08 09:00–10:00` (or both dates when the window spans days) in `m.tz`.
 fn window_text(m: &Model, run: &Run) -> String {

@@ -1,0 +1,748 @@
+//! "Why did it (not) run?" answered from the events alone (DESIGN.md
+//! "Trace"): an [`Explanation`] of one window of one schedule — a headline
+//! (what happened to the window, and why), the story behind it (see
+//! [`super::story`]) and what happens next. A window with no run at all is
+//! explained from the scheduler's own trail: when it was last alive, when it
+//! started again, what the catch-up planner decided.
+//!
+//! `agentcron explain` prints it as text or JSON; the console's run detail
+//! shows the same lines.
+
+use super::liveness::{ALIVE_KINDS, liveness};
+use super::story::{LATE, Step, Story, catchup_clause, plural};
+use crate::config::Config;
+use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
+use crate::core::event::Event;
+use crate::store::Tx;
+use crate::store::types::{Event as Row, EventFilter, Run, RunFilter, RunState};
+use chrono::{DateTime, NaiveDate, Utc, Weekday};
+use chrono_tz::Tz;
+use serde_json::{Value, json};
+
+/// Schedule-level and global events that explain a run without belonging to it.
+const CONTEXT_KINDS: [&str; 5] = [
+    "switch_changed",
+    "circuit_opened",
+    "circuit_half_open",
+    "circuit_closed",
+    "catchup_planned",
+];
+/// Bound on fires enumerated when looking for windows due without a run.
+const MAX_FIRES: usize = 100_000;
+
+type StoreResult<T> = crate::store::Result<T>;
+
+/// What happened to the window, as a word scripts can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The window has a run; its state says how far it got.
+    Run(RunState),
+    /// No run: the window never opened (its event never came, no scheduler ran …).
+    NeverOpened,
+    /// No run yet: it is due later, or planned for catch-up.
+    NotYet,
+    /// The key names no window of the schedule.
+    NotAWindow,
+    /// The schedule has no runs at all (no window was asked for).
+    NoRuns,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Run(state) => state.as_str(),
+            Outcome::NeverOpened => "never_opened",
+            Outcome::NotYet => "not_yet",
+            Outcome::NotAWindow => "not_a_window",
+            Outcome::NoRuns => "no_runs",
+        }
+    }
+}
+
+/// The answer to "why did it (not) run?" for one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    pub schedule: String,
+    /// `None` when no window was asked for and the schedule has no run.
+    pub window_key: Option<String>,
+    pub run: Option<i64>,
+    pub verdict: Outcome,
+    /// The first line of the text form: the window, and what happened to it.
+    pub headline: String,
+    pub steps: Vec<Step>,
+    /// What happens next, or the command that moves it on.
+    pub next: Option<String>,
+    /// Later windows due by now without a run (explaining a schedule's newest run).
+    pub later: Option<String>,
+}
+
+impl Explanation {
+    /// Whether the window (or the schedule) has a run: `explain` exits 1 when not.
+    pub fn found(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// The story as lines: the headline, then one indented clause per step.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.headline.clone()];
+        for (i, s) in self.steps.iter().enumerate() {
+            let end = if i + 1 == self.steps.len() { "." } else { ";" };
+            out.push(format!("  {}{end}", s.detail));
+        }
+        if let Some(later) = &self.later {
+            out.push(format!("note: {later}"));
+        }
+        out
+    }
+
+    /// What `agentcron explain` prints.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for l in self.lines() {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// What `agentcron explain --json` prints (README "Command line").
+    pub fn to_json(&self) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "at": s.at.map(crate::time::rfc3339),
+                    "what": s.what,
+                    "detail": s.detail,
+                })
+            })
+            .collect();
+        json!({
+            "schedule": self.schedule,
+            "window_key": self.window_key,
+            "run": self.run,
+            "verdict": self.verdict.as_str(),
+            "steps": steps,
+            "next": self.next,
+        })
+    }
+}
+
+/// Explains `window` of `schedule` (default: its most recent window).
+pub fn explain(
+    tx: &Tx<'_>,
+    cfg: Option<&Config>,
+    schedule: &str,
+    window: Option<&str>,
+    now: DateTime<Utc>,
+) -> StoreResult<Explanation> {
+    let ctx = Ctx::new(cfg, schedule, now);
+    let run = match window {
+        Some(key) => ctx.find_window(tx, key)?,
+        None => tx
+            .runs(&RunFilter {
+                schedule: Some(schedule.to_string()),
+                newest_first: true,
+                limit: Some(1),
+                ..RunFilter::default()
+            })?
+            .pop(),
+    };
+    match (run, window) {
+        (Some(run), _) => {
+            let mut x = ctx.explain_run(tx, &run)?;
+            if window.is_none() {
+                x.later = ctx.later_windows(&run);
+                if x.next.is_none() {
+                    x.next.clone_from(&x.later);
+                }
+            }
+            Ok(x)
+        }
+        (None, Some(key)) => ctx.never_opened(tx, key),
+        (None, None) => ctx.no_runs(tx),
+    }
+}
+
+/// Explains one run (the console's run detail).
+pub fn explain_run(
+    tx: &Tx<'_>,
+    cfg: Option<&Config>,
+    run: &Run,
+    now: DateTime<Utc>,
+) -> StoreResult<Explanation> {
+    Ctx::new(cfg, &run.schedule, now).explain_run(tx, run)
+}
+
+struct Ctx<'a> {
+    schedule: &'a str,
+    cfg: Option<&'a Config>,
+    sched: Option<&'a ScheduleConfig>,
+    tz: Tz,
+    now: DateTime<Utc>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(cfg: Option<&'a Config>, schedule: &'a str, now: DateTime<Utc>) -> Self {
+        let sched = cfg.and_then(|c| c.schedule(schedule));
+        Self {
+            schedule,
+            cfg,
+            sched,
+            // Without the config, times are told in UTC.
+            tz: sched.map_or(Tz::UTC, |s| s.timezone),
+            now,
+        }
+    }
+
+    fn story(&self, day: DateTime<Utc>) -> Story {
+        Story::new(self.tz, day)
+    }
+
+    fn title(&self, key: &str) -> String {
+        format!("{} {key} ({})", self.schedule, self.tz.name())
+    }
+
+    fn answer(
+        &self,
+        key: Option<&str>,
+        verdict: Outcome,
+        headline: String,
+        steps: Vec<Step>,
+        next: Option<String>,
+    ) -> Explanation {
+        Explanation {
+            schedule: self.schedule.to_string(),
+            window_key: key.map(str::to_string),
+            run: None,
+            verdict,
+            headline,
+            steps,
+            next,
+            later: None,
+        }
+    }
+
+    fn find_window(&self, tx: &Tx<'_>, key: &str) -> StoreResult<Option<Run>> {
+        let tenant = self.sched.map_or("default", |s| s.tenant.as_str());
+        if let Some(r) = tx.find_run(tenant, self.schedule, key)? {
+            return Ok(Some(r));
+        }
+        // Another tenant, or a config that changed since.
+        Ok(tx
+            .runs(&RunFilter {
+                schedule: Some(self.schedule.to_string()),
+                ..RunFilter::default()
+            })?
+            .into_iter()
+            .find(|r| r.window_key == key))
+    }
+
+    fn explain_run(&self, tx: &Tx<'_>, run: &Run) -> StoreResult<Explanation> {
+        let own: Vec<(Row, Event)> = typed(tx.events(&EventFilter {
+            run_id: Some(run.id),
+            ..EventFilter::default()
+        })?);
+        let first = own.first().map_or(run.created_at, |(e, _)| e.at);
+        let last = match own.last() {
+            Some((e, _)) if run.state.is_terminal() => e.at,
+            Some((e, _)) => e.at.max(self.now),
+            None => self.now,
+        };
+        let context = self.context_events(tx, &own, first, last)?;
+        let mut all: Vec<&(Row, Event)> = own.iter().chain(context.iter()).collect();
+        all.sort_by_key(|(e, _)| (e.at, e.id));
+
+        let mut story = self.story(run.window_start);
+        for (row, e) in all {
+            story.event(row.at, e, run);
+            if let Some(w) = e.window_facts()
+                && row.at - w.due > LATE
+            {
+                let c = liveness(tx, w.due, &story)?;
+                story.push(None, "liveness", c);
+            }
+        }
+        story.flush();
+        let head = headline(run, &own, &story);
+        Ok(Explanation {
+            schedule: self.schedule.to_string(),
+            window_key: Some(run.window_key.clone()),
+            run: Some(run.id),
+            verdict: Outcome::Run(run.state),
+            headline: format!("{}, run {}: {head}", self.title(&run.window_key), run.id),
+            steps: story.steps,
+            next: next_for_run(run, &self.story(run.window_start)),
+            later: None,
+        })
+    }
+
+    /// Events around the run that explain it: switches turned, the circuit, the
+    /// catch-up planner — during the run's life, plus the latest change of each
+    /// switch that held it, however long before.
+    fn context_events(
+        &self,
+        tx: &Tx<'_>,
+        own: &[(Row, Event)],
+        first: DateTime<Utc>,
+        last: DateTime<Utc>,
+    ) -> StoreResult<Vec<(Row, Event)>> {
+        let candidates: Vec<(Row, Event)> = typed(tx.events(&EventFilter {
+            kinds: CONTEXT_KINDS.iter().map(|k| k.to_string()).collect(),
+            ..EventFilter::default()
+        })?)
+        .into_iter()
+        .filter(|(row, e)| {
+            row.run_id.is_none()
+                && match row.schedule.as_deref() {
+                    None => matches!(e, Event::SwitchChanged { .. }),
+                    Some(s) => s == self.schedule,
+                }
+        })
+        .collect();
+        let mut keep: Vec<(Row, Event)> = vec![];
+        for (hold, held) in own {
+            let Event::SwitchHeld { switch, .. } = held else {
+                continue;
+            };
+            let cause = candidates.iter().rfind(|(c, ev)| {
+                let caused = match (switch.as_str(), ev) {
+                    ("kill" | "paused", Event::SwitchChanged { name, on, .. }) => {
+                        name == switch.as_str() && *on
+                    }
+                    ("circuit", Event::CircuitOpened { .. } | Event::CircuitHalfOpen { .. }) => true,
+                    _ => false,
+                };
+                caused && c.at <= hold.at && c.at < first
+            });
+            if let Some(c) = cause
+                && !keep.iter().any(|(k, _)| k.id == c.0.id)
+            {
+                keep.push(c.clone());
+            }
+        }
+        keep.extend(
+            candidates
+                .into_iter()
+                .filter(|(c, _)| c.at >= first && c.at <= last),
+        );
+        Ok(keep)
+    }
+
+    /// A window with no run: when it was due (if the config says), whether a
+    /// scheduler was alive then, what catch-up decided since.
+    fn never_opened(&self, tx: &Tx<'_>, key: &str) -> StoreResult<Explanation> {
+        let mut steps: Vec<Step> = vec![];
+        let step = |at: Option<DateTime<Utc>>, what: &str, detail: String| Step {
+            at,
+            what: what.to_string(),
+            detail,
+        };
+        let mut verdict = Outcome::NeverOpened;
+        let mut head = "no run: this window never opened".to_string();
+        let mut next = None;
+        let mut due = None;
+        match (self.sched, self.cfg) {
+            (None, Some(cfg)) => steps.push(step(None, "not_in_config", self.not_in_config(cfg))),
+            (None, None) => steps.push(step(
+                None,
+                "no_config",
+                "without the config (--config) the time this window was due is unknown".to_string(),
+            )),
+            (Some(s), Some(cfg)) => match &s.trigger {
+                TriggerConfig::OnEvent { event } | TriggerConfig::AfterEvent { event, .. } => {
+                    match tx.posted_event(event, key)? {
+                        Some(p) => {
+                            head = "no run: the event arrived but no window opened".into();
+                            steps.push(step(
+                                Some(p.arrived_at),
+                                "event_posted",
+                                format!(
+                                    "event {event} with id {key} was posted at {}",
+                                    self.story(p.arrived_at).full(p.arrived_at)
+                                ),
+                            ));
+                            due = Some(p.arrived_at);
+                        }
+                        None => {
+                            head = "no run: its event never arrived".into();
+                            let post = format!("agentcron event post {event} --id {key}");
+                            steps.push(step(
+                                None,
+                                "no_event",
+                                format!("no event {event} with id {key} was ever posted ({post})"),
+                            ));
+                            next = Some(post);
+                        }
+                    }
+                }
+                _ => match find_fire(s, cfg, key) {
+                    Some(at) => due = Some(at),
+                    None => {
+                        verdict = Outcome::NotAWindow;
+                        head = format!("no run: {key} is not a window of {}", self.schedule);
+                        steps.push(step(
+                            None,
+                            "not_a_window",
+                            format!("per the config its trigger never opens a window with the key {key}"),
+                        ));
+                    }
+                },
+            },
+            // A schedule without a config is never returned by `Config::schedule`.
+            (Some(_), None) => {}
+        }
+        if let Some(due) = due {
+            let story = self.story(due);
+            let backlog = tx
+                .backlog(self.schedule)?
+                .filter(|b| (b.next..=b.until).contains(&due));
+            let was_due = step(
+                Some(due),
+                "due",
+                format!("the window was due {}", story.full(due)),
+            );
+            if due > self.now {
+                verdict = Outcome::NotYet;
+                head = format!("not yet: this window is due {}", story.full(due));
+                next = Some(format!("it opens {}", story.full(due)));
+            } else if let Some(b) = backlog {
+                verdict = Outcome::NotYet;
+                head = "not yet: planned for catch-up, waiting to be queued".to_string();
+                steps.insert(0, was_due);
+                steps.push(step(
+                    None,
+                    "catchup_backlog",
+                    format!(
+                        "windows due {} to {} are caught up oldest first, as many at a time as \
+                         max_concurrency allows, as earlier catch-up runs finish",
+                        story.full(b.next),
+                        story.full(b.until)
+                    ),
+                ));
+                next = Some("it is queued for catch-up as earlier catch-up runs finish".into());
+            } else {
+                steps.insert(0, was_due);
+                steps.push(step(None, "liveness", liveness(tx, due, &story)?));
+                let planned = tx
+                    .events(&EventFilter {
+                        schedule: Some(self.schedule.to_string()),
+                        kinds: vec!["catchup_planned".into()],
+                        ..EventFilter::default()
+                    })?
+                    .into_iter()
+                    .find(|e| e.at >= due);
+                if let Some(p) = planned
+                    && let Some(c) = catchup_clause(&story, p.at, &p.event())
+                {
+                    steps.push(step(Some(p.at), "catchup_planned", c));
+                }
+            }
+        }
+        steps.push(step(None, "recent_windows", self.recent_windows(tx)?));
+        Ok(self.answer(
+            Some(key),
+            verdict,
+            format!("{}: {head}", self.title(key)),
+            steps,
+            next,
+        ))
+    }
+
+    /// The schedule has no runs at all.
+    fn no_runs(&self, tx: &Tx<'_>) -> StoreResult<Explanation> {
+        let mut steps = vec![];
+        let mut next = None;
+        match (self.sched, self.cfg) {
+            (None, Some(cfg)) => steps.push(Step {
+                at: None,
+                what: "not_in_config".into(),
+                detail: self.not_in_config(cfg),
+            }),
+            (Some(s), Some(cfg)) => {
+                let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+                if let Some(f) = s.fire_rule(cal).and_then(|r| r.next_after(self.now)) {
+                    let when = self.story(f.at).full(f.at);
+                    steps.push(Step {
+                        at: Some(f.at),
+                        what: "next_window".into(),
+                        detail: format!("per the config its next window, {}, opens {when}", f.window_key),
+                    });
+                    next = Some(format!("its next window, {}, opens {when}", f.window_key));
+                }
+            }
+            _ => {}
+        }
+        let last = tx
+            .events(&EventFilter {
+                kinds: ALIVE_KINDS.iter().map(|k| k.to_string()).collect(),
+                newest_first: true,
+                limit: Some(1),
+                ..EventFilter::default()
+            })?
+            .pop();
+        steps.push(match last {
+            Some(e) => Step {
+                at: Some(e.at),
+                what: "liveness".into(),
+                detail: format!(
+                    "the last scheduler activity in this database: {} at {}",
+                    e.event().kind(),
+                    self.story(e.at).full(e.at)
+                ),
+            },
+            None => Step {
+                at: None,
+                what: "liveness".into(),
+                detail: "no scheduler has run on this database yet".into(),
+            },
+        });
+        Ok(self.answer(
+            None,
+            Outcome::NoRuns,
+            format!("{}: no runs in this database", self.schedule),
+            steps,
+            next,
+        ))
+    }
+
+    fn not_in_config(&self, cfg: &Config) -> String {
+        let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
+        format!(
+            "{} is not in {}; schedules there: {}",
+            self.schedule,
+            cfg.path.display(),
+            ids.join(", ")
+        )
+    }
+
+    fn recent_windows(&self, tx: &Tx<'_>) -> StoreResult<String> {
+        let recent = tx.runs(&RunFilter {
+            schedule: Some(self.schedule.to_string()),
+            newest_first: true,
+            limit: Some(3),
+            ..RunFilter::default()
+        })?;
+        if recent.is_empty() {
+            return Ok(format!("{} has no runs in this database", self.schedule));
+        }
+        let list: Vec<String> = recent
+            .iter()
+            .map(|r| format!("{} ({})", r.window_key, r.state))
+            .collect();
+        Ok(format!("its most recent windows: {}", list.join(", ")))
+    }
+
+    /// Windows the config says were due after the newest run, which has none.
+    fn later_windows(&self, newest: &Run) -> Option<String> {
+        let (s, cfg) = (self.sched?, self.cfg?);
+        if matches!(
+            s.trigger,
+            TriggerConfig::Every {
+                anchor: Anchor::LastStart,
+                ..
+            }
+        ) {
+            return None;
+        }
+        let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+        let rule = s.fire_rule(cal)?;
+        let mut count = 0usize;
+        let mut latest = None;
+        for f in rule
+            .fires_after(newest.window_start)
+            // A window due this very minute may simply not be opened yet.
+            .take_while(|f| f.at <= self.now - LATE)
+            .take(MAX_FIRES)
+        {
+            if f.window_key != newest.window_key {
+                count += 1;
+                latest = Some(f);
+            }
+        }
+        let f = latest?;
+        Some(format!(
+            "{count} later window{} due by now {} no run (the latest, {}, was due {}); \
+             see `agentcron explain {} --window {}`",
+            plural(count),
+            if count == 1 { "has" } else { "have" },
+            f.window_key,
+            self.story(f.at).full(f.at),
+            self.schedule,
+            f.window_key
+        ))
+    }
+}
+
+/// Rows with their typed events, read once.
+fn typed(rows: Vec<Row>) -> Vec<(Row, Event)> {
+    rows.into_iter()
+        .map(|r| {
+            let e = r.event();
+            (r, e)
+        })
+        .collect()
+}
+
+/// What moves a run on from where it is, if anything does.
+fn next_for_run(run: &Run, story: &Story) -> Option<String> {
+    match run.state {
+        RunState::Pending => run.next_check_at.map(|t| format!("next check {}", story.full(t))),
+        RunState::RetryWait => Some(format!(
+            "attempt {} not before {}",
+            run.attempts + 1,
+            run.not_before.map(|t| story.full(t)).unwrap_or_default()
+        )),
+        RunState::NeedsHuman => Some(format!(
+            "agentcron approve {id} --reason … or agentcron reject {id} --reason …",
+            id = run.id
+        )),
+        RunState::Dead => Some(format!("agentcron dlq requeue {} --reason …", run.id)),
+        _ => None,
+    }
+}
+
+/// The headline: what happened to the window, and why, in one line.
+fn headline(run: &Run, own: &[(Row, Event)], story: &Story) -> String {
+    let reason = run.state_reason.clone().unwrap_or_default();
+    let err = run.last_error.clone().unwrap_or_else(|| reason.clone());
+    let last_missed = own.iter().rev().find_map(|(_, e)| match e {
+        Event::Missed { reason, .. } => Some(reason.as_str()),
+        _ => None,
+    });
+    match run.state {
+        RunState::Succeeded => {
+            let mut h = format!("ran — attempt {} succeeded", run.attempts);
+            if let Some((row, _)) = own
+                .iter()
+                .rev()
+                .find(|(_, e)| matches!(e, Event::Succeeded { .. }))
+            {
+                h.push_str(&format!(" at {}", story.hm(row.at)));
+            }
+            if run.attempts > 1 {
+                let failed = run.attempts - 1;
+                h.push_str(&format!(
+                    " after {failed} failed attempt{}",
+                    plural(failed as usize)
+                ));
+            }
+            h
+        }
+        RunState::Running => format!(
+            "running — attempt {} claimed by {}",
+            run.attempts,
+            run.lease_owner.as_deref().unwrap_or("a scheduler")
+        ),
+        RunState::Pending if reason.is_empty() => "not run yet — waiting for its first check".into(),
+        RunState::Pending => {
+            let next = run
+                .next_check_at
+                .map(|t| format!("; next check {}", story.hm(t)))
+                .unwrap_or_default();
+            format!("not run yet — waiting: {reason}{next}")
+        }
+        RunState::RetryWait => format!(
+            "not done — attempt {} failed ({err}); the next attempt is not before {}",
+            run.attempts,
+            run.not_before.map(|t| story.hm(t)).unwrap_or_default()
+        ),
+        RunState::NeedsHuman => format!(
+            "stopped — needs a human: {reason}; decide with `agentcron approve {id} --reason …` \
+             or `agentcron reject {id} --reason …`",
+            id = run.id
+        ),
+        RunState::Failed => format!("failed — {err}"),
+        RunState::Dead => format!(
+            "failed — dead-lettered after {} attempt{}: {err}; requeue with `agentcron dlq requeue {} --reason …`",
+            run.attempts,
+            plural(run.attempts as usize),
+            run.id
+        ),
+        RunState::Missed => format!("did not run — missed: {}", last_missed.unwrap_or(&reason)),
+        RunState::Expired => format!("did not run — expired: {reason}"),
+        RunState::Skipped => {
+            if let Some(m) = last_missed {
+                return format!("did not run — missed: {m}; then {reason}");
+            }
+            let (prefix, rest) = reason.split_once(": ").unwrap_or(("", reason.as_str()));
+            match prefix {
+                "calendar" => format!("did not run — skipped by the calendar: {rest}"),
+                "overlap" => format!("did not run — skipped because of overlap: {rest}"),
+                "circuit" => format!("did not run — skipped because the circuit breaker is open: {rest}"),
+                "coalesced" => format!("did not run — coalesced: {rest}"),
+                "catchup" => format!("did not run — not caught up: {rest}"),
+                _ => format!("did not run — skipped: {reason}"),
+            }
+        }
+    }
+}
+
+/// The instant the configured schedule's window `key` opens, found by walking
+/// the fires around the date the key names (`2026-06-06…`, `2026-W23`).
+fn find_fire(s: &ScheduleConfig, cfg: &Config, key: &str) -> Option<DateTime<Utc>> {
+    let cal = s.calendar.as_ref().and_then(|c| cfg.calendars.get(c).cloned());
+    let rule = s.fire_rule(cal)?;
+    let date = key_date(key)?;
+    // Two days of margin on each side cover every offset and a moved fire.
+    let from = date
+        .checked_sub_days(chrono::Days::new(2))?
+        .and_hms_opt(0, 0, 0)?
+        .and_utc();
+    let until = date
+        .checked_add_days(chrono::Days::new(9))?
+        .and_hms_opt(0, 0, 0)?
+        .and_utc();
+    rule.fires_after(from)
+        .take_while(|f| f.at < until)
+        .take(MAX_FIRES)
+        .find(|f| f.window_key == key)
+        .map(|f| f.at)
+}
+
+/// The local date a window key starts with: `2026-06-06`, `2026-06-06T10:05+08:00`,
+/// or the Monday of `2026-W23`.
+fn key_date(key: &str) -> Option<NaiveDate> {
+    if let Some((year, week)) = key.split_once("-W") {
+        let year: i32 = year.parse().ok()?;
+        let week: u32 = week.get(..2).unwrap_or(week).parse().ok()?;
+        return NaiveDate::from_isoywd_opt(year, week, Weekday::Mon);
+    }
+    NaiveDate::parse_from_str(key.get(..10)?, "%Y-%m-%d").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_keys_name_their_date() {
+        let d = |s| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        assert_eq!(key_date("2026-06-06"), Some(d("2026-06-06")));
+        assert_eq!(key_date("2026-06-06T10:05+08:00"), Some(d("2026-06-06")));
+        assert_eq!(key_date("2026-W23"), Some(d("2026-06-01")));
+        assert_eq!(key_date("ticket-42"), None);
+    }
+
+    #[test]
+    fn clauses_end_with_a_full_stop() {
+        let x = Explanation {
+            schedule: "s".into(),
+            window_key: None,
+            run: None,
+            verdict: Outcome::NoRuns,
+            headline: "h".into(),
+            steps: ["a", "b"]
+                .map(|d| Step {
+                    at: None,
+                    what: "x".into(),
+                    detail: d.into(),
+                })
+                .to_vec(),
+            next: None,
+            later: None,
+        };
+        assert_eq!(x.text(), "h\n  a;\n  b.\n");
+    }
+}
