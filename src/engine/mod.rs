@@ -11,6 +11,7 @@
 mod backlog;
 pub use crate::core::decision;
 mod dispatch;
+mod gating;
 mod live;
 pub(crate) mod open;
 mod outcome;
@@ -107,7 +108,9 @@ pub struct Engine {
     pub(crate) opts: EngineOptions,
     /// By schedule index.
     pub(crate) rules: Vec<Option<FireRule>>,
-    pub(crate) gates: Vec<Vec<Box<dyn Gate>>>,
+    pub(crate) gates: gating::ScheduleGates,
+    /// IO gates being checked off the loop.
+    pub(crate) gate_pool: gating::GatePool,
     pub(crate) index: HashMap<String, usize>,
     /// Whether any schedule has an `on_event` / `after_event` trigger, and any an
     /// `approval_ttl`: asked every tick, so not answered by walking every schedule.
@@ -218,7 +221,8 @@ impl Engine {
             runner,
             opts,
             rules,
-            gates,
+            gates: Arc::new(gates),
+            gate_pool: gating::GatePool::new(),
             index,
             has_event_triggers,
             has_approval_ttls,
@@ -450,7 +454,7 @@ impl Engine {
         (self.lease() / 3).max(TimeDelta::milliseconds(10))
     }
 
-    fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
+    pub(crate) fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
         if self.running.is_empty() {
             self.last_renewal = Some(now);
             return Ok(());

@@ -5,12 +5,12 @@ use super::decision::{Decision, HoldKind, SwitchCheck, Verdict};
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
 use crate::core::layers::switches::{self, MaintenanceWindow, SwitchFacts, SwitchOutcome};
+use crate::core::layers::time::{self, TimeLayer};
 use crate::core::plan::{Effect, Plan};
 use crate::core::planner::{self, Facts, Input, Policy};
-use crate::gates::{GateContext, GateResult};
+use crate::gates::GateResult;
 use crate::store::Applied;
 use crate::store::types::*;
-use crate::time::duration::to_delta;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
@@ -24,6 +24,14 @@ pub(crate) struct TickFacts {
     /// Running runs per schedule and per tenant, counted up as this tick claims.
     by_schedule: HashMap<String, u32>,
     by_tenant: HashMap<String, u32>,
+}
+
+/// A run the time and switch layers let through, waiting for its gates.
+#[derive(Debug, Clone)]
+pub(crate) struct Gated {
+    pub time: String,
+    pub switches: Vec<SwitchCheck>,
+    pub probe: bool,
 }
 
 impl TickFacts {
@@ -48,7 +56,7 @@ impl Engine {
             Ok(due)
         })?;
         if due.is_empty() {
-            return Ok(());
+            return self.collect_gates(std::time::Duration::ZERO);
         }
         // On-time runs first (catch-up never delays them), then catch-up oldest first.
         due.sort_by(|a, b| match (a.pool, b.pool) {
@@ -60,22 +68,20 @@ impl Engine {
         let mut facts = self.tick_facts(now)?;
         // Runs whose gates stay inside agentcron are decided and claimed in one
         // transaction; a run with a gate that does IO (a command, HTTP, another
-        // database) is decided outside any batch, so no lock is held while it waits.
+        // database) has its time and switches decided here and its gates
+        // checked on the gate pool (engine::gating), never on this thread.
         let store = self.store.clone();
         let mut due = due.into_iter().peekable();
         while due.peek().is_some() {
-            let needs_io = |e: &Engine, r: &Run| {
-                e.index.get(&r.schedule).is_some_and(|&idx| {
-                    e.gates[idx]
-                        .iter()
-                        .any(|g| !matches!(g.kind(), "previous_run_finished" | "calendar" | "simulated"))
-                })
-            };
+            let needs_io =
+                |e: &Engine, r: &Run| e.index.get(&r.schedule).is_some_and(|&idx| e.gates_do_io(idx));
             if due.peek().is_some_and(|r| needs_io(self, r)) {
                 if let Some(run) = due.next()
                     && let Some(&idx) = self.index.get(&run.schedule)
+                    && !self.gates_in_flight(run.id)
+                    && self.before_gates(idx, &run, now, &mut facts)?.is_some()
                 {
-                    self.evaluate_run(idx, run, now, &mut facts)?;
+                    self.submit_gates(idx, run, now)?;
                 }
             } else {
                 store.batch(|| {
@@ -90,7 +96,14 @@ impl Engine {
             }
             self.start_pending();
         }
-        Ok(())
+        self.collect_gates(self.gate_phase())
+    }
+
+    /// How long a tick waits for IO gates before it moves on (a third of the
+    /// lease: slow gates never hold up the loop for long, and leases are
+    /// renewed while it waits).
+    pub(crate) fn gate_phase(&self) -> std::time::Duration {
+        (self.lease() / 3).to_std().unwrap_or_default()
     }
 
     /// (attempts of `pool` running or about to start in this process, its size).
@@ -114,7 +127,7 @@ impl Engine {
         size.saturating_sub(used)
     }
 
-    fn tick_facts(&self, now: DateTime<Utc>) -> Result<TickFacts> {
+    pub(crate) fn tick_facts(&self, now: DateTime<Utc>) -> Result<TickFacts> {
         let (kill, states, adhoc, running) = self.store.read(|tx| {
             let kill = tx.switch("kill")?.filter(|s| s.on);
             let states = tx.all_schedule_states()?;
@@ -140,6 +153,8 @@ impl Engine {
         Ok(facts)
     }
 
+    /// Decides one due run whose gates stay inside agentcron: all three
+    /// layers, then the plan.
     fn evaluate_run(
         &mut self,
         idx: usize,
@@ -147,90 +162,70 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &mut TickFacts,
     ) -> Result<()> {
+        if let Some(gated) = self.before_gates(idx, &run, now, facts)? {
+            let gates = self.run_gates(idx, &run, now)?;
+            self.after_gates(idx, &run, gated, gates, now, facts)?;
+        }
+        Ok(())
+    }
+
+    /// Layers 1 and 3, cheap and local, before any gate touches the outside
+    /// world: decided (and applied) here, or `Some` when the gates decide.
+    pub(crate) fn before_gates(
+        &mut self,
+        idx: usize,
+        run: &Run,
+        now: DateTime<Utc>,
+        facts: &mut TickFacts,
+    ) -> Result<Option<Gated>> {
         let s = self.schedule(idx).clone();
-        // A retry is durable backoff: it is not due before `not_before`, even if
-        // something brought its check forward (resume, unkill and slot wake-ups
-        // move `next_check_at` only). Look again when it is due.
-        if run.state == RunState::RetryWait
-            && let Some(not_before) = run.not_before
-            && now < not_before
-        {
-            self.store
-                .write(|tx| tx.set_next_check(run.id, not_before, None))?;
-            return Ok(());
-        }
-        // Layer 1: is the window still open (or the retry due)?
-        let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
-        let (time, deadline) = match (run.state, run.reason) {
-            (RunState::RetryWait, _) => (
-                format!(
-                    "retry after attempt {}: not before {} reached",
-                    run.attempts,
-                    run.not_before.map(local).unwrap_or_default()
-                ),
-                None,
-            ),
-            (_, RunReason::Manual) => {
-                // An operator asked for it: it may wait on its gates for a catch-up
-                // window counted from the request, whatever its window's age.
-                let exp = run.created_at + to_delta(s.catchup_window);
-                (
-                    format!("manual run of window {}; gives up {}", run.window_key, local(exp)),
-                    Some((exp, Verdict::Expired)),
-                )
+        let time = match time::check(run, &s, now) {
+            TimeLayer::NotYetDue(not_before) => {
+                let plan = planner::plan(
+                    run,
+                    Input::NotYetDue { not_before },
+                    &self.policy(idx),
+                    &Facts::default(),
+                    now,
+                );
+                self.apply_plan(idx, &plan, now)?;
+                return Ok(None);
             }
-            (_, RunReason::Catchup) => {
-                let exp = run.window_start + to_delta(s.catchup_window);
-                (
-                    format!("catch-up of window {}; expires {}", run.window_key, local(exp)),
-                    Some((exp, Verdict::Expired)),
-                )
+            TimeLayer::Closed(d) => {
+                self.apply(idx, run, d, false, now)?;
+                return Ok(None);
             }
-            _ => (
-                format!(
-                    "window {} open {} – {} ({})",
-                    run.window_key,
-                    local(run.window_start),
-                    local(run.window_end),
-                    s.timezone.name()
-                ),
-                Some((run.window_end, Verdict::Missed)),
-            ),
+            TimeLayer::Open(time) => time,
         };
-        let buffered = run.hold == Some(HoldKind::Overlap)
-            && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll);
-        if let Some((end, verdict)) = deadline
-            && now >= end
-            && !buffered
-        {
-            let reason = match verdict {
-                Verdict::Expired => format!("catch-up window of {} ended at {}", run.window_key, local(end)),
-                _ => format!(
-                    "window closed at {} before the run could start{}",
-                    local(end),
-                    run.state_reason
-                        .as_ref()
-                        .map(|r| format!(" (last hold: {r})"))
-                        .unwrap_or_default()
-                ),
-            };
-            let d = Decision::by_time(time, verdict, reason);
-            return self.apply(idx, &run, d, false, now);
-        }
-        // Layer 3: switches (cheap, local) before any gate touches the outside world.
-        let sw = self.check_switches(idx, &run, now, facts)?;
+        let sw = self.check_switches(idx, run, now, facts)?;
         if let Some(d) = Decision::with_switches(&time, &sw.checks) {
-            return self.apply(idx, &run, d, false, now);
+            self.apply(idx, run, d, false, now)?;
+            return Ok(None);
         }
-        // Layer 2: gates in declared order, stopping at the first that does not pass.
-        let switches: Vec<SwitchCheck> = sw.checks.into_iter().map(|(c, _)| c).collect();
-        let gates = self.run_gates(idx, &run, now)?;
-        let d = Decision::from_gates(time, switches, gates);
+        Ok(Some(Gated {
+            time,
+            switches: sw.checks.into_iter().map(|(c, _)| c).collect(),
+            probe: sw.probe,
+        }))
+    }
+
+    /// Layer 2 has answered: the decision, planned and applied.
+    pub(crate) fn after_gates(
+        &mut self,
+        idx: usize,
+        run: &Run,
+        gated: Gated,
+        gates: Vec<GateResult>,
+        now: DateTime<Utc>,
+        facts: &mut TickFacts,
+    ) -> Result<()> {
+        let s = self.schedule(idx).clone();
+        let d = Decision::from_gates(gated.time, gated.switches, gates);
         if d.verdict == Verdict::Claim {
-            facts.count_claim(&run);
+            facts.count_claim(run);
         }
-        self.apply(idx, &run, d, sw.probe, now)?;
-        if sw.probe {
+        self.apply(idx, run, d, gated.probe, now)?;
+        if gated.probe {
             // The schedule states are a snapshot taken once per tick: without a
             // fresh read, every other new window due in this tick would still see
             // an open circuit past its cool-down and go out as a second probe.
@@ -313,7 +308,6 @@ impl Engine {
     }
 
     fn run_gates(&self, idx: usize, run: &Run, now: DateTime<Utc>) -> Result<Vec<GateResult>> {
-        let s = self.schedule(idx);
         let gates = &self.gates[idx];
         if gates.is_empty() {
             return Ok(vec![]);
@@ -321,29 +315,14 @@ impl Engine {
         let previous = self
             .store
             .read(|tx| tx.previous_run(&run.tenant, &run.schedule, run.window_start))?;
-        let mut out = vec![];
-        for (i, gate) in gates.iter().enumerate() {
-            let cfg = s.gates.get(i);
-            let ctx = GateContext {
-                tenant: &run.tenant,
-                schedule: s,
-                window_key: &run.window_key,
-                window_start: run.window_start,
-                window_end: run.window_end,
-                now,
-                previous_run: previous.as_ref(),
-                calendars: &self.cfg.calendars,
-                timeout: cfg.map_or(std::time::Duration::from_secs(30), |g| g.timeout),
-            };
-            let on_fail = cfg.map(|g| g.on_fail).unwrap_or_default();
-            let r = crate::gates::evaluate(gate.as_ref(), on_fail, &ctx);
-            let pass = r.verdict == crate::gates::GateVerdict::Pass;
-            out.push(r);
-            if !pass {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(super::gating::check_gates(
+            &self.cfg,
+            idx,
+            gates,
+            run,
+            previous.as_ref(),
+            now,
+        ))
     }
 
     /// Plans a decision with the core and applies it: the plan's events,

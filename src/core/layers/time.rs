@@ -107,3 +107,88 @@ pub(crate) fn new_run_for(s: &ScheduleConfig, fire: &Fire, d: Disposition, now: 
         }),
     }
 }
+
+/// What layer 1 says about a waiting run at `now`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimeLayer {
+    /// A retry before its `not_before` (durable backoff): look again then.
+    NotYetDue(DateTime<Utc>),
+    /// The window closed (or the catch-up window ended) first: decided.
+    Closed(crate::core::decision::Decision),
+    /// Open: the time verdict in words, for the decision.
+    Open(String),
+}
+
+/// Layer 1 for `run` of schedule `s`: is the window still open, or the retry due?
+pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
+    use crate::config::model::Overlap;
+    use crate::core::decision::{Decision, HoldKind, Verdict};
+    // A retry is durable backoff: it is not due before `not_before`, even if
+    // something brought its check forward (resume, unkill and slot wake-ups
+    // move `next_check_at` only).
+    if run.state == RunState::RetryWait
+        && let Some(not_before) = run.not_before
+        && now < not_before
+    {
+        return TimeLayer::NotYetDue(not_before);
+    }
+    let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
+    let (time, deadline) = match (run.state, run.reason) {
+        (RunState::RetryWait, _) => (
+            format!(
+                "retry after attempt {}: not before {} reached",
+                run.attempts,
+                run.not_before.map(local).unwrap_or_default()
+            ),
+            None,
+        ),
+        (_, RunReason::Manual) => {
+            // An operator asked for it: it may wait on its gates for a catch-up
+            // window counted from the request, whatever its window's age.
+            let exp = run.created_at + to_delta(s.catchup_window);
+            (
+                format!("manual run of window {}; gives up {}", run.window_key, local(exp)),
+                Some((exp, Verdict::Expired)),
+            )
+        }
+        (_, RunReason::Catchup) => {
+            let exp = run.window_start + to_delta(s.catchup_window);
+            (
+                format!("catch-up of window {}; expires {}", run.window_key, local(exp)),
+                Some((exp, Verdict::Expired)),
+            )
+        }
+        _ => (
+            format!(
+                "window {} open {} – {} ({})",
+                run.window_key,
+                local(run.window_start),
+                local(run.window_end),
+                s.timezone.name()
+            ),
+            Some((run.window_end, Verdict::Missed)),
+        ),
+    };
+    // A window buffered behind its schedule's running one waits its turn past
+    // its own close.
+    let buffered =
+        run.hold == Some(HoldKind::Overlap) && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll);
+    if let Some((end, verdict)) = deadline
+        && now >= end
+        && !buffered
+    {
+        let reason = match verdict {
+            Verdict::Expired => format!("catch-up window of {} ended at {}", run.window_key, local(end)),
+            _ => format!(
+                "window closed at {} before the run could start{}",
+                local(end),
+                run.state_reason
+                    .as_ref()
+                    .map(|r| format!(" (last hold: {r})"))
+                    .unwrap_or_default()
+            ),
+        };
+        return TimeLayer::Closed(Decision::by_time(time, verdict, reason));
+    }
+    TimeLayer::Open(time)
+}
