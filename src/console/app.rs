@@ -3,6 +3,11 @@
 //! [`update`] that returns [`Cmd`]s for the shell to perform. No IO and no clock
 //! reads here: `now` arrives in [`Msg::Tick`] (or, in rehearsal mode, with the
 //! rehearsal's [`Progress`]), data in [`Msg::Snapshot`].
+//!
+//! Long (~1,200 lines) on purpose: [`update`] is one exhaustive match over
+//! every message and key action, beside the model it changes, so the whole
+//! console state machine reads in one place; panes, dialogs, the keymap and
+//! the view live in their own modules.
 
 use super::command::{self, Command};
 use super::dialogs::{Dialog, Intent, Outcome, Preview};

@@ -128,10 +128,7 @@ fn run_or_refuse(store: &Store, run_id: i64) -> Result<Run> {
 }
 
 fn require_reason(reason: &str) -> Result<()> {
-    if reason.trim().is_empty() {
-        return Err(ActionError::Refused("a reason is required".into()));
-    }
-    Ok(())
+    planner::require_reason(&Actor { name: "", reason }).map_err(|r| ActionError::Refused(r.0))
 }
 
 /// Maps a store refusal of the state machine to a plain operator message.

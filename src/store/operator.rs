@@ -172,20 +172,8 @@ impl Tx<'_> {
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(SET_SWITCH)?;
         stmt.execute(rusqlite::params![name, on, actor, reason, Ms(now)])?;
-        self.append_event(&NewEvent::of(
-            now,
-            Event::SwitchChanged {
-                name: name.to_string(),
-                schedule: None,
-                on,
-                actor: actor.to_string(),
-                reason: reason.to_string(),
-                maintenance_id: None,
-                from: None,
-                to: None,
-                schedules: None,
-            },
-        ))?;
+        let changed = crate::core::planner::switch_changed(name, None, on, actor, reason);
+        self.append_event(&NewEvent::of(now, changed))?;
         Ok(())
     }
 

@@ -6,16 +6,21 @@
 //! operator verbs gather the facts, `store::apply` writes the plan.
 //!
 //! The inputs: the layers' [`Decision`] for a waiting run, an attempt that
-//! ended, a lease that expired, an approval deadline, an operator's action.
+//! ended, a lease that expired, an approval deadline; an operator's action
+//! ([`operator`]).
 
-use super::decision::{Decision, HoldKind, Verdict};
-use super::event::{Alert, Event};
-use super::layers::gates::GateVerdict;
-use super::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
-use super::records::{Approval, AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
-use super::recovery::classify::Outcome;
-use super::recovery::retry::{self, RetryPlan};
+mod operator;
+
+pub use operator::{Actor, Refused, RunAction, ScheduleAction, require_reason, run_action, schedule_action};
+
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
+use crate::core::decision::{Decision, HoldKind, Verdict};
+use crate::core::event::{Alert, Event};
+use crate::core::layers::gates::GateVerdict;
+use crate::core::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
+use crate::core::records::{AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
+use crate::core::recovery::classify::Outcome;
+use crate::core::recovery::retry::{self, RetryPlan};
 use crate::time::duration::{format_duration, to_delta};
 use crate::time::rfc3339;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -85,34 +90,7 @@ pub enum Input {
     ApprovalExpired,
 }
 
-/// An operator's action on a run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunAction {
-    Approve { resume_after: Option<String> },
-    Reject,
-    Requeue,
-}
-
-/// An operator's action on a schedule or the whole store.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ScheduleAction {
-    Pause,
-    Resume,
-    CloseCircuit,
-}
-
-/// Who acted and why (operator actions).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Actor<'a> {
-    pub name: &'a str,
-    pub reason: &'a str,
-}
-
-/// An operator action refused by the rules (exit 1): not waiting, already closed …
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused(pub String);
-
-fn target(run: &Run, token: Option<i64>) -> Target {
+pub(super) fn target(run: &Run, token: Option<i64>) -> Target {
     Target {
         run_id: run.id,
         tenant: run.tenant.clone(),
@@ -122,7 +100,7 @@ fn target(run: &Run, token: Option<i64>) -> Target {
     }
 }
 
-fn delta(s: &ScheduleConfig) -> ScheduleDelta {
+pub(super) fn delta(s: &ScheduleConfig) -> ScheduleDelta {
     ScheduleDelta {
         tenant: s.tenant.clone(),
         schedule: s.id.clone(),
@@ -266,7 +244,7 @@ fn decided(
             sd.last_start = Some(now);
             if probe {
                 sd.circuit = Some((
-                    super::records::CircuitState::HalfOpen,
+                    crate::core::records::CircuitState::HalfOpen,
                     "cool-down over; probe run claimed".into(),
                     None,
                 ));
@@ -461,9 +439,9 @@ fn attempt_ended(run: &Run, mut f: Ended, p: &Policy<'_>, facts: &Facts, now: Da
             Event::Step {
                 name: step.clone(),
                 status: if *landed {
-                    super::records::StepStatus::Done
+                    crate::core::records::StepStatus::Done
                 } else {
-                    super::records::StepStatus::Failed
+                    crate::core::records::StepStatus::Failed
                 },
                 attempt: f.attempt,
                 side_effect: true,
@@ -801,197 +779,4 @@ pub fn switch_changed(name: &str, schedule: Option<&str>, on: bool, actor: &str,
         to: None,
         schedules: None,
     }
-}
-
-fn require_reason(who: &Actor<'_>) -> Result<(), Refused> {
-    if who.reason.trim().is_empty() {
-        return Err(Refused("a reason is required".into()));
-    }
-    Ok(())
-}
-
-/// Plans an operator's action on a run. `schedule`: its configuration, when
-/// the caller has one (a reject counts for the circuit only then).
-pub fn run_action(
-    run: &Run,
-    action: RunAction,
-    who: &Actor<'_>,
-    schedule: Option<&ScheduleConfig>,
-    now: DateTime<Utc>,
-) -> Result<Plan, Refused> {
-    require_reason(who)?;
-    let not_waiting = || {
-        Refused(format!(
-            "run {} is {}, not waiting for approval (needs_human)",
-            run.id, run.state
-        ))
-    };
-    let mut plan = Plan {
-        target: Some(target(run, None)),
-        ..Plan::default()
-    };
-    match action {
-        RunAction::Approve { resume_after } => {
-            if run.state != RunState::NeedsHuman {
-                return Err(not_waiting());
-            }
-            let to = if run.attempts > 0 {
-                RunState::RetryWait
-            } else {
-                RunState::Pending
-            };
-            plan.steps.push(Step::Transition {
-                to,
-                change: Change {
-                    not_before: Some(now),
-                    next_check_at: Some(now),
-                    resume_after: resume_after.clone(),
-                    state_reason: Some(format!("approved by {}: {}", who.name, who.reason)),
-                    operator: Some(who.name.to_string()),
-                    ..Change::default()
-                },
-            });
-            plan.approval = Some(Approval {
-                run_id: run.id,
-                approved: true,
-                actor: who.name.to_string(),
-                reason: who.reason.to_string(),
-                resume_after: resume_after.clone(),
-                at: now,
-            });
-            plan.event(
-                Scope::Run,
-                Event::Approved {
-                    by: who.name.to_string(),
-                    reason: who.reason.to_string(),
-                    resume_after,
-                    at: now,
-                },
-            );
-        }
-        RunAction::Reject => {
-            if run.state != RunState::NeedsHuman {
-                return Err(not_waiting());
-            }
-            plan.steps.push(Step::Transition {
-                to: RunState::Failed,
-                change: Change {
-                    state_reason: Some(format!("rejected by {}: {}", who.name, who.reason)),
-                    operator: Some(who.name.to_string()),
-                    ..Change::default()
-                },
-            });
-            plan.approval = Some(Approval {
-                run_id: run.id,
-                approved: false,
-                actor: who.name.to_string(),
-                reason: who.reason.to_string(),
-                resume_after: None,
-                at: now,
-            });
-            plan.event(
-                Scope::Run,
-                Event::Rejected {
-                    by: who.name.to_string(),
-                    reason: who.reason.to_string(),
-                    at: now,
-                },
-            );
-            // A rejected run is a failed run for the circuit breaker: it counts
-            // toward `open_after`, and a rejected half-open probe reopens it.
-            if let Some(s) = schedule {
-                let mut sd = delta(s);
-                sd.finished = Some((false, s.circuit.clone()));
-                plan.schedule = Some(sd);
-            }
-            if run.pool == Pool::Backfill {
-                // It leaves the catch-up queue: the next window of its schedule may go.
-                plan.effects.push(Effect::WakeHeld {
-                    schedule: run.schedule.clone(),
-                    slots: Some(1),
-                });
-            }
-        }
-        RunAction::Requeue => {
-            if !matches!(run.state, RunState::Failed | RunState::Dead) {
-                return Err(Refused(format!(
-                    "run {} is {}; only failed or dead runs can be requeued",
-                    run.id, run.state
-                )));
-            }
-            plan.steps.push(Step::Transition {
-                to: RunState::RetryWait,
-                change: Change {
-                    not_before: Some(now),
-                    next_check_at: Some(now),
-                    state_reason: Some(format!("requeued by {}: {}", who.name, who.reason)),
-                    operator: Some(who.name.to_string()),
-                    ..Change::default()
-                },
-            });
-            plan.event(
-                Scope::Run,
-                Event::Requeued {
-                    by: who.name.to_string(),
-                    reason: who.reason.to_string(),
-                    from: run.state.as_str().to_string(),
-                    at: now,
-                },
-            );
-        }
-    }
-    Ok(plan)
-}
-
-/// Plans an operator's action on a schedule, given its current state.
-pub fn schedule_action(
-    s: &ScheduleConfig,
-    state: &super::records::ScheduleState,
-    action: ScheduleAction,
-    who: &Actor<'_>,
-) -> Result<Plan, Refused> {
-    let mut plan = Plan::default();
-    let mut sd = delta(s);
-    match action {
-        ScheduleAction::Pause => {
-            require_reason(who)?;
-            sd.pause = Some(Some(format!("by {}: {}", who.name, who.reason)));
-            plan.event(
-                Scope::Schedule,
-                paused_changed(Some(&s.id), true, who.name, who.reason),
-            );
-        }
-        ScheduleAction::Resume => {
-            if !state.paused {
-                return Err(Refused(format!("{} is not paused", s.id)));
-            }
-            sd.pause = Some(None);
-            plan.event(
-                Scope::Schedule,
-                paused_changed(Some(&s.id), false, who.name, who.reason),
-            );
-            // Held windows are checked again now rather than at their next tick.
-            plan.effects.push(Effect::RecheckAll {
-                schedule: Some(s.id.clone()),
-            });
-        }
-        ScheduleAction::CloseCircuit => {
-            require_reason(who)?;
-            if state.circuit == super::records::CircuitState::Closed {
-                return Err(Refused(format!("the circuit of {} is already closed", s.id)));
-            }
-            sd.circuit = Some((
-                super::records::CircuitState::Closed,
-                who.reason.to_string(),
-                Some(who.name.to_string()),
-            ));
-            // Runs held for the probe (catch-up ones wait to be woken) go now.
-            plan.effects.push(Effect::WakeHeld {
-                schedule: s.id.clone(),
-                slots: Some((s.max_concurrency as usize).max(1)),
-            });
-        }
-    }
-    plan.schedule = Some(sd);
-    Ok(plan)
 }
