@@ -243,8 +243,8 @@ fn policy_all_catches_up_oldest_first_in_the_backfill_pool_and_expires_the_rest(
             "{sched}: catch-up must drain oldest first"
         );
     }
-    // 36 h of five-minute windows before the restart, minus the one that was
-    // still open when the scheduler came back.
+    // 36 h of five-minute windows before the restart, minus the one due the
+    // very instant the scheduler came back (on time).
     let five = runs(&o.store, "five");
     let caught_up = five
         .iter()
@@ -264,10 +264,11 @@ fn policy_all_catches_up_oldest_first_in_the_backfill_pool_and_expires_the_rest(
     assert_eq!(by_key("2026-06-03").state, RunState::Succeeded);
     assert_eq!(by_key("2026-06-03").reason, RunReason::Catchup);
     assert_eq!(by_key("2026-06-04").state, RunState::Succeeded);
-    // 06-04's window was still open at the restart: the on-time pool runs it at
-    // once, without waiting behind the catch-up.
-    assert_eq!(by_key("2026-06-04").pool, Pool::OnTime);
-    assert_eq!(claimed_at(&o.store, by_key("2026-06-04")), Some(o.up));
+    // 06-04's window was still open at the restart but came due at 01:00Z,
+    // while the scheduler was down: a catch-up run too, after 06-03's.
+    assert_eq!(by_key("2026-06-04").pool, Pool::Backfill);
+    assert_eq!(by_key("2026-06-04").reason, RunReason::Catchup);
+    assert!(claimed_at(&o.store, by_key("2026-06-04")) >= claimed_at(&o.store, by_key("2026-06-03")));
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub enum SwitchName {
     Circuit,
     Maintenance,
     Budget,
+    /// On-time first: a catch-up run waits while an on-time window of its
+    /// schedule is due.
+    OnTime,
     Overlap,
     Quota,
 }
@@ -63,6 +66,7 @@ impl SwitchName {
             SwitchName::Circuit => "circuit",
             SwitchName::Maintenance => "maintenance",
             SwitchName::Budget => "budget",
+            SwitchName::OnTime => "on_time",
             SwitchName::Overlap => "overlap",
             SwitchName::Quota => "quota",
         }
@@ -85,6 +89,7 @@ pub enum HoldKind {
     Circuit,
     Maintenance,
     Budget,
+    OnTime,
     Overlap,
     Quota,
     /// A readiness gate answered `wait`.
@@ -92,12 +97,13 @@ pub enum HoldKind {
 }
 
 impl HoldKind {
-    pub const ALL: [HoldKind; 8] = [
+    pub const ALL: [HoldKind; 9] = [
         HoldKind::Kill,
         HoldKind::Paused,
         HoldKind::Circuit,
         HoldKind::Maintenance,
         HoldKind::Budget,
+        HoldKind::OnTime,
         HoldKind::Overlap,
         HoldKind::Quota,
         HoldKind::Gate,
@@ -122,15 +128,24 @@ impl HoldKind {
             HoldKind::Circuit => SwitchName::Circuit,
             HoldKind::Maintenance => SwitchName::Maintenance,
             HoldKind::Budget => SwitchName::Budget,
+            HoldKind::OnTime => SwitchName::OnTime,
             HoldKind::Overlap => SwitchName::Overlap,
             HoldKind::Quota => SwitchName::Quota,
             HoldKind::Gate => return None,
         })
     }
 
-    /// Holds that end when a running attempt ends and frees a slot.
+    /// Holds that end when a running attempt ends and frees a slot: such a
+    /// waiting catch-up run is left alone until woken.
     pub fn is_slot(self) -> bool {
         matches!(self, HoldKind::Quota | HoldKind::Overlap | HoldKind::Circuit)
+    }
+
+    /// Holds an attempt's end may lift (woken then; the on-time-first hold is
+    /// also re-checked every `check_every`, since its window may end without
+    /// an attempt).
+    pub fn woken_by_an_end(self) -> bool {
+        self.is_slot() || self == HoldKind::OnTime
     }
 }
 
@@ -142,6 +157,7 @@ impl From<SwitchName> for HoldKind {
             SwitchName::Circuit => HoldKind::Circuit,
             SwitchName::Maintenance => HoldKind::Maintenance,
             SwitchName::Budget => HoldKind::Budget,
+            SwitchName::OnTime => HoldKind::OnTime,
             SwitchName::Overlap => HoldKind::Overlap,
             SwitchName::Quota => HoldKind::Quota,
         }

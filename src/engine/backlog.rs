@@ -78,7 +78,7 @@ impl Engine {
             let Some(b) = tx.backlog(&s.id)? else {
                 return Ok(None);
             };
-            let mut room = slots.saturating_sub(tx.unfinished_catchup(&s.id)?);
+            let mut room = slots.saturating_sub(tx.unfinished_catchup(&s.id, b.next)?);
             let mut fires = rule
                 .fires_after(b.next - TimeDelta::milliseconds(1))
                 .take_while(|f| f.at <= b.until)

@@ -198,6 +198,16 @@ impl Engine {
         if answered.is_empty() {
             return Ok(());
         }
+        // In the order the runs were due, not the order their gates answered:
+        // on-time first, then by next check (catch-up oldest first).
+        answered.sort_by_key(|a| {
+            (
+                a.run.pool != crate::store::types::Pool::OnTime,
+                a.run.next_check_at,
+                a.run.window_start,
+                a.run.id,
+            )
+        });
         let now = self.clock.now();
         let mut facts: TickFacts = self.tick_facts(now)?;
         for a in answered {

@@ -57,7 +57,7 @@ impl JumpDetector {
 impl Engine {
     /// Records a detected clock jump; the next tick plans any windows it skipped.
     pub fn note_clock_jump(
-        &self,
+        &mut self,
         from: chrono::DateTime<chrono::Utc>,
         to: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
@@ -70,6 +70,11 @@ impl Engine {
         };
         self.store
             .write(|tx| tx.append_event(&NewEvent::of(to, jump)).map(|_| ()))?;
+        // Nobody evaluated the schedules across a forward jump: what fell
+        // due inside it was missed.
+        if to > from {
+            self.alive_since = self.alive_since.max(to);
+        }
         Ok(())
     }
 

@@ -143,6 +143,10 @@ pub struct Engine {
     pub(crate) backlog_poll: Option<DateTime<Utc>>,
     pub(crate) stopping: bool,
     pub(crate) started: bool,
+    /// Since when this scheduler has been evaluating its schedules without a
+    /// break: its start, or the end of the last clock jump. A window due
+    /// before it was missed (nobody evaluated it when it was due).
+    pub(crate) alive_since: DateTime<Utc>,
 }
 
 impl Engine {
@@ -242,6 +246,7 @@ impl Engine {
             backlog_poll: None,
             stopping: false,
             started: false,
+            alive_since: DateTime::<Utc>::MIN_UTC,
         }
     }
 
@@ -287,16 +292,16 @@ impl Engine {
                     self.heap.push(Reverse((at.max(now), idx)));
                 }
                 TriggerConfig::Cron(_) | TriggerConfig::Every { .. } => {
-                    // A schedule seen for the first time starts with the windows
-                    // still open now; history before it is not backfilled.
-                    let close = crate::time::duration::to_delta(s.close_after);
+                    // Birth: a schedule seen for the first time is first
+                    // evaluated now. No window with a nominal time before it is
+                    // ever opened automatically (a fire exactly now is).
                     let cursor = match st.and_then(|st| st.last_evaluated) {
                         Some(c) => c,
                         None => {
-                            // Remember from when we looked, so a crash before the
-                            // first window still leaves a gap to plan on restart.
-                            let c = now - close;
-                            self.store.write(|tx| tx.set_last_evaluated(&s.id, c))?;
+                            // Stored at once, so a crash before the first window
+                            // still leaves a gap to plan on restart.
+                            let c = now - TimeDelta::milliseconds(1);
+                            self.store.write(|tx| tx.set_born(&s.id, c))?;
                             c
                         }
                     };
@@ -308,6 +313,9 @@ impl Engine {
                 TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => {}
             }
         }
+        // Windows due before now were due while this scheduler was not
+        // running: missed, whatever their close_after.
+        self.alive_since = now;
         let owner = self.opts.owner.clone();
         self.store.write(|tx| {
             tx.append_event(&NewEvent::of(

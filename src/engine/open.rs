@@ -61,9 +61,9 @@ impl Engine {
             let plan = catchup::plan(
                 fires,
                 now,
+                self.alive_since,
                 s.catchup,
                 to_delta(s.catchup_window),
-                to_delta(s.close_after),
             );
             let summary = catchup::summarize(&plan);
             let gap = plan.len() > 1 || plan.iter().any(|p| p.disposition != Disposition::OnTime);
@@ -224,12 +224,14 @@ impl Engine {
                             note: None,
                         };
                         // A window that closed while we were down is a catch-up.
+                        // An event whose window came due while no scheduler was
+                        // looking is a catch-up, like any missed window.
                         let plan = catchup::plan(
                             vec![fire],
                             now.max(at),
+                            self.alive_since,
                             s.catchup,
                             to_delta(s.catchup_window),
-                            to_delta(s.close_after),
                         );
                         for p in plan {
                             let new = new_run_for(s, &p.fire, p.disposition, now);

@@ -21,8 +21,10 @@ pub(crate) struct TickFacts {
     states: HashMap<String, ScheduleState>,
     /// Maintenance windows holding runs now.
     maintenance: Vec<MaintenanceWindow>,
-    /// Running runs per schedule and per tenant, counted up as this tick claims.
+    /// Running runs per schedule (all, and on-time) and per tenant, counted up
+    /// as this tick claims.
     by_schedule: HashMap<String, u32>,
+    on_time_by_schedule: HashMap<String, u32>,
     by_tenant: HashMap<String, u32>,
 }
 
@@ -38,6 +40,9 @@ impl TickFacts {
     /// A run claimed in this tick counts against the quotas at once.
     fn count_claim(&mut self, run: &Run) {
         *self.by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
+        if run.pool == Pool::OnTime {
+            *self.on_time_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
+        }
         *self.by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
     }
 }
@@ -134,7 +139,7 @@ impl Engine {
             let adhoc = tx.maintenance_at(now)?;
             // One pass over the running runs for the whole tick, not one count
             // query per schedule (each of which walked every running run).
-            let running = tx.running_counts()?;
+            let running = tx.running_counts_by_pool()?;
             Ok((kill, states, adhoc, running))
         })?;
         let mut maintenance = switches::maintenance_windows(&self.cfg.maintenance, &adhoc, now);
@@ -144,9 +149,13 @@ impl Engine {
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
             by_schedule: HashMap::new(),
+            on_time_by_schedule: HashMap::new(),
             by_tenant: HashMap::new(),
         };
-        for ((tenant, schedule), n) in running {
+        for ((tenant, schedule, pool), n) in running {
+            if pool == Pool::OnTime {
+                *facts.on_time_by_schedule.entry(schedule.clone()).or_insert(0) += n;
+            }
             *facts.by_schedule.entry(schedule).or_insert(0) += n;
             *facts.by_tenant.entry(tenant).or_insert(0) += n;
         }
@@ -264,17 +273,30 @@ impl Engine {
             }
             None => None,
         };
+        let running_on_time = facts.on_time_by_schedule.get(&s.id).copied().unwrap_or(0);
         let overlaps = running > 0 && s.overlap != Overlap::Allow;
-        let running_window = if overlaps {
-            Some(self.running_window_of(idx)?)
+        let (on_time_window, catchup_window) = if overlaps {
+            (
+                (running_on_time > 0)
+                    .then(|| self.running_window_of(idx, Pool::OnTime))
+                    .transpose()?,
+                (running > running_on_time)
+                    .then(|| self.running_window_of(idx, Pool::Backfill))
+                    .transpose()?,
+            )
         } else {
-            None
+            (None, None)
         };
         let first_buffered = if overlaps && s.overlap == Overlap::BufferOne {
             self.store
                 .read(|tx| tx.buffered_runs(&s.tenant, &s.id))?
                 .first()
                 .copied()
+        } else {
+            None
+        };
+        let on_time_due = if run.pool == Pool::Backfill {
+            self.store.read(|tx| tx.pending_on_time(&s.id))?
         } else {
             None
         };
@@ -285,7 +307,10 @@ impl Engine {
             maintenance: maintenance.as_deref(),
             spent_today,
             running,
-            running_window,
+            running_on_time,
+            on_time_window,
+            catchup_window,
+            on_time_due,
             tenant_running: facts.by_tenant.get(&s.tenant).copied().unwrap_or(0),
             tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
             first_buffered,
@@ -399,11 +424,11 @@ impl Engine {
         Ok(Some(applied))
     }
 
-    fn running_window_of(&self, idx: usize) -> Result<String> {
+    fn running_window_of(&self, idx: usize, pool: Pool) -> Result<String> {
         let ours = self
             .running
             .values()
-            .filter(|r| r.schedule == idx)
+            .filter(|r| r.schedule == idx && r.pool == pool)
             .min_by_key(|r| r.run_id)
             .map(|r| r.run_id);
         if let Some(id) = ours
@@ -413,6 +438,10 @@ impl Engine {
         }
         let s = self.schedule(idx);
         let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
-        Ok(others.first().map(|r| r.window_key.clone()).unwrap_or_default())
+        Ok(others
+            .iter()
+            .find(|r| r.pool == pool)
+            .map(|r| r.window_key.clone())
+            .unwrap_or_default())
     }
 }

@@ -198,8 +198,8 @@ impl Driver {
     pub fn jump_clock(&mut self, to: DateTime<Utc>) -> Result<(), EngineError> {
         let from = self.clock.now();
         self.clock.set(to);
-        for s in &self.schedulers {
-            if let Some(e) = s.engine.as_ref() {
+        for s in &mut self.schedulers {
+            if let Some(e) = s.engine.as_mut() {
                 e.note_clock_jump(from, to)?;
             }
         }

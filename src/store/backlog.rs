@@ -71,15 +71,20 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Catch-up runs of `schedule` queued and not finished: waiting, retrying or running.
-    pub fn unfinished_catchup(&self, schedule: &str) -> Result<usize> {
+    /// Catch-up runs of `schedule` queued and not finished: running, or
+    /// waiting / retrying for a window older than `older_than` (the backlog's
+    /// next window).
+    pub fn unfinished_catchup(&self, schedule: &str, older_than: DateTime<Utc>) -> Result<usize> {
+        // Waiting catch-up runs of windows younger than the backlog (an on-time
+        // window missed since) do not hold its place: older windows go first.
         let waiting: i64 = self
             .conn
             .prepare_cached(
                 "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
-                 WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill'",
+                 WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill' \
+                 AND window_start < ?2",
             )?
-            .query_row([schedule], |r| r.get(0))?;
+            .query_row(rusqlite::params![schedule, Ms(older_than)], |r| r.get(0))?;
         let running: i64 = self
             .conn
             .prepare_cached(

@@ -6,10 +6,10 @@ use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
+use std::collections::HashMap;
 
-/// Holds that end when a running attempt ends (a slot frees up); see
-/// `HoldKind::is_slot`.
-const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit')";
+/// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
+const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
 
 impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
@@ -116,6 +116,30 @@ impl Tx<'_> {
         )?;
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+    }
+
+    /// The window key of a pending on-time window of the schedule, if one is
+    /// waiting (catch-up runs of the schedule wait for it: on-time first).
+    pub fn pending_on_time(&self, schedule: &str) -> Result<Option<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT window_key FROM runs INDEXED BY runs_waiting \
+             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND state = 'pending' \
+             AND pool = 'on_time' ORDER BY next_check_at LIMIT 1",
+        )?;
+        Ok(stmt.query_row([schedule], |r| r.get(0)).optional()?)
+    }
+
+    /// Running runs per (tenant, schedule, pool), in one pass.
+    pub fn running_counts_by_pool(&self) -> Result<HashMap<(String, String, Pool), u32>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT tenant, schedule, pool FROM runs WHERE state = 'running'")?;
+        let mut rows = stmt.query([])?;
+        let mut counts = HashMap::new();
+        while let Some(row) = rows.next()? {
+            *counts.entry((row.get(0)?, row.get(1)?, row.get(2)?)).or_insert(0) += 1;
+        }
+        Ok(counts)
     }
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).

@@ -35,6 +35,10 @@ const PUT_SCHEDULE_STATE: &str = "INSERT INTO schedule_state (schedule, last_eva
      last_start = excluded.last_start, last_success = excluded.last_success";
 const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
      VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
+const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
+     VALUES (?1, ?2, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
+     born_at = COALESCE(schedule_state.born_at, excluded.born_at)";
+const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
 const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
 const SWITCHES: &str = r#"SELECT name, "on", actor, reason, at FROM switches ORDER BY name"#;
 const SET_SWITCH: &str = r#"INSERT INTO switches (name, "on", actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -145,6 +149,23 @@ impl Tx<'_> {
         let mut stmt = self.conn.prepare_cached(SET_LAST_EVALUATED)?;
         stmt.execute(rusqlite::params![schedule, Ms(at)])?;
         Ok(())
+    }
+
+    /// A schedule first evaluated at `at`: its birth, and its cursor.
+    pub fn set_born(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(SET_BORN)?;
+        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        Ok(())
+    }
+
+    /// When the schedule was first evaluated, if it ever was.
+    pub fn born_at(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
+        let mut stmt = self.conn.prepare_cached(BORN_AT)?;
+        let at = stmt
+            .query_row([schedule], |r| r.get::<_, Option<Ms>>(0))
+            .optional()?
+            .flatten();
+        Ok(at.map(|m| m.0))
     }
 
     /// The switch, if it was ever set.

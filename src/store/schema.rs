@@ -12,12 +12,16 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
 /// a file rolled back by hand (or a test doing so) may still have them.
-const ADDED_COLUMNS: &[(usize, &str, &str, &str)] = &[(4, "runs", "hold", "TEXT")];
+const ADDED_COLUMNS: &[(usize, &str, &str, &str)] = &[
+    (4, "runs", "hold", "TEXT"),
+    (5, "schedule_state", "born_at", "INTEGER"),
+    (5, "runs", "cancel_requested", "TEXT"),
+];
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -93,6 +97,17 @@ UPDATE runs SET hold = CASE
     WHEN state_reason LIKE '%(last hold: paused:%' THEN 'paused'
   END
   WHERE state IN ('pending', 'retry_wait', 'missed', 'expired');
+"#;
+
+/// A schedule's birth (`schedule_state.born_at`, epoch ms): the instant it
+/// was first evaluated; no window due before it is opened automatically, and
+/// `explain` says so. A request to cancel a running attempt
+/// (`runs.cancel_requested`, the reason), for `overlap = "cancel_previous"`
+/// across schedulers: the scheduler that owns the attempt sees it when it
+/// renews the lease. Both columns are added by [`ADDED_COLUMNS`]; schedules
+/// already known before are born when they were first evaluated.
+const V6: &str = r#"
+UPDATE schedule_state SET born_at = last_evaluated WHERE born_at IS NULL;
 "#;
 
 const V1: &str = r#"

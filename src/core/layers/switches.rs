@@ -8,7 +8,7 @@
 //! switches pane reads maintenance windows, schedule limits and budget days
 //! through the same functions, so both say the same thing.
 
-use crate::config::model::{MaintenanceConfig, Overlap, ScheduleConfig};
+use crate::config::model::{MaintenanceConfig, Overlap, ScheduleConfig, TriggerConfig};
 use crate::core::decision::{Hold, SwitchCheck, SwitchName};
 use crate::core::records::{
     CircuitState, Maintenance, Pool, Run, RunReason, RunState, ScheduleState, Switch,
@@ -30,10 +30,17 @@ pub struct SwitchFacts<'a> {
     /// Cost of the schedule's attempts started this local day; read only when
     /// the schedule has a daily cap.
     pub spent_today: Option<f64>,
-    /// Runs of this schedule running anywhere (every scheduler on the store).
+    /// Runs of this schedule running anywhere (every scheduler on the store),
+    /// and of them the on-time ones.
     pub running: u32,
-    /// The window key of one of them, for the reason text.
-    pub running_window: Option<String>,
+    pub running_on_time: u32,
+    /// The window key of a running on-time run and of a running catch-up run
+    /// of the schedule, for the reason text (read when something runs).
+    pub on_time_window: Option<String>,
+    pub catchup_window: Option<String>,
+    /// A pending on-time window of the schedule (read for catch-up runs: the
+    /// on-time window goes first).
+    pub on_time_due: Option<String>,
     /// Runs of this schedule's tenant running anywhere, and its cap.
     pub tenant_running: u32,
     pub tenant_max: Option<u32>,
@@ -260,20 +267,38 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
         return out;
     }
     out.checks.push(clear(SwitchName::Budget));
-    // Overlap with a run of the same schedule still running.
+    // On time first: no new catch-up run of a schedule starts while an
+    // on-time window of it is due.
+    if run.pool == Pool::Backfill
+        && let Some(w) = &f.on_time_due
+    {
+        push_held(
+            &mut out,
+            SwitchName::OnTime,
+            format!("on-time window {w} of the same schedule goes first"),
+            Hold::Wait,
+        );
+        return out;
+    }
+    out.checks.push(clear(SwitchName::OnTime));
+    // Overlap with a run of the same schedule still running. The policy is
+    // about a new time-triggered window meeting a running on-time one; every
+    // other run waits its turn and is never skipped: a catch-up window behind
+    // any running window (catch-up windows never skip each other), an on-time
+    // window behind a catch-up run, a posted event or a manual trigger behind
+    // whatever runs, a retry behind the window running now.
     if f.running > 0 && s.overlap != Overlap::Allow {
-        let prev = f.running_window.clone().unwrap_or_default();
-        // The overlap policy is about a new on-time window meeting a running
-        // one. Catch-up windows and retries were already decided to run: they
-        // queue behind the running window instead of being skipped or
-        // cancelling it.
-        let on_time_window = run.state == RunState::Pending && run.pool == Pool::OnTime;
-        let (reason, hold) = if !on_time_window {
-            (
-                format!("waits for window {prev} of the same schedule to finish"),
-                Hold::Wait,
-            )
-        } else {
+        let time_window = run.state == RunState::Pending
+            && run.pool == Pool::OnTime
+            && run.reason == RunReason::Scheduled
+            && matches!(s.trigger, TriggerConfig::Cron(_) | TriggerConfig::Every { .. });
+        let any = f
+            .on_time_window
+            .clone()
+            .or_else(|| f.catchup_window.clone())
+            .unwrap_or_default();
+        let (reason, hold) = if time_window && f.running_on_time > 0 {
+            let prev = f.on_time_window.clone().unwrap_or_default();
             match s.overlap {
                 Overlap::Skip => (
                     format!("window {prev} still running (overlap = skip)"),
@@ -304,6 +329,22 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
                 // Excluded above.
                 Overlap::Allow => (String::new(), Hold::Wait),
             }
+        } else if time_window {
+            let prev = f.catchup_window.clone().unwrap_or_default();
+            (
+                format!("waits for catch-up run of window {prev} to finish"),
+                Hold::Wait,
+            )
+        } else if run.state == RunState::Pending && run.pool == Pool::OnTime {
+            (
+                format!("waits its turn behind window {any} of the same schedule"),
+                Hold::Wait,
+            )
+        } else {
+            (
+                format!("waits for window {any} of the same schedule to finish"),
+                Hold::Wait,
+            )
         };
         push_held(&mut out, SwitchName::Overlap, reason, hold);
         return out;

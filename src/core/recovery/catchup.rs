@@ -33,15 +33,21 @@ pub struct PlannedWindow {
     pub disposition: Disposition,
 }
 
-/// Classifies `fires` (oldest first, all at or before `now`).
+/// Classifies `fires` (oldest first, all at or before `now`). A fire due
+/// before `missed_before` — the instant this scheduler began evaluating the
+/// schedule again (its start, or the end of a clock jump) — was missed: no
+/// scheduler evaluated it when it was due, so it is a catch-up window whether
+/// or not its `close_after` has passed (DESIGN.md "Missed means missed").
+/// Fires from `missed_before` on are on time.
 pub fn plan(
     fires: Vec<Fire>,
     now: DateTime<Utc>,
+    missed_before: DateTime<Utc>,
     policy: Catchup,
     catchup_window: TimeDelta,
-    close_after: TimeDelta,
 ) -> Vec<PlannedWindow> {
-    // The newest window that would run at all: `latest` keeps only this one.
+    // The newest window that would run at all: `latest` keeps only this one
+    // (an on-time window, if there is one, coalesces every missed one).
     let newest_runnable = fires
         .iter()
         .rposition(|f| f.note != Some(FireNote::CalendarSkipped) && f.at + catchup_window > now);
@@ -51,12 +57,8 @@ pub fn plan(
         .map(|(i, fire)| {
             let disposition = if fire.note == Some(FireNote::CalendarSkipped) {
                 Disposition::Calendar
-            } else if fire.at + close_after > now {
-                if policy == Catchup::Latest && newest_runnable.is_some_and(|n| n != i) {
-                    Disposition::Coalesced
-                } else {
-                    Disposition::OnTime
-                }
+            } else if fire.at >= missed_before {
+                Disposition::OnTime
             } else if fire.at + catchup_window <= now {
                 Disposition::Expired
             } else {
@@ -123,12 +125,13 @@ mod tests {
     fn dispositions(policy: Catchup) -> Vec<Disposition> {
         // 72.5h after base: the window at 0h is past the 72h catch-up window, 1h is not.
         let now = Utc.with_ymd_and_hms(2026, 6, 4, 0, 30, 0).unwrap();
+        // The scheduler came back at 72h: the window due then is on time.
         plan(
             fires(&[0, 1, 60, 71, 72]),
             now,
+            Utc.with_ymd_and_hms(2026, 6, 4, 0, 0, 0).unwrap(),
             policy,
             TimeDelta::hours(72),
-            TimeDelta::hours(1),
         )
         .into_iter()
         .map(|p| p.disposition)
@@ -153,14 +156,42 @@ mod tests {
     }
 
     #[test]
+    fn a_window_missed_while_down_is_caught_up_even_if_still_open() {
+        // Hourly, close_after 10m; down 09:05:30 → 09:10:30 with every=2s-like
+        // density: here, fires at 09:06 and 09:08 were due while down, though
+        // their windows have not closed; 09:10:30's fire is on time.
+        let base = Utc.with_ymd_and_hms(2026, 6, 1, 9, 0, 0).unwrap();
+        let at = |m: i64, s: i64| base + TimeDelta::minutes(m) + TimeDelta::seconds(s);
+        let f = |t: DateTime<Utc>| Fire {
+            at: t,
+            local: t.fixed_offset(),
+            window_key: t.to_rfc3339(),
+            note: None,
+        };
+        let back = at(10, 30);
+        let p = plan(
+            vec![f(at(6, 0)), f(at(8, 0)), f(back)],
+            back,
+            back,
+            Catchup::All,
+            TimeDelta::hours(72),
+        );
+        let d: Vec<_> = p.iter().map(|p| p.disposition).collect();
+        assert_eq!(
+            d,
+            [Disposition::CatchUp, Disposition::CatchUp, Disposition::OnTime]
+        );
+    }
+
+    #[test]
     fn latest_runs_the_newest_missed_when_nothing_is_open() {
         let now = Utc.with_ymd_and_hms(2026, 6, 3, 12, 0, 0).unwrap();
         let p = plan(
             fires(&[0, 10, 20]),
             now,
+            now,
             Catchup::Latest,
             TimeDelta::hours(72),
-            TimeDelta::hours(1),
         );
         let d: Vec<_> = p.iter().map(|p| p.disposition).collect();
         assert_eq!(
