@@ -287,7 +287,13 @@ impl Engine {
                     // N after the previous start; the first start is now.
                     let at = st
                         .and_then(|st| st.last_start)
-                        .map(|ls| ls + crate::time::duration::to_delta(*interval))
+                        .map(|ls| {
+                            crate::time::fire::after_interval(
+                                s.timezone,
+                                ls,
+                                crate::time::duration::to_delta(*interval),
+                            )
+                        })
                         .unwrap_or(now);
                     self.heap.push(Reverse((at.max(now), idx)));
                 }

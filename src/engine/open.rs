@@ -256,12 +256,15 @@ impl Engine {
 
     /// Schedules the next window of an `anchor = "last_start"` schedule N after a start.
     pub(crate) fn after_start(&mut self, idx: usize, started: DateTime<Utc>) {
+        let s = self.schedule(idx);
         if let TriggerConfig::Every {
             anchor: Anchor::LastStart,
             interval,
-        } = self.schedule(idx).trigger
+        } = s.trigger
         {
-            self.heap.push(Reverse((started + to_delta(interval), idx)));
+            // Whole days are the same local time N days on (DST and all).
+            let next = crate::time::fire::after_interval(s.timezone, started, to_delta(interval));
+            self.heap.push(Reverse((next, idx)));
         }
     }
 }

@@ -136,11 +136,12 @@ impl FireRule {
     }
 
     /// Pinned schedules shift/skip gap times and pick fold occurrences; repeating
-    /// ones follow real time.
+    /// ones follow real time. Whole-day `every` intervals are calendar
+    /// arithmetic (the same local time every N days), so they are pinned.
     fn pinned(&self) -> bool {
         match &self.source {
             FireSource::Cron(c) => !c.repeats_within_day(),
-            FireSource::Every { .. } => false,
+            FireSource::Every { interval, .. } => whole_days(*interval).is_some(),
         }
     }
 }
@@ -329,37 +330,22 @@ impl<'a> Fires<'a> {
                 let n = spec.next_local(self.naive_cursor, self.inclusive)?;
                 self.inclusive = false;
                 self.naive_cursor = n;
-                let lt = resolve_local(tz, n);
-                let bound = lt.earliest();
-                match lt {
-                    LocalTime::Single(t) => self.candidate(n, t, None, false),
-                    LocalTime::Fold(a, b) => {
-                        if !self.pinned {
-                            self.candidate(n, a, None, false);
-                            self.candidate(n, b, None, false);
-                        } else {
-                            match rule.dst_fold {
-                                DstFold::First => self.candidate(n, a, Some(FireNote::DstFoldSkipped), false),
-                                DstFold::Last => self.candidate(n, b, Some(FireNote::DstFoldSkipped), false),
-                                DstFold::Both => {
-                                    self.candidate(n, a, None, false);
-                                    self.candidate(n, b, None, true);
-                                }
-                            }
-                        }
-                    }
-                    LocalTime::Gap { gap_end } => {
-                        if self.pinned && rule.dst_gap == DstGap::Shift {
-                            self.candidate(n, gap_end, Some(FireNote::DstShifted), false);
-                        }
-                    }
-                }
-                Some(bound)
+                Some(self.wall_clock(n))
+            }
+            FireSource::Every {
+                interval,
+                anchor: Anchor::Fixed,
+            } if whole_days(*interval).is_some() => {
+                let days = whole_days(*interval).unwrap_or(1);
+                let n = next_whole_day(self.naive_cursor, days, self.inclusive)?;
+                self.inclusive = false;
+                self.naive_cursor = n;
+                Some(self.wall_clock(n))
             }
             FireSource::Every { interval, anchor } => {
                 let step = interval.num_seconds().max(1);
                 let next = match anchor {
-                    Anchor::LastStart => self.instant_cursor + TimeDelta::seconds(step),
+                    Anchor::LastStart => after_interval(tz, self.instant_cursor, *interval),
                     Anchor::Fixed => next_aligned(tz, self.instant_cursor, step),
                 };
                 self.instant_cursor = next;
@@ -368,6 +354,36 @@ impl<'a> Fires<'a> {
                 Some(next)
             }
         }
+    }
+
+    /// Queues the fires of the wall-clock time `n` (a cron match or a
+    /// whole-day `every` date) per the DST policy; returns the lower bound of
+    /// fires not yet produced.
+    fn wall_clock(&mut self, n: NaiveDateTime) -> DateTime<Utc> {
+        let rule = self.rule;
+        let lt = resolve_local(rule.tz, n);
+        let bound = lt.earliest();
+        match lt {
+            LocalTime::Single(t) => self.candidate(n, t, None, false),
+            LocalTime::Fold(a, b) if !self.pinned => {
+                self.candidate(n, a, None, false);
+                self.candidate(n, b, None, false);
+            }
+            LocalTime::Fold(a, b) => match rule.dst_fold {
+                DstFold::First => self.candidate(n, a, Some(FireNote::DstFoldSkipped), false),
+                DstFold::Last => self.candidate(n, b, Some(FireNote::DstFoldSkipped), false),
+                DstFold::Both => {
+                    self.candidate(n, a, None, false);
+                    self.candidate(n, b, None, true);
+                }
+            },
+            LocalTime::Gap { gap_end } => {
+                if self.pinned && rule.dst_gap == DstGap::Shift {
+                    self.candidate(n, gap_end, Some(FireNote::DstShifted), false);
+                }
+            }
+        }
+        bound
     }
 
     /// Applies the calendar to one candidate and queues it.
@@ -413,6 +429,46 @@ impl<'a> Fires<'a> {
             }
         }
         self.heap.push(Reverse(fire));
+    }
+}
+
+/// The number of days of a whole-day interval (`1d`, `2d`, `1w`), if it is one.
+pub fn whole_days(interval: TimeDelta) -> Option<i64> {
+    let secs = interval.num_seconds();
+    (secs > 0 && secs % 86_400 == 0 && interval.subsec_nanos() == 0).then_some(secs / 86_400)
+}
+
+/// The next local midnight strictly after `cursor` (or at it, when
+/// `inclusive`) on a date whose day number since 1970-01-01 is a multiple of
+/// `days`: `every = "2d"` fires on every second local date, at 00:00 local,
+/// whatever the UTC offset does in between.
+fn next_whole_day(cursor: NaiveDateTime, days: i64, inclusive: bool) -> Option<NaiveDateTime> {
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    let midnight = cursor.date().and_hms_opt(0, 0, 0)?;
+    let mut date = cursor.date();
+    if midnight < cursor || (midnight == cursor && !inclusive) {
+        date = date.succ_opt()?;
+    }
+    let n = (date - epoch).num_days();
+    let ahead = (days - n.rem_euclid(days)) % days;
+    let date = date.checked_add_days(chrono::Days::new(u64::try_from(ahead).ok()?))?;
+    date.and_hms_opt(0, 0, 0)
+}
+
+/// `at` plus `interval`: for whole days the same local wall-clock time N days
+/// later in `tz` (the first instant after a gap, the first of a fold), for
+/// shorter intervals real time. Used for `anchor = "last_start"`.
+pub fn after_interval(tz: Tz, at: DateTime<Utc>, interval: TimeDelta) -> DateTime<Utc> {
+    let Some(days) = whole_days(interval) else {
+        return at + interval;
+    };
+    let local = at.with_timezone(&tz).naive_local();
+    let Some(target) = local.checked_add_days(chrono::Days::new(u64::try_from(days).unwrap_or(1))) else {
+        return at + interval;
+    };
+    match resolve_local(tz, target) {
+        LocalTime::Single(t) | LocalTime::Fold(t, _) => t,
+        LocalTime::Gap { gap_end } => gap_end,
     }
 }
 
