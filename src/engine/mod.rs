@@ -473,6 +473,18 @@ impl Engine {
             self.last_renewal = Some(now);
             return Ok(());
         }
+        // Another scheduler's newer window superseded one of ours
+        // (`overlap = "cancel_previous"`): stop it, as if decided here.
+        let owner = self.opts.owner.clone();
+        for (run, token, by) in self.store.read(|tx| tx.cancel_requests(&owner))? {
+            if let Some(r) = self.running.get_mut(&run)
+                && r.token == token
+                && r.cancel.is_none()
+            {
+                r.cancel = Some(CancelCause::Superseded(by));
+                r.handle.cancel();
+            }
+        }
         if self.last_renewal.is_some_and(|t| now < t + self.renew_every()) {
             return Ok(());
         }

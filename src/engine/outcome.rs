@@ -11,6 +11,7 @@ use crate::core::planner::{self, Ended, Facts, Input};
 use crate::recovery::classify::{Outcome, classify, is_rate_limited};
 use crate::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
+use std::collections::HashMap;
 
 impl Engine {
     pub(crate) fn handle_report(&mut self, now: DateTime<Utc>, report: AttemptReport) -> Result<()> {
@@ -376,15 +377,72 @@ impl Engine {
         if let Some(&idx) = self.index.get(schedule) {
             self.backlog_room(idx, now);
         }
-        let quota = self.quota_holds.get();
-        let (_, by_quota) = self
-            .store
-            .write(|tx| tx.recheck_held(schedule, backfill, quota, now))?;
-        if quota && by_quota == 0 {
+        self.store
+            .write(|tx| tx.recheck_held(schedule, backfill, false, now))?;
+        if self.quota_holds.get() && self.wake_quota_held(now)? == 0 {
             // Nothing is held by a quota any more: stop looking on every end.
             self.quota_holds.set(false);
         }
         Ok(())
+    }
+
+    /// A slot freed: wakes the longest-waiting quota-held runs that can
+    /// actually start now (their schedule, tenant and pool quotas allow it),
+    /// as many as there is room for; a run that still cannot start does not
+    /// take the wake-up from one that can. Returns how many runs a quota holds.
+    fn wake_quota_held(&self, now: DateTime<Utc>) -> Result<usize> {
+        use crate::core::layers::switches::{Quotas, quota_hold};
+        let candidates = self.store.read(|tx| tx.quota_held(64))?;
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let counts = self.store.read(|tx| tx.running_counts_by_pool())?;
+        let mut by_schedule: HashMap<String, u32> = HashMap::new();
+        let mut by_tenant: HashMap<String, u32> = HashMap::new();
+        for ((tenant, sched, _), n) in counts {
+            *by_schedule.entry(sched).or_insert(0) += n;
+            *by_tenant.entry(tenant).or_insert(0) += n;
+        }
+        let mut pool_used: HashMap<Pool, usize> = [Pool::OnTime, Pool::Backfill]
+            .into_iter()
+            .map(|p| (p, self.pool_use(p).0))
+            .collect();
+        let mut divisors: HashMap<String, u32> = HashMap::new();
+        let mut wake = vec![];
+        for run in &candidates {
+            let Some(&idx) = self.index.get(&run.schedule) else {
+                continue;
+            };
+            let s = self.schedule(idx);
+            let divisor = match divisors.get(&s.id) {
+                Some(d) => *d,
+                None => {
+                    let d = self.store.read(|tx| tx.schedule_state(&s.id))?.concurrency_divisor;
+                    divisors.insert(s.id.clone(), d);
+                    d
+                }
+            };
+            let used = pool_used.get(&run.pool).copied().unwrap_or(0);
+            let q = Quotas {
+                divisor,
+                running: by_schedule.get(&s.id).copied().unwrap_or(0),
+                tenant_running: by_tenant.get(&s.tenant).copied().unwrap_or(0),
+                tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
+                pool_used: used,
+                pool_size: self.pool_use(run.pool).1,
+            };
+            if quota_hold(run, s, &q).is_none() {
+                // It takes its place: the next candidate sees it counted.
+                wake.push(run.id);
+                *by_schedule.entry(s.id.clone()).or_insert(0) += 1;
+                *by_tenant.entry(s.tenant.clone()).or_insert(0) += 1;
+                pool_used.insert(run.pool, used + 1);
+            }
+        }
+        if !wake.is_empty() {
+            self.store.write(|tx| tx.wake_runs(&wake, now))?;
+        }
+        Ok(candidates.len())
     }
 
     /// Records an alert that belongs to no run's plan (the catch-up planner's

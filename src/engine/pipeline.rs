@@ -319,13 +319,23 @@ impl Engine {
         };
         let outcome = switches::check(run, &s, &switch_facts, now);
         if outcome.cancel_running {
+            // The schedule's running on-time windows are superseded: this
+            // process stops its own; another scheduler's attempt gets a cancel
+            // request in the store, which its owner acts on within a tick.
             let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
-            for r in &others {
-                if let Some(mine) = self.running.get_mut(&r.id)
-                    && mine.cancel.is_none()
-                {
-                    mine.cancel = Some(CancelCause::Superseded(run.window_key.clone()));
-                    mine.handle.cancel();
+            for r in others.iter().filter(|r| r.pool == Pool::OnTime) {
+                match self.running.get_mut(&r.id) {
+                    Some(mine) if mine.token == r.fencing_token => {
+                        if mine.cancel.is_none() {
+                            mine.cancel = Some(CancelCause::Superseded(run.window_key.clone()));
+                            mine.handle.cancel();
+                        }
+                    }
+                    _ => {
+                        let why = run.window_key.clone();
+                        self.store
+                            .write(|tx| tx.request_cancel(r.id, r.fencing_token, &why))?;
+                    }
                 }
             }
         }

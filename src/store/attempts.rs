@@ -19,7 +19,8 @@ use rusqlite::OptionalExtension;
 const CLAIM: &str = concat!(
     "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
      attempts = attempts + 1, fencing_token = (SELECT token + 1 FROM fencing WHERE id = 1), \
-     reason = ?5, state_reason = NULL, hold = NULL, not_before = NULL, next_check_at = NULL, updated_at = ?6 \
+     reason = ?5, state_reason = NULL, hold = NULL, cancel_requested = NULL, not_before = NULL, \
+     next_check_at = NULL, updated_at = ?6 \
      WHERE id = ?1 AND state = ?2 RETURNING ",
     run_cols!()
 );
@@ -168,6 +169,26 @@ impl Tx<'_> {
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(RENEW_LEASE)?;
         Ok(stmt.execute(rusqlite::params![run_id, token, Ms(until)])? == 1)
+    }
+
+    /// Asks the scheduler running the attempt with `token` to cancel it: a
+    /// newer window (`why`, its key) superseded it. No-op once it has ended.
+    pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE runs SET cancel_requested = ?3 WHERE id = ?1 AND fencing_token = ?2 \
+             AND state = 'running' AND cancel_requested IS NULL",
+        )?;
+        Ok(stmt.execute(rusqlite::params![run_id, token, why])? == 1)
+    }
+
+    /// The cancel requests for attempts `owner` runs: (run, token, why).
+    pub fn cancel_requests(&self, owner: &str) -> Result<Vec<(i64, i64, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, fencing_token, cancel_requested FROM runs INDEXED BY runs_lease \
+             WHERE state = 'running' AND lease_owner = ?1 AND cancel_requested IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.

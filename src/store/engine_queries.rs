@@ -80,6 +80,37 @@ impl Tx<'_> {
         Ok((woken + by_quota, by_quota))
     }
 
+    /// Waiting runs held by a quota, longest waiting (earliest due) first, at
+    /// most `n`: the candidates for a freed slot.
+    pub fn quota_held(&self, n: usize) -> Result<Vec<Run>> {
+        let sql = with_limit(
+            concat!(
+                "SELECT ",
+                super::sql::run_cols!(),
+                " FROM runs INDEXED BY runs_due WHERE state IN ('pending', 'retry_wait') \
+                 AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?1"
+            ),
+            "?1",
+            n,
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([], super::sql::run_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Brings the next check of these waiting runs forward to `now`.
+    pub fn wake_runs(&self, ids: &[i64], now: DateTime<Utc>) -> Result<usize> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE runs SET next_check_at = ?1 WHERE id = ?2 \
+             AND state IN ('pending', 'retry_wait') AND next_check_at > ?1",
+        )?;
+        let mut n = 0;
+        for id in ids {
+            n += stmt.execute(rusqlite::params![Ms(now), id])?;
+        }
+        Ok(n)
+    }
+
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).
     pub fn next_lease_expiry(&self) -> Result<Option<DateTime<Utc>>> {
         let mut stmt = self.conn.prepare_cached(

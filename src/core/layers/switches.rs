@@ -351,50 +351,59 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
     }
     out.checks.push(clear(SwitchName::Overlap));
     // Quotas: schedule concurrency (halved after rate limits), tenant, pool.
-    let divisor = st.concurrency_divisor.max(1);
-    let limit = schedule_limit(s.max_concurrency, divisor);
-    if f.running >= limit {
-        let halved = if divisor > 1 {
-            format!(
-                " (max_concurrency {} halved after rate limiting)",
-                s.max_concurrency
-            )
-        } else {
-            String::new()
-        };
-        push_held(
-            &mut out,
-            SwitchName::Quota,
-            format!("schedule at {}/{limit} running{halved}", f.running),
-            Hold::Wait,
-        );
-        return out;
-    }
-    if let Some(max) = f.tenant_max
-        && f.tenant_running >= max
-    {
-        push_held(
-            &mut out,
-            SwitchName::Quota,
-            format!("tenant {} at {}/{max} running", s.tenant, f.tenant_running),
-            Hold::Wait,
-        );
-        return out;
-    }
-    if f.pool_used >= f.pool_size {
-        push_held(
-            &mut out,
-            SwitchName::Quota,
-            format!(
-                "{} pool full ({}/{})",
-                run.pool.as_str(),
-                f.pool_used,
-                f.pool_size
-            ),
-            Hold::Wait,
-        );
+    if let Some(reason) = quota_hold(run, s, &Quotas::of(f)) {
+        push_held(&mut out, SwitchName::Quota, reason, Hold::Wait);
         return out;
     }
     out.checks.push(clear(SwitchName::Quota));
     out
+}
+
+/// What the quota switch looks at: a subset of [`SwitchFacts`], also gathered
+/// on its own when a freed slot looks for a run that can take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quotas {
+    pub divisor: u32,
+    pub running: u32,
+    pub tenant_running: u32,
+    pub tenant_max: Option<u32>,
+    pub pool_used: usize,
+    pub pool_size: usize,
+}
+
+impl Quotas {
+    pub fn of(f: &SwitchFacts<'_>) -> Self {
+        Self {
+            divisor: f.state.concurrency_divisor,
+            running: f.running,
+            tenant_running: f.tenant_running,
+            tenant_max: f.tenant_max,
+            pool_used: f.pool_used,
+            pool_size: f.pool_size,
+        }
+    }
+}
+
+/// Why a quota holds `run` (schedule concurrency halved after rate limits,
+/// tenant, this process's pool), or `None` when it may start.
+pub fn quota_hold(run: &Run, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
+    let divisor = q.divisor.max(1);
+    let limit = schedule_limit(s.max_concurrency, divisor);
+    if q.running >= limit {
+        let halved = if divisor > 1 {
+            format!(" (max_concurrency {} halved after rate limiting)", s.max_concurrency)
+        } else {
+            String::new()
+        };
+        return Some(format!("schedule at {}/{limit} running{halved}", q.running));
+    }
+    if let Some(max) = q.tenant_max
+        && q.tenant_running >= max
+    {
+        return Some(format!("tenant {} at {}/{max} running", s.tenant, q.tenant_running));
+    }
+    if q.pool_used >= q.pool_size {
+        return Some(format!("{} pool full ({}/{})", run.pool.as_str(), q.pool_used, q.pool_size));
+    }
+    None
 }
