@@ -28,10 +28,70 @@ pub fn trigger(config: &Path, db: Option<&Path>, schedule: &str, window: Option<
                 "run {} queued for {} window {}",
                 run.id, run.schedule, run.window_key
             );
+            match store.read(|tx| what_happens(tx, &cfg, &run)) {
+                Ok(lines) => {
+                    for l in lines {
+                        println!("  {l}");
+                    }
+                }
+                Err(e) => eprintln!("agentcron trigger: {e}"),
+            }
             exit::OK
         }
         Err(e) => report(e),
     }
+}
+
+/// What will really happen to a manual run just queued, in the order the
+/// scheduler decides it: switches that hold it now, the window it waits
+/// behind, its gates, when it gives up.
+fn what_happens(
+    tx: &crate::store::Tx<'_>,
+    cfg: &crate::config::Config,
+    run: &crate::store::Run,
+) -> crate::store::Result<Vec<String>> {
+    let mut out = vec![];
+    let Some(s) = cfg.schedule(&run.schedule) else {
+        return Ok(out);
+    };
+    if let Some(k) = tx.switch("kill")?.filter(|k| k.on) {
+        out.push(format!(
+            "it waits: the global kill switch is on (by {}: {}) — `agentcron unkill` releases it",
+            k.actor, k.reason
+        ));
+    }
+    let st = tx.schedule_state(&s.id)?;
+    if st.paused {
+        out.push(format!(
+            "it waits: {} is paused ({}) — `agentcron resume {}` releases it",
+            s.id,
+            st.paused_reason.unwrap_or_default(),
+            s.id
+        ));
+    }
+    let running = tx.running_runs(Some(&s.id))?;
+    if let Some(r) = running.first()
+        && s.overlap != crate::config::model::Overlap::Allow
+    {
+        out.push(format!(
+            "it waits its turn behind window {} (running); a manual run is never skipped for overlap",
+            r.window_key
+        ));
+    }
+    if !s.gates.is_empty() {
+        let names: Vec<&str> = s.gates.iter().map(|g| g.name.as_str()).collect();
+        out.push(format!(
+            "then its gates are checked every {}: {}",
+            crate::time::duration::format_duration(s.check_every),
+            names.join(", ")
+        ));
+    }
+    let gives_up = run.created_at + crate::time::duration::to_delta(s.catchup_window);
+    out.push(format!(
+        "the scheduler looks at it within a tick; it expires unrun if it cannot start by {}",
+        crate::time::rfc3339_secs(gives_up)
+    ));
+    Ok(out)
 }
 
 pub fn post_event(
@@ -51,10 +111,52 @@ pub fn post_event(
             }
         },
     };
-    let (store, _) = match super::db::open_for_cli(config, db, true) {
+    let (store, cfg) = match super::db::open_for_cli(config, db, true) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // An event nobody listens to would be stored and never run: say so.
+    match &cfg {
+        Some(cfg) => {
+            let listeners: Vec<&str> = cfg
+                .schedules
+                .iter()
+                .filter(|s| match &s.trigger {
+                    crate::config::model::TriggerConfig::OnEvent { event }
+                    | crate::config::model::TriggerConfig::AfterEvent { event, .. } => event == name,
+                    _ => false,
+                })
+                .map(|s| s.id.as_str())
+                .collect();
+            if listeners.is_empty() {
+                let mut names: Vec<&str> = cfg
+                    .schedules
+                    .iter()
+                    .filter_map(|s| match &s.trigger {
+                        crate::config::model::TriggerConfig::OnEvent { event }
+                        | crate::config::model::TriggerConfig::AfterEvent { event, .. } => {
+                            Some(event.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                names.sort_unstable();
+                names.dedup();
+                eprintln!(
+                    "agentcron event post: no schedule listens to event `{name}`; nothing was posted{}",
+                    if names.is_empty() {
+                        " (no schedule has an event trigger)".to_string()
+                    } else {
+                        format!(" (events listened to: {})", names.join(", "))
+                    }
+                );
+                return exit::DOES_NOT_HOLD;
+            }
+        }
+        None => eprintln!(
+            "agentcron event post: without the config, whether a schedule listens to `{name}` is not checked"
+        ),
+    }
     match operator::post_event(&store, name, id, &payload, SystemClock.now()) {
         Ok((id, true)) => {
             println!("posted {name} {id}");

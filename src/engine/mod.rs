@@ -307,7 +307,7 @@ impl Engine {
                             // Stored at once, so a crash before the first window
                             // still leaves a gap to plan on restart.
                             let c = now - TimeDelta::milliseconds(1);
-                            self.store.write(|tx| tx.set_born(&s.id, c))?;
+                            self.store.write(|tx| tx.set_born(&s.id, c, now))?;
                             c
                         }
                     };

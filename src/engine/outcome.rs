@@ -417,7 +417,10 @@ impl Engine {
             let divisor = match divisors.get(&s.id) {
                 Some(d) => *d,
                 None => {
-                    let d = self.store.read(|tx| tx.schedule_state(&s.id))?.concurrency_divisor;
+                    let d = self
+                        .store
+                        .read(|tx| tx.schedule_state(&s.id))?
+                        .concurrency_divisor;
                     divisors.insert(s.id.clone(), d);
                     d
                 }

@@ -36,7 +36,7 @@ const PUT_SCHEDULE_STATE: &str = "INSERT INTO schedule_state (schedule, last_eva
 const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
      VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
 const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
-     VALUES (?1, ?2, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
+     VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
      born_at = COALESCE(schedule_state.born_at, excluded.born_at)";
 const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
 const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
@@ -151,10 +151,10 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// A schedule first evaluated at `at`: its birth, and its cursor.
-    pub fn set_born(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
+    /// A schedule first evaluated at `at` (its birth), with its cursor.
+    pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(SET_BORN)?;
-        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        stmt.execute(rusqlite::params![schedule, Ms(cursor), Ms(at)])?;
         Ok(())
     }
 

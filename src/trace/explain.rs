@@ -45,6 +45,8 @@ pub enum Outcome {
     NotAWindow,
     /// The schedule has no runs at all (no window was asked for).
     NoRuns,
+    /// No run: the window was due before the schedule's first evaluation.
+    BeforeBirth,
 }
 
 impl Outcome {
@@ -55,6 +57,7 @@ impl Outcome {
             Outcome::NotYet => "not_yet",
             Outcome::NotAWindow => "not_a_window",
             Outcome::NoRuns => "no_runs",
+            Outcome::BeforeBirth => "before_first_evaluation",
         }
     }
 }
@@ -255,8 +258,38 @@ impl<'a> Ctx<'a> {
         all.sort_by_key(|(e, _)| (e.at, e.id));
 
         let mut story = self.story(run.window_start);
+        // A window caught up after a gap: the plan that queued it says when
+        // nobody was evaluating the schedule.
+        let plan_of_gap = if run.reason == crate::store::RunReason::Catchup {
+            tx.events(&EventFilter {
+                schedule: Some(run.schedule.clone()),
+                kinds: vec!["catchup_planned".into()],
+                ..EventFilter::default()
+            })?
+            .into_iter()
+            .rfind(|p| p.at <= first)
+            .and_then(|p| match p.event() {
+                Event::CatchupPlanned {
+                    since: Some(since), ..
+                } if since < run.due_at && run.due_at <= p.at => Some((since, p.at)),
+                _ => None,
+            })
+        } else {
+            None
+        };
         for (row, e) in all {
             story.event(row.at, e, run);
+            if let (Event::WindowOpened { .. }, Some((since, back))) = (e, plan_of_gap) {
+                story.push(
+                    Some(back),
+                    "downtime",
+                    format!(
+                        "caught up after downtime {}–{}",
+                        story.hms(since),
+                        story.hms(back)
+                    ),
+                );
+            }
             if let Some(w) = e.window_facts()
                 && row.at - w.due > LATE
             {
@@ -407,6 +440,26 @@ impl<'a> Ctx<'a> {
                 verdict = Outcome::NotYet;
                 head = format!("not yet: this window is due {}", story.full(due));
                 next = Some(format!("it opens {}", story.full(due)));
+            } else if let Some(born) = tx.born_at(self.schedule)?
+                && due < born
+            {
+                // Birth: nothing due before a schedule's first evaluation opens.
+                verdict = Outcome::BeforeBirth;
+                head = "no run: due before this schedule's first evaluation".to_string();
+                steps.insert(0, was_due);
+                steps.push(step(
+                    Some(born),
+                    "born",
+                    format!(
+                        "it was due before this schedule's first evaluation ({}); windows before \
+                         that are never opened automatically",
+                        story.full(born)
+                    ),
+                ));
+                next = Some(format!(
+                    "run it on purpose: agentcron trigger {} --window {key} (or agentcron backfill {} --from … --to …)",
+                    self.schedule, self.schedule
+                ));
             } else if let Some(b) = backlog {
                 verdict = Outcome::NotYet;
                 head = "not yet: planned for catch-up, waiting to be queued".to_string();

@@ -112,7 +112,7 @@ impl Story {
     }
 
     /// `09:31:02`, with the date when it is not the window's day.
-    fn hms(&self, t: DateTime<Utc>) -> String {
+    pub(super) fn hms(&self, t: DateTime<Utc>) -> String {
         self.fmt(t, "%H:%M:%S")
     }
 
@@ -578,6 +578,7 @@ fn switch_label(name: &str) -> String {
         "circuit" => "the circuit breaker".into(),
         "maintenance" => "a maintenance window".into(),
         "budget" => "the budget".into(),
+        "on_time" => "the on-time-first rule".into(),
         "overlap" => "the overlap rule".into(),
         "quota" => "a concurrency quota".into(),
         other => format!("switch {other}"),

@@ -330,11 +330,17 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
                 Overlap::Allow => (String::new(), Hold::Wait),
             }
         } else if time_window {
+            // On time first, the other way round: the on-time window waits for
+            // the catch-up run already going, goes right after it (its window
+            // does not close meanwhile), and is never skipped for it.
             let prev = f.catchup_window.clone().unwrap_or_default();
-            (
+            push_held(
+                &mut out,
+                SwitchName::OnTime,
                 format!("waits for catch-up run of window {prev} to finish"),
                 Hold::Wait,
-            )
+            );
+            return out;
         } else if run.state == RunState::Pending && run.pool == Pool::OnTime {
             (
                 format!("waits its turn behind window {any} of the same schedule"),
@@ -391,7 +397,10 @@ pub fn quota_hold(run: &Run, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
     let limit = schedule_limit(s.max_concurrency, divisor);
     if q.running >= limit {
         let halved = if divisor > 1 {
-            format!(" (max_concurrency {} halved after rate limiting)", s.max_concurrency)
+            format!(
+                " (max_concurrency {} halved after rate limiting)",
+                s.max_concurrency
+            )
         } else {
             String::new()
         };
@@ -400,10 +409,18 @@ pub fn quota_hold(run: &Run, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
     if let Some(max) = q.tenant_max
         && q.tenant_running >= max
     {
-        return Some(format!("tenant {} at {}/{max} running", s.tenant, q.tenant_running));
+        return Some(format!(
+            "tenant {} at {}/{max} running",
+            s.tenant, q.tenant_running
+        ));
     }
     if q.pool_used >= q.pool_size {
-        return Some(format!("{} pool full ({}/{})", run.pool.as_str(), q.pool_used, q.pool_size));
+        return Some(format!(
+            "{} pool full ({}/{})",
+            run.pool.as_str(),
+            q.pool_used,
+            q.pool_size
+        ));
     }
     None
 }

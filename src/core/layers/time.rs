@@ -169,10 +169,12 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
             Some((run.window_end, Verdict::Missed)),
         ),
     };
-    // A window buffered behind its schedule's running one waits its turn past
+    // A window buffered behind its schedule's running one, or waiting for the
+    // catch-up run already going (it goes right after), waits its turn past
     // its own close.
-    let buffered =
-        run.hold == Some(HoldKind::Overlap) && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll);
+    let buffered = (run.hold == Some(HoldKind::Overlap)
+        && matches!(s.overlap, Overlap::BufferOne | Overlap::BufferAll))
+        || (run.hold == Some(HoldKind::OnTime) && run.pool == Pool::OnTime);
     if let Some((end, verdict)) = deadline
         && now >= end
         && !buffered
