@@ -69,32 +69,50 @@ enum Command {
         #[arg(long)]
         by: Option<String>,
     },
-    /// Global kill switch on: nothing new is claimed.
+    /// Global kill switch on: nothing new is claimed (or, with --tenant, nothing of one tenant).
     Kill {
         #[arg(long)]
         reason: String,
         /// Also stop running attempts (they retry after unkill).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tenant")]
         cancel_running: bool,
+        /// Only this tenant: every schedule of it is paused.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Who acts (default: $USER, then the OS account name).
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Global kill switch off.
     Unkill {
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        by: Option<String>,
     },
-    /// Pause a schedule.
+    /// Pause a schedule, or every schedule of a tenant.
+    #[command(group = clap::ArgGroup::new("what").required(true).args(["schedule", "tenant"]))]
     Pause {
-        schedule: String,
+        schedule: Option<String>,
+        #[arg(long, conflicts_with = "schedule")]
+        tenant: Option<String>,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        by: Option<String>,
     },
-    /// Resume a paused schedule (shows what it would start; needs --yes).
+    /// Resume a paused schedule, or every one of a tenant (shows what it would start; needs --yes).
+    #[command(group = clap::ArgGroup::new("what").required(true).args(["schedule", "tenant"]))]
     Resume {
-        schedule: String,
+        schedule: Option<String>,
+        #[arg(long, conflicts_with = "schedule")]
+        tenant: Option<String>,
         #[arg(long)]
         yes: bool,
         #[arg(long)]
         reason: Option<String>,
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Queue the windows of a range on purpose (shows the plan with --dry-run).
     Backfill {
@@ -183,6 +201,9 @@ enum Command {
         /// Only this schedule's runs.
         #[arg(long)]
         schedule: Option<String>,
+        /// Only this tenant's runs.
+        #[arg(long)]
+        tenant: Option<String>,
         /// Only runs in these states (comma-separated, e.g. failed,dead).
         #[arg(long)]
         state: Option<String>,
@@ -224,8 +245,12 @@ enum Command {
         /// Schedule id.
         schedule: String,
         /// The window key (default: the schedule's most recent window).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "at")]
         window: Option<String>,
+        /// The window covering this instant: RFC 3339, or `YYYY-MM-DD[ HH:MM[:SS]]`
+        /// in the schedule's zone.
+        #[arg(long)]
+        at: Option<String>,
         /// The story as JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -239,9 +264,18 @@ enum DlqCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Put a dead (or failed) run back: one more attempt, now.
+    /// Put a dead (or failed) run back: one more attempt, now; or every dead
+    /// run of a schedule (--schedule S --all).
+    #[command(group = clap::ArgGroup::new("what").required(true).args(["run", "all"]))]
     Requeue {
-        run: i64,
+        #[arg(conflicts_with_all = ["schedule", "all"])]
+        run: Option<i64>,
+        /// With --all: the schedule whose dead runs are requeued.
+        #[arg(long, requires = "all")]
+        schedule: Option<String>,
+        /// Every dead run of --schedule.
+        #[arg(long, requires = "schedule")]
+        all: bool,
         #[arg(long)]
         reason: String,
         #[arg(long)]
@@ -272,6 +306,8 @@ enum CircuitCommand {
         schedule: String,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        by: Option<String>,
     },
 }
 
@@ -403,16 +439,58 @@ fn main() {
         Some(Command::Kill {
             reason,
             cancel_running,
-        }) => cli::actions::kill(&cli.config, cli.db.as_deref(), reason, *cancel_running),
-        Some(Command::Unkill { reason }) => cli::actions::unkill(&cli.config, cli.db.as_deref(), reason),
-        Some(Command::Pause { schedule, reason }) => {
-            cli::actions::pause(&cli.config, cli.db.as_deref(), schedule, reason)
+            tenant,
+            by,
+        }) => match tenant {
+            Some(t) => cli::actions::kill_tenant(&cli.config, cli.db.as_deref(), t, reason, by.as_deref()),
+            None => cli::actions::kill(
+                &cli.config,
+                cli.db.as_deref(),
+                reason,
+                *cancel_running,
+                by.as_deref(),
+            ),
+        },
+        Some(Command::Unkill { reason, by }) => {
+            cli::actions::unkill(&cli.config, cli.db.as_deref(), reason, by.as_deref())
         }
+        Some(Command::Pause {
+            schedule,
+            tenant,
+            reason,
+            by,
+        }) => match (schedule, tenant) {
+            (_, Some(t)) => {
+                cli::actions::pause_tenant(&cli.config, cli.db.as_deref(), t, reason, by.as_deref())
+            }
+            (Some(s), None) => cli::actions::pause(&cli.config, cli.db.as_deref(), s, reason, by.as_deref()),
+            (None, None) => unreachable!("clap enforces SCHEDULE or --tenant"),
+        },
         Some(Command::Resume {
             schedule,
+            tenant,
             yes,
             reason,
-        }) => cli::actions::resume(&cli.config, cli.db.as_deref(), schedule, *yes, reason.as_deref()),
+            by,
+        }) => match (schedule, tenant) {
+            (_, Some(t)) => cli::actions::resume_tenant(
+                &cli.config,
+                cli.db.as_deref(),
+                t,
+                *yes,
+                reason.as_deref(),
+                by.as_deref(),
+            ),
+            (Some(s), None) => cli::actions::resume(
+                &cli.config,
+                cli.db.as_deref(),
+                s,
+                *yes,
+                reason.as_deref(),
+                by.as_deref(),
+            ),
+            (None, None) => unreachable!("clap enforces SCHEDULE or --tenant"),
+        },
         Some(Command::Backfill {
             schedule,
             from,
@@ -431,9 +509,21 @@ fn main() {
         Some(Command::Dlq { command }) => match command {
             None => cli::actions::dlq_list(&cli.config, cli.db.as_deref(), false),
             Some(DlqCommand::List { json }) => cli::actions::dlq_list(&cli.config, cli.db.as_deref(), *json),
-            Some(DlqCommand::Requeue { run, reason, by }) => {
-                cli::actions::dlq_requeue(&cli.config, cli.db.as_deref(), *run, reason, by.as_deref())
-            }
+            Some(DlqCommand::Requeue {
+                run,
+                schedule,
+                all: _,
+                reason,
+                by,
+            }) => match (run, schedule) {
+                (Some(r), _) => {
+                    cli::actions::dlq_requeue(&cli.config, cli.db.as_deref(), *r, reason, by.as_deref())
+                }
+                (None, Some(s)) => {
+                    cli::actions::dlq_requeue_all(&cli.config, cli.db.as_deref(), s, reason, by.as_deref())
+                }
+                (None, None) => unreachable!("clap enforces RUN or --schedule S --all"),
+            },
         },
         Some(Command::Maintenance {
             command:
@@ -445,8 +535,8 @@ fn main() {
                 },
         }) => cli::actions::maintenance_add(&cli.config, cli.db.as_deref(), from, to, reason, schedules),
         Some(Command::Circuit {
-            command: CircuitCommand::Close { schedule, reason },
-        }) => cli::actions::close_circuit(&cli.config, cli.db.as_deref(), schedule, reason),
+            command: CircuitCommand::Close { schedule, reason, by },
+        }) => cli::actions::close_circuit(&cli.config, cli.db.as_deref(), schedule, reason, by.as_deref()),
         Some(Command::Rehearse {
             files,
             json,
@@ -467,6 +557,7 @@ fn main() {
         }
         Some(Command::Runs {
             schedule,
+            tenant,
             state,
             json,
             limit,
@@ -475,6 +566,7 @@ fn main() {
             cli.db.as_deref(),
             &cli::runs::Options {
                 schedule: schedule.as_deref(),
+                tenant: tenant.as_deref(),
                 state: state.as_deref(),
                 json: *json,
                 limit: *limit,
@@ -505,6 +597,7 @@ fn main() {
         Some(Command::Explain {
             schedule,
             window,
+            at,
             json,
         }) => cli::explain::run(
             &cli.config,
@@ -512,6 +605,7 @@ fn main() {
             &cli::explain::Options {
                 schedule,
                 window: window.as_deref(),
+                at: at.as_deref(),
                 json: *json,
             },
         ),

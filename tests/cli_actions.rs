@@ -146,8 +146,10 @@ fn resume_previews_the_plan_and_needs_yes() {
     d.run_until(t("2027-06-01T03:20:00Z")).unwrap();
     let after = runs(&store, "hourly");
     assert!(after.iter().any(|r| r.state == RunState::Succeeded), "{after:?}");
+    // Issue 19: a repeat is not an error (exit 0, "already …"), as for every verb.
     let o = cli(&dir, &["resume", "hourly", "--yes"]);
-    assert_eq!(o.status.code(), Some(1), "not paused any more");
+    assert_eq!(o.status.code(), Some(0), "not paused any more");
+    assert!(out(&o).contains("hourly is already resumed"), "{}", out(&o));
 }
 
 #[test]
@@ -184,7 +186,12 @@ fn approve_and_reject_refuse_runs_that_are_not_waiting() {
         (approvals[0].actor.as_str(), approvals[0].reason.as_str()),
         ("alice", "checked with finance")
     );
+    // Issue 19: approving again is a repeat (exit 0, the first reason kept);
+    // rejecting the approved run is refused.
     let o = cli(&dir, &["approve", &id, "--reason", "again"]);
+    assert_eq!(o.status.code(), Some(0), "already approved: {}", out(&o));
+    assert!(out(&o).contains("already approved by alice"), "{}", out(&o));
+    let o = cli(&dir, &["reject", &id, "--reason", "again"]);
     assert_eq!(o.status.code(), Some(1), "no longer waiting: {}", out(&o));
     assert!(out(&o).contains("not waiting for approval"));
     let o = cli(&dir, &["reject", "999999", "--reason", "x"]);

@@ -295,6 +295,7 @@ fn frame_time_and_memory_with_a_million_runs() {
             width: w,
             height: h,
             rehearsal: None,
+            embedded: None,
         });
         update(&mut m, Msg::Snapshot(Box::new(snap.clone())));
         let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
@@ -326,6 +327,7 @@ fn frame_time_and_memory_with_a_million_runs() {
         width: 160,
         height: 48,
         rehearsal: None,
+        embedded: None,
     });
     update(&mut m, Msg::Snapshot(Box::new(snap.clone())));
     update(&mut m, ch('2'));

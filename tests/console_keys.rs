@@ -7,8 +7,9 @@
 mod support;
 
 use agentcron::console::app::{
-    Bar, Cmd, DetailSection, DetailState, Init, Level, Model, Msg, Overlay, Screen, update,
+    Bar, Cmd, DetailSection, DetailState, EmbeddedInfo, Init, Level, Model, Msg, Overlay, Screen, update,
 };
+use agentcron::console::dialogs::quit::{QuitButton, QuitPhase};
 use agentcron::console::dialogs::{Dialog, Field, Intent, Preview, PreviewState};
 use agentcron::console::input::LineInput;
 use agentcron::console::keymap::{self, Action, KEYMAP, Layer};
@@ -146,6 +147,8 @@ fn context_for(layer: Layer, action: Action) -> Model {
             let focus = match action {
                 // Left/Right switch buttons; on the text field they move the cursor.
                 Action::NextField | Action::PrevField => Field::Cancel,
+                // Up/Down choose the step to resume after.
+                Action::NextChoice | Action::PrevChoice => Field::Choice,
                 _ => Field::Confirm,
             };
             m.overlay = reason_dialog(
@@ -157,6 +160,11 @@ fn context_for(layer: Layer, action: Action) -> Model {
                 "checked the webhook",
                 focus,
             );
+            if let Overlay::Dialog(d) = &mut m.overlay
+                && let Dialog::Reason(r) = d.as_mut()
+            {
+                r.choices = vec!["fetch".into(), "summarize".into()];
+            }
         }
     }
     m
@@ -315,6 +323,23 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
         }
         Action::NextField | Action::PrevField => {
             assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}")
+        }
+        Action::NextChoice | Action::PrevChoice => {
+            let resume = |m: &Model| match &m.overlay {
+                Overlay::Dialog(d) => match d.as_ref() {
+                    Dialog::Reason(r) => r.resume_after(),
+                    Dialog::Confirm(_) => None,
+                },
+                _ => None,
+            };
+            // From the start, ↓ goes to the first completed step, ↑ to the last.
+            let want = if action == Action::NextChoice {
+                "fetch"
+            } else {
+                "summarize"
+            };
+            assert_eq!(resume(before), None, "{ctx}");
+            assert_eq!(resume(after).as_deref(), Some(want), "{ctx}");
         }
         Action::Confirm => {
             assert!(matches!(after.overlay, Overlay::None), "{ctx}");
@@ -582,30 +607,29 @@ fn command_mode_parses_into_cmds_and_dialogs() {
 }
 
 #[test]
-fn reason_dialogs_require_a_reason_and_dangerous_ones_default_to_cancel() {
+fn reason_dialogs_require_a_reason_and_enter_on_the_last_field_confirms() {
     let mut m = loaded_model(80, 24);
     update(&mut m, ch('5'));
     update(&mut m, ch('x'));
     assert!(matches!(dialog_intent(&m), Some(Intent::Reject { .. })));
-    // Enter without a reason: to the buttons, onto Cancel (reject is dangerous).
-    update(&mut m, key(KeyCode::Enter));
-    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
-    update(&mut m, key(KeyCode::Right));
-    assert_eq!(dialog_focus(&m), Some(Field::Confirm));
+    // Enter without a reason is refused and stays in the reason.
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "empty reason refused");
+    assert!(matches!(m.overlay, Overlay::Dialog(_)));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
+    // Tab to the buttons: Cancel comes first and cancels.
     type_text(&mut m, "duplicate delivery");
-    update(&mut m, key(KeyCode::Enter));
-    // Enter on Cancel cancels.
+    update(&mut m, key(KeyCode::Tab));
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty());
     assert!(matches!(m.overlay, Overlay::None));
 
-    // Approve is not dangerous: Enter from the reason goes to the action.
+    // Approve: reason, Enter (to the resume-after choice), Enter confirms.
     update(&mut m, ch('a'));
     type_text(&mut m, "verified: not delivered");
     update(&mut m, key(KeyCode::Enter));
+    assert_eq!(dialog_focus(&m), Some(Field::Choice));
     let cmds = update(&mut m, key(KeyCode::Enter));
     let human = m.snapshot.approvals[0].run.id;
     assert!(cmds.contains(&Cmd::Approve {
@@ -643,16 +667,13 @@ fn the_kill_switch_asks_to_type_its_name() {
     );
     type_text(&mut m, "incident 4711");
     update(&mut m, key(KeyCode::Enter)); // to the name field
+    assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "kil");
-    update(&mut m, key(KeyCode::Enter)); // to Cancel, never straight to Kill
-    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
-    update(&mut m, key(KeyCode::Tab));
+    // Enter on the name (the last field) confirms — refused while it is wrong.
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "wrong word refused");
     assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "l");
-    update(&mut m, key(KeyCode::Enter));
-    update(&mut m, key(KeyCode::Tab));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert_eq!(
         cmds,
@@ -677,8 +698,6 @@ fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
     type_text(&mut m, "runaway agent");
     update(&mut m, key(KeyCode::Enter));
     type_text(&mut m, "kill");
-    update(&mut m, key(KeyCode::Enter));
-    update(&mut m, key(KeyCode::Tab));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert_eq!(
         cmds,
@@ -951,9 +970,7 @@ fn dead_letters_are_listed_and_requeued_from_the_retry_pane() {
     ));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
     type_text(&mut m, "upstream fixed");
-    update(&mut m, key(KeyCode::Enter));
-    assert_eq!(dialog_focus(&m), Some(Field::Cancel), "requeue is dangerous");
-    update(&mut m, key(KeyCode::Right));
+    // Enter on the last (only) field confirms, as in every dialog.
     assert_eq!(
         update(&mut m, key(KeyCode::Enter)),
         vec![Cmd::Requeue {
@@ -1170,4 +1187,264 @@ fn the_schedules_in_view_follow_the_cursor() {
     update(&mut m, ch('g'));
     assert!(m.view_sent.iter().any(|v| v == "daily-sales-report"));
     assert!(m.view_sent.iter().any(|v| v == "job-495"));
+}
+
+/// Opens a dialog in a fresh fixture model by its keys.
+fn opened(keys: &[Msg], kill_off: bool) -> Model {
+    let mut m = if kill_off {
+        let mut snap = fixed_snapshot();
+        snap.switches.kill = None;
+        let mut m = model_sized(80, 24, false);
+        update(&mut m, Msg::Snapshot(Box::new(snap)));
+        m
+    } else {
+        loaded_model(80, 24)
+    };
+    for k in keys {
+        update(&mut m, k.clone());
+    }
+    assert!(matches!(m.overlay, Overlay::Dialog(_)), "{keys:?} opens a dialog");
+    m
+}
+
+/// The operator actions among `cmds`.
+fn acts(cmds: &[Cmd]) -> Vec<Cmd> {
+    cmds.iter().filter(|c| c.is_operator_action()).cloned().collect()
+}
+
+/// Issue 19: Enter Enter used to cancel the kill switch, unkill and reject.
+/// Every dialog now acts the same way — type what it asks, Enter on the last
+/// field confirms (a second Enter lands harmlessly on the main screen) — and
+/// Esc cancels without acting.
+#[test]
+fn every_dialog_acts_on_enter_enter_and_cancels_on_esc() {
+    let human = loaded_model(80, 24).snapshot.approvals[0].run.id;
+    let select = |id: &str| -> Vec<Msg> {
+        let m = loaded_model(80, 24);
+        let names: Vec<String> = schedules::names(&m).map(str::to_string).collect();
+        let at = names.iter().position(|n| n == id).expect("listed");
+        let mut keys = vec![ch('1')];
+        keys.extend(std::iter::repeat_n(ch('j'), at));
+        keys
+    };
+    let with = |mut keys: Vec<Msg>, k: char| {
+        keys.push(ch(k));
+        keys
+    };
+    // (what, keys that open it, kill switch off first, typed reason, typed word, the action)
+    type Case<'a> = (&'a str, Vec<Msg>, bool, Option<&'a str>, Option<&'a str>, Cmd);
+    let cases: Vec<Case> = vec![
+        (
+            "approve",
+            vec![ch('5'), ch('a')],
+            false,
+            Some("checked"),
+            None,
+            Cmd::Approve {
+                run: human,
+                reason: "checked".into(),
+                resume_after: None,
+            },
+        ),
+        (
+            "reject",
+            vec![ch('5'), ch('x')],
+            false,
+            Some("duplicate"),
+            None,
+            Cmd::Reject {
+                run: human,
+                reason: "duplicate".into(),
+            },
+        ),
+        (
+            "requeue",
+            vec![ch('4'), ch('j'), ch('r')],
+            false,
+            Some("fixed"),
+            None,
+            Cmd::Requeue {
+                run: DEAD_RUN,
+                reason: "fixed".into(),
+            },
+        ),
+        (
+            "pause",
+            with(select("daily-sales-report"), 'p'),
+            false,
+            Some("db move"),
+            None,
+            Cmd::Pause {
+                schedule: "daily-sales-report".into(),
+                reason: "db move".into(),
+            },
+        ),
+        (
+            "close circuit",
+            with(select("hourly-sync"), 'c'),
+            false,
+            Some("upstream back"),
+            None,
+            Cmd::CloseCircuit {
+                schedule: "hourly-sync".into(),
+                reason: "upstream back".into(),
+            },
+        ),
+        (
+            "trigger",
+            with(select("daily-sales-report"), 't'),
+            false,
+            None,
+            None,
+            Cmd::Trigger {
+                schedule: "daily-sales-report".into(),
+            },
+        ),
+        (
+            "unkill",
+            vec![ch('K')],
+            false,
+            Some("incident over"),
+            None,
+            Cmd::SetKill {
+                on: false,
+                reason: "incident over".into(),
+                cancel_running: false,
+            },
+        ),
+        (
+            "kill",
+            vec![ch('K')],
+            true,
+            Some("incident 4711"),
+            Some("kill"),
+            Cmd::SetKill {
+                on: true,
+                reason: "incident 4711".into(),
+                cancel_running: false,
+            },
+        ),
+    ];
+    for (what, keys, kill_off, reason, word, want) in cases {
+        // Enter Enter: the issue's own key sequence (for the kill switch: reason,
+        // Tab, the name, Enter, Enter).
+        let mut m = opened(&keys, kill_off);
+        let mut cmds = Vec::new();
+        if let Some(r) = reason {
+            type_text(&mut m, r);
+        }
+        if let Some(w) = word {
+            update(&mut m, key(KeyCode::Tab));
+            type_text(&mut m, w);
+        }
+        cmds.extend(update(&mut m, key(KeyCode::Enter)));
+        cmds.extend(update(&mut m, key(KeyCode::Enter)));
+        assert_eq!(acts(&cmds), vec![want.clone()], "{what}: Enter Enter acts once");
+        assert!(
+            !matches!(m.overlay, Overlay::Dialog(_)),
+            "{what}: the dialog closed"
+        );
+
+        // Esc at any point cancels, acting on nothing.
+        let mut m = opened(&keys, kill_off);
+        if let Some(r) = reason {
+            type_text(&mut m, r);
+        }
+        let cmds = update(&mut m, key(KeyCode::Esc));
+        assert!(acts(&cmds).is_empty(), "{what}: Esc acts on nothing: {cmds:?}");
+        assert!(matches!(m.overlay, Overlay::None), "{what}: Esc closes");
+    }
+}
+
+/// A console embedding a scheduler whose lease owner is `me`, with one
+/// attempt of its own running (and one of another scheduler).
+fn embedding_model(own_running: bool) -> Model {
+    let mut m = Model::new(Init {
+        embedded: Some(EmbeddedInfo {
+            owner: "me:1".into(),
+            grace: chrono::Duration::seconds(30),
+        }),
+        ..init(80, 24, false)
+    });
+    let mut snap = fixed_snapshot();
+    let mut mine = snap.lanes[0].runs[0].clone();
+    mine.state = RunState::Running;
+    mine.lease_owner = Some(if own_running { "me:1" } else { "other:2" }.into());
+    let mut theirs = snap.lanes[1].runs[0].clone();
+    theirs.state = RunState::Running;
+    theirs.lease_owner = Some("other:2".into());
+    snap.running = vec![mine, theirs];
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    m
+}
+
+fn quit_phase(m: &Model) -> Option<QuitPhase> {
+    match &m.overlay {
+        Overlay::Quit(d) => Some(d.phase.clone()),
+        _ => None,
+    }
+}
+
+#[test]
+fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
+    // No attempt of ours running: q stops the scheduler and quits when it stopped.
+    let mut m = embedding_model(false);
+    let cmds = update(&mut m, ch('q'));
+    assert_eq!(cmds, vec![Cmd::StopScheduler { now: false }]);
+    assert!(!m.quitting, "the console stays until the scheduler stopped");
+    assert!(matches!(
+        quit_phase(&m),
+        Some(QuitPhase::Stopping { now: false, .. })
+    ));
+    assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
+    assert!(m.quitting);
+
+    // One of ours running: q asks, focus on waiting; Esc cancels.
+    let mut m = embedding_model(true);
+    assert_eq!(m.own_attempts().len(), 1, "only our attempts are listed");
+    assert!(update(&mut m, ch('q')).is_empty());
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    assert!(update(&mut m, key(KeyCode::Esc)).is_empty());
+    assert!(matches!(m.overlay, Overlay::None) && !m.quitting);
+
+    // Wait: the scheduler drains; the dialog shows the progress; Ctrl-C then stops now.
+    update(&mut m, ch('q'));
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(cmds, vec![Cmd::StopScheduler { now: false }]);
+    assert!(matches!(
+        quit_phase(&m),
+        Some(QuitPhase::Stopping { now: false, .. })
+    ));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 80, 24);
+    assert!(
+        screen.contains("Quitting: waiting for running attempts"),
+        "{screen}"
+    );
+    assert!(screen.contains("left of shutdown_grace"), "{screen}");
+    assert_eq!(update(&mut m, ctrl('c')), vec![Cmd::StopScheduler { now: true }]);
+    assert!(update(&mut m, ctrl('c')).is_empty(), "already stopping now");
+
+    // Stop now from the buttons.
+    let mut m = embedding_model(true);
+    update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Tab));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::StopNow)));
+    assert_eq!(
+        update(&mut m, key(KeyCode::Enter)),
+        vec![Cmd::StopScheduler { now: true }]
+    );
+
+    // Ctrl-C: the same dialog; a second Ctrl-C stops at once.
+    let mut m = embedding_model(true);
+    assert!(update(&mut m, ctrl('c')).is_empty());
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 80, 24);
+    assert!(screen.contains("Quit agentcron?"), "{screen}");
+    assert!(
+        screen.contains("Wait for them") && screen.contains("Stop them now"),
+        "{screen}"
+    );
+    assert_eq!(update(&mut m, ctrl('c')), vec![Cmd::StopScheduler { now: true }]);
+    assert!(!m.quitting);
+    assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
 }

@@ -522,6 +522,7 @@ pub fn fixed_snapshot() -> Snapshot {
             events,
             decision,
         }),
+        ..Snapshot::default()
     }
 }
 
@@ -586,6 +587,7 @@ pub fn init(w: u16, h: u16, read_only: bool) -> Init {
         width: w,
         height: h,
         rehearsal: None,
+        embedded: None,
     }
 }
 

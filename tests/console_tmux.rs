@@ -511,3 +511,89 @@ fn step_through_a_rehearsal_until_every_expectation_holds() {
     tm.keys(&["q"]);
     tm.wait_for("[exited 0]");
 }
+
+/// A schedule whose agent takes a few seconds (a real process), run once per
+/// posted `go` event.
+const SLOW: &str = r#"
+[agents.slow]
+kind = "command"
+command = ["sh", "-c", "head -n 1 > /dev/null; sleep 3; echo '{\"event\":\"result\",\"status\":\"success\",\"summary\":\"slow done\"}'"]
+timeout = "1m"
+
+[[schedule]]
+id = "slow-report"
+agent = "slow"
+on_event = "go"
+close_after = "1h"
+"#;
+
+/// BASE with a 20 s grace period and SLOW, its agent sleeping as `sleep` says.
+fn slow_config(sleep: &str) -> String {
+    let base = BASE.replace("[scheduler]\n", "[scheduler]\nshutdown_grace = \"20s\"\n");
+    format!("{base}{}", SLOW.replace("sleep 3", sleep))
+}
+
+/// Starts the console on SLOW with one attempt running; returns at the moment
+/// the schedules pane shows it running.
+fn console_with_a_running_attempt(dir: &Path) -> Tmux {
+    let tm = Tmux::start(dir, &console_command(dir, &[]));
+    tm.wait_for(" LIVE ");
+    let out = cli(dir, &["event", "post", "go", "--id", "g1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    tm.wait_for("► running");
+    tm
+}
+
+fn run_json(dir: &Path) -> serde_json::Value {
+    let out = cli(dir, &["runs", "--json", "--schedule", "slow-report"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("runs --json");
+    runs[0].clone()
+}
+
+#[test]
+fn q_with_an_attempt_running_asks_and_waiting_lets_it_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &slow_config("sleep 3"));
+    let tm = console_with_a_running_attempt(dir.path());
+    tm.keys(&["q"]);
+    let asked = tm.wait_for("Quit agentcron?");
+    assert!(
+        asked.contains("slow-report"),
+        "the dialog lists the attempt:\n{asked}"
+    );
+    assert!(
+        asked.contains("Wait for them") && asked.contains("Stop them now"),
+        "{asked}"
+    );
+    // The focus starts on waiting.
+    tm.keys(&["Enter"]);
+    let waiting = tm.wait_for("Quitting: waiting for running attempts");
+    assert!(waiting.contains("left of shutdown_grace"), "{waiting}");
+    assert!(
+        waiting.contains(" LIVE "),
+        "the screen stays up while it waits:\n{waiting}"
+    );
+    tm.wait_for("[exited 0]");
+    let run = run_json(dir.path());
+    assert_eq!(run["state"], "succeeded", "{run}");
+}
+
+#[test]
+fn ctrl_c_twice_stops_the_attempt_now_and_it_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &slow_config("sleep 60"));
+    let tm = console_with_a_running_attempt(dir.path());
+    tm.keys(&["C-c"]);
+    tm.wait_for("Quit agentcron?");
+    tm.keys(&["C-c"]);
+    tm.wait_for("[exited 0]");
+    let run = run_json(dir.path());
+    assert_eq!(run["state"], "retry_wait", "{run}");
+    let out = cli(dir.path(), &["explain", "slow-report"]);
+    assert!(
+        text(&out).contains("stopped when the operator quit at"),
+        "{}",
+        text(&out)
+    );
+}

@@ -349,10 +349,11 @@ retry = {{ max_attempts = 3, backoff = "fixed", initial = "1s", max = "1s", jitt
     ok(d, &["approve", &id, "--reason", "looked fine", "--by", "alice"]);
     let h1 = wait_state(d, "jobs", "human1", RunState::Succeeded);
     assert_eq!(h1.attempts, 2);
-    // Not waiting any more: refused, exit 1.
+    // Approving again is a repeat (issue 19): exit 0, "already", the first reason kept.
     let again = cli(d, &["approve", &id, "--reason", "twice", "--by", "alice"]);
-    assert_eq!(again.status.code(), Some(1), "{again:?}");
-    assert!(String::from_utf8_lossy(&again.stderr).contains("not waiting"));
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already approved by alice"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("looked fine"));
     let approvals = store(d).read(|tx| tx.approvals(h1.id)).unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(
@@ -371,8 +372,10 @@ retry = {{ max_attempts = 3, backoff = "fixed", initial = "1s", max = "1s", jitt
         .unwrap();
     assert_eq!(rejected.detail["by"], "bob");
     assert_eq!(rejected.detail["reason"], "too risky");
+    // A repeat (issue 19): exit 0, already rejected by bob.
     let again = cli(d, &["reject", &id, "--reason", "twice"]);
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already rejected by bob"));
 
     let bad = wait_state(d, "jobs", "bad", RunState::Failed);
     assert_eq!(bad.attempts, 1);
@@ -501,9 +504,10 @@ circuit = { open_after = 3, cool_down = "1s" }
     assert_eq!(closed.len(), 1);
     assert_eq!(closed[0].detail["by"], "dana");
     assert_eq!(closed[0].detail["reason"], "upstream fixed");
+    // A repeat (issue 19): exit 0 and "already closed" on stdout.
     let again = close("twice");
-    assert_eq!(again.status.code(), Some(1), "{again:?}");
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already closed"));
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already closed"));
     // Closed: the next window runs.
     post_to(d, "brittle", "b5");
     wait_state(d, "brittle", "b5", RunState::Succeeded);

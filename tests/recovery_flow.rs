@@ -215,9 +215,12 @@ async fn exit_77_waits_for_a_human_who_approves_or_rejects() {
 
     let approved = operator::approve(&h.store, run.id, "alice", "refund checked", None, h.now()).unwrap();
     assert_eq!(approved.state, RunState::RetryWait);
-    // Approving twice is refused: the run is no longer waiting.
+    // Approving twice is a repeat (issue 19): already approved, the first reason kept.
     let again = operator::approve(&h.store, run.id, "alice", "twice", None, h.now());
-    assert!(matches!(again, Err(ActionError::Refused(_))), "{again:?}");
+    assert!(
+        matches!(&again, Err(ActionError::Already(t)) if t.contains("refund checked")),
+        "{again:?}"
+    );
     h.run_until("2026-06-07T09:10:00Z").await;
 
     let run = h.run(run.id);
@@ -238,9 +241,9 @@ async fn exit_77_waits_for_a_human_who_approves_or_rejects() {
     assert_eq!(approvals[0].actor, "alice");
     assert_eq!(approvals[0].reason, "refund checked");
     assert_eq!(approvals[0].at, t("2026-06-06T09:10:00Z"));
-    // Approving a run that is not waiting is refused.
+    // Approving it again once it ran is still a repeat of that approval (issue 19).
     let done = operator::approve(&h.store, run.id, "alice", "late", None, h.now());
-    assert!(matches!(done, Err(ActionError::Refused(_))));
+    assert!(matches!(done, Err(ActionError::Already(_))), "{done:?}");
 
     // The second day's run: rejected.
     let run2 = run_by_key(&h.store, "report", "2026-06-07");
@@ -276,8 +279,9 @@ async fn exit_77_waits_for_a_human_who_approves_or_rejects() {
         (approvals[0].actor.as_str(), approvals[0].at),
         ("bob", t("2026-06-07T09:10:00Z"))
     );
+    // Rejecting twice is a repeat (issue 19): already rejected, nothing changes.
     let err = operator::reject(&h.store, Some(&h.cfg), run2.id, "bob", "again", h.now());
-    assert!(matches!(err, Err(ActionError::Refused(_))));
+    assert!(matches!(err, Err(ActionError::Already(_))), "{err:?}");
     assert_eq!(h.ledger(), [format!("{KEY} deliver attempt=2")]);
 }
 

@@ -11,8 +11,9 @@ use crate::store::types::{RunFilter, RunState};
 use crate::time::{Clock, SystemClock};
 use std::path::Path;
 
+/// `--by`, then `$USER`, then the OS account name, then `operator`.
 fn actor(by: Option<&str>) -> String {
-    by.map(str::to_string).unwrap_or_else(operator::default_actor)
+    operator::actor(by)
 }
 
 /// Opens the database for writing, runs an operator action, prints what it
@@ -57,14 +58,27 @@ pub fn approve(
     resume_after: Option<&str>,
 ) -> i32 {
     let who = actor(by);
-    act(config, db, |store| {
-        let r = operator::approve(store, run, &who, reason, resume_after, SystemClock.now())?;
-        Ok(format!(
-            "run {run} approved by {who}; now {} ({})",
-            r.state,
-            r.state_reason.unwrap_or_default()
-        ))
-    })
+    match super::db::open_for_cli(config, db, true) {
+        Ok((store, cfg)) => done(
+            operator::approve_checked(
+                &store,
+                cfg.as_ref(),
+                run,
+                &who,
+                reason,
+                resume_after,
+                SystemClock.now(),
+            )
+            .map(|r| {
+                format!(
+                    "run {run} approved by {who}; now {} ({})",
+                    r.state,
+                    r.state_reason.unwrap_or_default()
+                )
+            }),
+        ),
+        Err(c) => c,
+    }
 }
 
 pub fn reject(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {
@@ -78,15 +92,38 @@ pub fn reject(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Opti
     }
 }
 
-pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool) -> i32 {
+/// `kill --tenant T`: every schedule of the tenant is paused (recorded as a
+/// tenant kill with who and why); the global switch is untouched.
+pub fn kill_tenant(config: &Path, db: Option<&Path>, tenant: &str, reason: &str, by: Option<&str>) -> i32 {
+    let who = actor(by);
+    act_on_schedule(config, db, |store, cfg| {
+        let why = format!("kill switch for tenant {tenant}: {reason}");
+        let (paused, already) = operator::pause_tenant(store, cfg, tenant, &who, &why, SystemClock.now())?;
+        if paused.is_empty() {
+            return Err(operator::ActionError::Already(format!(
+                "every schedule of tenant {tenant} is already paused ({}); the first reasons are kept",
+                already.join(", ")
+            )));
+        }
+        let mut text = format!(
+            "tenant {tenant} killed by {who}: {} paused, nothing new of it is claimed",
+            paused.join(", ")
+        );
+        if !already.is_empty() {
+            text.push_str(&format!(
+                "\nalready paused (first reason kept): {}",
+                already.join(", ")
+            ));
+        }
+        text.push_str(&format!("\nundo with `agentcron resume --tenant {tenant} --yes`"));
+        Ok(text)
+    })
+}
+
+pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool, by: Option<&str>) -> i32 {
+    let who = actor(by);
     act(config, db, |store| {
-        operator::kill(
-            store,
-            &operator::default_actor(),
-            reason,
-            cancel_running,
-            SystemClock.now(),
-        )?;
+        operator::kill(store, &who, reason, cancel_running, SystemClock.now())?;
         Ok(format!(
             "kill switch ON: nothing new will be claimed{}",
             if cancel_running {
@@ -98,28 +135,76 @@ pub fn kill(config: &Path, db: Option<&Path>, reason: &str, cancel_running: bool
     })
 }
 
-pub fn unkill(config: &Path, db: Option<&Path>, reason: &str) -> i32 {
+pub fn unkill(config: &Path, db: Option<&Path>, reason: &str, by: Option<&str>) -> i32 {
+    let who = actor(by);
     act(config, db, |store| {
-        operator::unkill(store, &operator::default_actor(), reason, SystemClock.now())?;
+        operator::unkill(store, &who, reason, SystemClock.now())?;
         Ok("kill switch off".into())
     })
 }
 
-pub fn pause(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
+pub fn pause(config: &Path, db: Option<&Path>, schedule: &str, reason: &str, by: Option<&str>) -> i32 {
+    let who = actor(by);
     act_on_schedule(config, db, |store, cfg| {
-        operator::pause(
-            store,
-            cfg,
-            schedule,
-            &operator::default_actor(),
-            reason,
-            SystemClock.now(),
-        )?;
-        Ok(format!("{schedule} paused"))
+        operator::pause(store, cfg, schedule, &who, reason, SystemClock.now())?;
+        Ok(format!("{schedule} paused by {who}"))
     })
 }
 
-pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reason: Option<&str>) -> i32 {
+/// `pause --tenant T`: every schedule of the tenant.
+pub fn pause_tenant(config: &Path, db: Option<&Path>, tenant: &str, reason: &str, by: Option<&str>) -> i32 {
+    let who = actor(by);
+    act_on_schedule(config, db, |store, cfg| {
+        let (paused, already) = operator::pause_tenant(store, cfg, tenant, &who, reason, SystemClock.now())?;
+        if paused.is_empty() {
+            return Err(operator::ActionError::Already(format!(
+                "every schedule of tenant {tenant} is already paused ({}); the first reasons are kept",
+                already.join(", ")
+            )));
+        }
+        let mut text = format!("tenant {tenant}: {} paused by {who}", paused.join(", "));
+        if !already.is_empty() {
+            text.push_str(&format!(
+                "\nalready paused (first reason kept): {}",
+                already.join(", ")
+            ));
+        }
+        Ok(text)
+    })
+}
+
+/// `resume --tenant T`: each paused schedule of the tenant, as `resume` does.
+pub fn resume_tenant(
+    config: &Path,
+    db: Option<&Path>,
+    tenant: &str,
+    yes: bool,
+    reason: Option<&str>,
+    by: Option<&str>,
+) -> i32 {
+    let cfg = match super::load_config(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let schedules = match operator::tenant_schedules(&cfg, tenant) {
+        Ok(s) => s.into_iter().map(|s| s.id.clone()).collect::<Vec<_>>(),
+        Err(e) => return report(e),
+    };
+    let mut code = exit::OK;
+    for s in schedules {
+        code = code.max(resume(config, db, &s, yes, reason, by));
+    }
+    code
+}
+
+pub fn resume(
+    config: &Path,
+    db: Option<&Path>,
+    schedule: &str,
+    yes: bool,
+    reason: Option<&str>,
+    by: Option<&str>,
+) -> i32 {
     let (store, cfg) = match super::db::open_for_cli(config, db, true) {
         Ok((s, Some(c))) => (s, c),
         Ok((_, None)) => return needs_config(),
@@ -130,8 +215,8 @@ pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reaso
         Err(e) => return report(e),
     };
     if !plan.paused {
-        eprintln!("agentcron: {schedule} is not paused");
-        return exit::DOES_NOT_HOLD;
+        println!("{schedule} is already resumed (not paused)");
+        return exit::OK;
     }
     println!(
         "{schedule} is paused ({}).",
@@ -159,14 +244,7 @@ pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reaso
         return exit::DOES_NOT_HOLD;
     }
     let reason = reason.unwrap_or("resumed from the command line");
-    match operator::resume(
-        &store,
-        &cfg,
-        schedule,
-        &operator::default_actor(),
-        reason,
-        SystemClock.now(),
-    ) {
+    match operator::resume(&store, &cfg, schedule, &actor(by), reason, SystemClock.now()) {
         Ok(()) => {
             println!("{schedule} resumed");
             exit::OK
@@ -175,16 +253,16 @@ pub fn resume(config: &Path, db: Option<&Path>, schedule: &str, yes: bool, reaso
     }
 }
 
-pub fn close_circuit(config: &Path, db: Option<&Path>, schedule: &str, reason: &str) -> i32 {
+pub fn close_circuit(
+    config: &Path,
+    db: Option<&Path>,
+    schedule: &str,
+    reason: &str,
+    by: Option<&str>,
+) -> i32 {
+    let who = actor(by);
     act_on_schedule(config, db, |store, cfg| {
-        operator::close_circuit(
-            store,
-            cfg,
-            schedule,
-            &operator::default_actor(),
-            reason,
-            SystemClock.now(),
-        )?;
+        operator::close_circuit(store, cfg, schedule, &who, reason, SystemClock.now())?;
         Ok(format!("circuit of {schedule} closed"))
     })
 }
@@ -330,6 +408,35 @@ pub fn dlq_list(config: &Path, db: Option<&Path>, json: bool) -> i32 {
         );
     }
     exit::OK
+}
+
+/// `dlq requeue --schedule S --all --reason T`: every dead run of S.
+pub fn dlq_requeue_all(
+    config: &Path,
+    db: Option<&Path>,
+    schedule: &str,
+    reason: &str,
+    by: Option<&str>,
+) -> i32 {
+    let who = actor(by);
+    act_on_schedule(config, db, |store, cfg| {
+        let runs = operator::requeue_all_dead(store, cfg, schedule, &who, reason, SystemClock.now())?;
+        if runs.is_empty() {
+            return Ok(format!("{schedule} has no dead runs; nothing to requeue"));
+        }
+        let mut text = String::new();
+        for r in &runs {
+            text.push_str(&format!(
+                "run {} ({}) requeued: retry_wait, due now\n",
+                r.id, r.window_key
+            ));
+        }
+        text.push_str(&format!(
+            "{} dead run(s) of {schedule} requeued by {who}",
+            runs.len()
+        ));
+        Ok(text)
+    })
 }
 
 pub fn dlq_requeue(config: &Path, db: Option<&Path>, run: i64, reason: &str, by: Option<&str>) -> i32 {

@@ -4,12 +4,12 @@
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
-use crate::console::{self, ConsoleOptions};
+use crate::console::{self, ConsoleOptions, EmbeddedScheduler};
 use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub struct Options<'a> {
     pub config: &'a Path,
@@ -48,16 +48,21 @@ pub fn run(o: Options<'_>) -> i32 {
     }
     let scheduler = if embedded {
         match start_embedded(cfg.clone()) {
-            Ok(s) => Some(s),
+            Ok(s) => Some(Arc::new(s)),
             Err(code) => return code,
         }
     } else {
         None
     };
-    let code = console::run(options(&cfg, &o, db));
-    if let Some((stop, handle)) = scheduler {
-        let _ = stop.send(());
-        let _ = handle.join();
+    let mut opts = options(&cfg, &o, db);
+    opts.embedded = scheduler
+        .clone()
+        .map(|s| s as Arc<dyn console::EmbeddedScheduler>);
+    let code = console::run(opts);
+    // A quit through the dialog stopped it already; SIGTERM / SIGHUP did not.
+    if let Some(s) = scheduler {
+        s.stop(false);
+        s.join();
     }
     code
 }
@@ -71,6 +76,7 @@ fn options(cfg: &crate::config::Config, o: &Options<'_>, db: std::path::PathBuf)
         read_only: o.read_only,
         mode_label: "LIVE".into(),
         rehearsal: None,
+        embedded: None,
     }
 }
 
@@ -89,13 +95,60 @@ pub fn rehearse(file: &Path, theme: Option<String>, no_color: bool, read_only: b
         read_only,
         mode_label: "REHEARSAL".into(),
         rehearsal: Some(file.to_path_buf()),
+        embedded: None,
     })
 }
 
-type Embedded = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);
+/// The scheduler thread of `agentcron` (no verb), and how the console stops it.
+#[derive(Debug)]
+struct Embedded {
+    owner: String,
+    grace: std::time::Duration,
+    /// Resolves the engine's shutdown future (taken on the first stop).
+    shutdown: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// True: stop running attempts now (they retry).
+    stop_now: tokio::sync::watch::Sender<bool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Embedded {
+    fn join(&self) {
+        let handle = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+impl console::EmbeddedScheduler for Embedded {
+    fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    fn grace(&self) -> std::time::Duration {
+        self.grace
+    }
+
+    fn stop(&self, now: bool) {
+        if now {
+            let _ = self.stop_now.send(true);
+        }
+        if let Some(tx) = self.shutdown.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(());
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.thread
+            .lock()
+            .map(|t| t.as_ref().is_none_or(|h| h.is_finished()))
+            .unwrap_or(true)
+    }
+}
 
 /// Runs the engine on its own thread and runtime; it stops when told (the
-/// console quit), letting running attempts finish within the grace period.
+/// console quit): it waits for running attempts within the grace period, or
+/// stops them at once so they retry.
 fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
     let store = match Store::open(&cfg.scheduler.database) {
         Ok(s) => Arc::new(s),
@@ -105,7 +158,10 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
         }
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (now_tx, now_rx) = tokio::sync::watch::channel(false);
     let grace = cfg.scheduler.shutdown_grace;
+    let opts = EngineOptions::default();
+    let owner = opts.owner.clone();
     let handle = std::thread::Builder::new()
         .name("scheduler".into())
         .spawn(move || {
@@ -118,19 +174,25 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
                     store,
                     Arc::new(SystemClock),
                     Arc::new(DefaultRunner),
-                    EngineOptions::default(),
+                    opts,
                 );
                 let shutdown = async {
                     let _ = stop_rx.await;
                 };
                 // Errors end up in the store's trace where possible; the console
                 // shows the scheduler as stopped by its missing ticks.
-                let _ = engine.run_live(shutdown, grace).await;
+                let _ = engine.run_live_until(shutdown, grace, Some(now_rx)).await;
             });
         })
         .map_err(|e| {
             eprintln!("agentcron: cannot start the scheduler thread: {e}");
             exit::USAGE
         })?;
-    Ok((stop_tx, handle))
+    Ok(Embedded {
+        owner,
+        grace,
+        shutdown: Mutex::new(Some(stop_tx)),
+        stop_now: now_tx,
+        thread: Mutex::new(Some(handle)),
+    })
 }

@@ -79,6 +79,42 @@ fn optional_config(config: &Path) -> Option<Config> {
     }
 }
 
+/// A schedule id a read verb was given must be one the config has, or (a
+/// schedule since removed, or no config) one the database knows; else the
+/// message says which it may have meant (exit 1).
+pub fn check_schedule(store: &Store, cfg: Option<&Config>, id: &str) -> Result<(), String> {
+    if cfg.is_some_and(|c| c.schedule(id).is_some()) {
+        return Ok(());
+    }
+    let stored: Vec<String> = store
+        .read(|tx| tx.all_schedule_states())
+        .map(|v| v.into_iter().map(|s| s.schedule).collect())
+        .unwrap_or_default();
+    if stored.iter().any(|s| s == id) {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = cfg
+        .map(|c| c.schedules.iter().map(|s| s.id.as_str()).collect())
+        .unwrap_or_default();
+    for s in &stored {
+        if !known.contains(&s.as_str()) {
+            known.push(s);
+        }
+    }
+    Err(crate::operator::unknown_schedule(id, known.iter().copied()))
+}
+
+/// A tenant a read verb was given must be one of the config's (unchecked
+/// without a config); else the message names the closest (exit 1).
+pub fn check_tenant(cfg: Option<&Config>, tenant: &str) -> Result<(), String> {
+    match cfg {
+        Some(c) => crate::operator::tenant_schedules(c, tenant)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
+}
+
 /// The zone a schedule's times are shown in: its own when the config knows it,
 /// else UTC.
 pub fn zone(cfg: Option<&Config>, schedule: Option<&str>) -> Tz {

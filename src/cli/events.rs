@@ -35,17 +35,30 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
+    if let Some(s) = opts.schedule
+        && let Err(msg) = db::check_schedule(&store, cfg.as_ref(), s)
+    {
+        eprintln!("agentcron events: {msg}");
+        return exit::DOES_NOT_HOLD;
+    }
+    let kinds: Vec<String> = opts
+        .kinds
+        .iter()
+        .flat_map(|k| k.split(','))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_string)
+        .collect();
+    for k in &kinds {
+        if let Err(msg) = check_kind(&store, k) {
+            eprintln!("agentcron events: {msg}");
+            return exit::USAGE;
+        }
+    }
     let filter = EventFilter {
         run_id,
         schedule: opts.schedule.map(str::to_string),
-        kinds: opts
-            .kinds
-            .iter()
-            .flat_map(|k| k.split(','))
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .map(str::to_string)
-            .collect(),
+        kinds,
         // Newest first so the limit keeps the latest; reversed below.
         newest_first: true,
         limit: (opts.limit > 0).then_some(opts.limit),
@@ -83,6 +96,33 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     }
     print!("{}", table(&events, cfg.as_ref(), true));
     exit::OK
+}
+
+/// An event kind given to `--kind` must be one the trace writes (or one the
+/// database holds, written by a newer or older agentcron); else a usage error
+/// naming the closest kind or listing them.
+fn check_kind(store: &crate::store::Store, kind: &str) -> Result<(), String> {
+    let known = crate::core::event::KINDS;
+    if known.contains(&kind) {
+        return Ok(());
+    }
+    let stored = store
+        .read(|tx| {
+            tx.events(&EventFilter {
+                kinds: vec![kind.to_string()],
+                limit: Some(1),
+                ..EventFilter::default()
+            })
+        })
+        .map(|e| !e.is_empty())
+        .unwrap_or(false);
+    if stored {
+        return Ok(());
+    }
+    Err(match crate::operator::did_you_mean(kind, known.iter().copied()) {
+        Some(close) => format!("unknown event kind `{kind}`; did you mean `{close}`?"),
+        None => format!("unknown event kind `{kind}`; kinds: {}", known.join(", ")),
+    })
 }
 
 /// A run id as typed on the command line.

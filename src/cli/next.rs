@@ -88,11 +88,10 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
                 Err(code) => return code,
             };
             let Some(s) = cfg.schedule(id) else {
-                let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
                 eprintln!(
-                    "agentcron next: no schedule `{id}` in {}; schedules: {}",
-                    config.display(),
-                    ids.join(", ")
+                    "agentcron next: {} ({})",
+                    crate::operator::unknown_schedule(id, cfg.schedules.iter().map(|s| s.id.as_str())),
+                    config.display()
                 );
                 return exit::DOES_NOT_HOLD;
             };

@@ -13,6 +13,7 @@ const REASON_WIDTH: usize = 64;
 
 pub struct Options<'a> {
     pub schedule: Option<&'a str>,
+    pub tenant: Option<&'a str>,
     /// Comma-separated run states.
     pub state: Option<&'a str>,
     pub json: bool,
@@ -32,12 +33,21 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
+    let checked = opts
+        .schedule
+        .map(|s| db::check_schedule(&store, cfg.as_ref(), s))
+        .transpose()
+        .and_then(|_| opts.tenant.map(|t| db::check_tenant(cfg.as_ref(), t)).transpose());
+    if let Err(msg) = checked {
+        eprintln!("agentcron runs: {msg}");
+        return exit::DOES_NOT_HOLD;
+    }
     let filter = RunFilter {
         schedule: opts.schedule.map(str::to_string),
+        tenant: opts.tenant.map(str::to_string),
         states,
         newest_first: true,
         limit: (opts.limit > 0).then_some(opts.limit),
-        ..RunFilter::default()
     };
     let runs = match store.read(|tx| tx.runs(&filter)) {
         Ok(r) => r,
@@ -98,6 +108,9 @@ fn describe_filter(opts: &Options<'_>) -> String {
     let mut parts = vec![];
     if let Some(s) = opts.schedule {
         parts.push(format!("schedule {s}"));
+    }
+    if let Some(t) = opts.tenant {
+        parts.push(format!("tenant {t}"));
     }
     if let Some(s) = opts.state {
         parts.push(format!("state {s}"));

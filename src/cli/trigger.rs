@@ -170,10 +170,22 @@ pub fn post_event(
     }
 }
 
+/// An action's error as the command line reports it: refusals exit 1, an
+/// action already in effect is said on stdout and exits 0 (the same for every
+/// verb), store trouble exits 2.
 pub(crate) fn report(e: ActionError) -> i32 {
-    eprintln!("agentcron: {e}");
     match e {
-        ActionError::Refused(_) => exit::DOES_NOT_HOLD,
-        ActionError::Store(_) => exit::USAGE,
+        ActionError::Already(text) => {
+            println!("{text}");
+            exit::OK
+        }
+        ActionError::Refused(_) => {
+            eprintln!("agentcron: {e}");
+            exit::DOES_NOT_HOLD
+        }
+        ActionError::Store(_) => {
+            eprintln!("agentcron: {e}");
+            exit::USAGE
+        }
     }
 }

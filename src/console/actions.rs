@@ -20,7 +20,9 @@ fn text(e: ActionError) -> String {
     e.to_string()
 }
 
-/// Performs an operator action; `Ok` is the status line, `Err` why not.
+/// Performs an operator action; `Ok` is the status line, `Err` why not. An
+/// action already in effect is `Ok` with the "already …" line, as on the
+/// command line.
 pub fn perform(
     store: &Store,
     cfg: &Config,
@@ -28,76 +30,85 @@ pub fn perform(
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<String, String> {
+    match act(store, cfg, cmd, actor, now) {
+        Ok(text) => Ok(text),
+        Err(ActionError::Already(text)) => Ok(text),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn act(
+    store: &Store,
+    cfg: &Config,
+    cmd: &Cmd,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<String, ActionError> {
     match cmd {
         Cmd::Approve {
             run,
             reason,
             resume_after,
-        } => operator::approve(store, *run, actor, reason, resume_after.as_deref(), now)
-            .map(|r| {
-                let after = resume_after
-                    .as_ref()
-                    .map(|s| format!(", resuming after step {s}"))
-                    .unwrap_or_default();
-                format!("run #{run} approved by {actor}{after}: now {}", r.state)
-            })
-            .map_err(text),
+        } => operator::approve_checked(
+            store,
+            Some(cfg),
+            *run,
+            actor,
+            reason,
+            resume_after.as_deref(),
+            now,
+        )
+        .map(|r| {
+            let after = resume_after
+                .as_ref()
+                .map(|s| format!(", resuming after step {s}"))
+                .unwrap_or_default();
+            format!("run #{run} approved by {actor}{after}: now {}", r.state)
+        }),
         Cmd::Reject { run, reason } => operator::reject(store, Some(cfg), *run, actor, reason, now)
-            .map(|_| format!("run #{run} rejected by {actor}: failed for good"))
-            .map_err(text),
+            .map(|_| format!("run #{run} rejected by {actor}: failed for good")),
         Cmd::Requeue { run, reason } => operator::requeue(store, *run, actor, reason, now)
-            .map(|_| format!("run #{run} requeued by {actor}: retry_wait, next attempt now"))
-            .map_err(text),
+            .map(|_| format!("run #{run} requeued by {actor}: retry_wait, next attempt now")),
         Cmd::SetKill {
             on: true,
             reason,
             cancel_running,
-        } => operator::kill(store, actor, reason, *cancel_running, now)
-            .map(|()| {
-                let running = if *cancel_running {
-                    "; running attempts are being cancelled"
-                } else {
-                    ""
-                };
-                format!("kill switch ON by {actor}: nothing new is claimed{running}")
-            })
-            .map_err(text),
+        } => operator::kill(store, actor, reason, *cancel_running, now).map(|()| {
+            let running = if *cancel_running {
+                "; running attempts are being cancelled"
+            } else {
+                ""
+            };
+            format!("kill switch ON by {actor}: nothing new is claimed{running}")
+        }),
         Cmd::SetKill {
             on: false, reason, ..
         } => operator::unkill(store, actor, reason, now)
-            .map(|()| format!("kill switch off by {actor}: runs are claimed again"))
-            .map_err(text),
+            .map(|()| format!("kill switch off by {actor}: runs are claimed again")),
         Cmd::Pause { schedule, reason } => operator::pause(store, cfg, schedule, actor, reason, now)
-            .map(|()| format!("{schedule} paused by {actor}"))
-            .map_err(text),
+            .map(|()| format!("{schedule} paused by {actor}")),
         Cmd::Resume { schedule } => operator::resume(store, cfg, schedule, actor, RESUME_REASON, now)
-            .map(|()| format!("{schedule} resumed by {actor}; held windows are evaluated now"))
-            .map_err(text),
-        Cmd::Trigger { schedule } => operator::trigger(store, cfg, schedule, None, actor, now)
-            .map(|r| {
-                format!(
-                    "{schedule}: manual run #{} for window {} queued",
-                    r.id, r.window_key
-                )
-            })
-            .map_err(text),
+            .map(|()| format!("{schedule} resumed by {actor}; held windows are evaluated now")),
+        Cmd::Trigger { schedule } => operator::trigger(store, cfg, schedule, None, actor, now).map(|r| {
+            format!(
+                "{schedule}: manual run #{} for window {} queued",
+                r.id, r.window_key
+            )
+        }),
         Cmd::CloseCircuit { schedule, reason } => {
             operator::close_circuit(store, cfg, schedule, actor, reason, now)
                 .map(|()| format!("circuit of {schedule} closed by {actor}"))
-                .map_err(text)
         }
         Cmd::Backfill { schedule, from, to } => {
-            operator::backfill(store, cfg, schedule, *from, *to, false, actor, now)
-                .map(|plan| {
-                    let queued = plan.iter().filter(|w| w.action == "queue").count();
-                    format!(
-                        "{schedule}: {queued} window(s) queued for backfill by {actor}, {} left alone",
-                        plan.len() - queued
-                    )
-                })
-                .map_err(text)
+            operator::backfill(store, cfg, schedule, *from, *to, false, actor, now).map(|plan| {
+                let queued = plan.iter().filter(|w| w.action == "queue").count();
+                format!(
+                    "{schedule}: {queued} window(s) queued for backfill by {actor}, {} left alone",
+                    plan.len() - queued
+                )
+            })
         }
-        other => Err(format!("not an operator action: {other:?}")),
+        other => Err(ActionError::Refused(format!("not an operator action: {other:?}"))),
     }
 }
 

@@ -10,6 +10,7 @@
 //! the view live in their own modules.
 
 use super::command::{self, Command};
+use super::dialogs::quit::{QuitDialog, QuitOutcome, QuitPhase, RunningAttempt};
 use super::dialogs::{Dialog, Intent, Outcome, Preview};
 use super::input::LineInput;
 use super::keymap::{self, Action, Layer};
@@ -60,12 +61,20 @@ pub enum Msg {
         source: u64,
         error: String,
     },
+    /// The embedded scheduler has stopped (after [`Cmd::StopScheduler`]).
+    SchedulerStopped,
 }
 
 /// Something for the shell to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
     Quit,
+    /// Stop the embedded scheduler: claim nothing new and wait for running
+    /// attempts up to `shutdown_grace` (`now: false`), or stop them at once so
+    /// they retry (`now: true`). The console quits on [`Msg::SchedulerStopped`].
+    StopScheduler {
+        now: bool,
+    },
     /// Reload the snapshot now (all tiers).
     Refresh,
     /// The selected run changed: load its events and decision with snapshots.
@@ -206,8 +215,12 @@ pub enum Screen {
 #[derive(Debug, Clone)]
 pub enum Overlay {
     None,
-    Help { scroll: u16 },
+    Help {
+        scroll: u16,
+    },
     Dialog(Box<Dialog>),
+    /// Quitting with the embedded scheduler's attempts running.
+    Quit(QuitDialog),
 }
 
 /// The filter or command bar being typed into.
@@ -240,6 +253,16 @@ pub struct GridCursor {
     pub from_newest: usize,
 }
 
+/// The scheduler a console embeds (`agentcron` with no verb), as the model
+/// knows it: whose running runs are its attempts, and its grace period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedInfo {
+    /// Its lease owner.
+    pub owner: String,
+    /// `[scheduler] shutdown_grace`.
+    pub grace: Duration,
+}
+
 /// What the console starts with.
 #[derive(Debug, Clone)]
 pub struct Init {
@@ -254,6 +277,8 @@ pub struct Init {
     pub height: u16,
     /// `agentcron rehearse FILE --console`: start in rehearsal mode on this file.
     pub rehearsal: Option<String>,
+    /// The embedded scheduler, if this console runs one.
+    pub embedded: Option<EmbeddedInfo>,
 }
 
 /// Everything the console knows.
@@ -297,6 +322,7 @@ pub struct Model {
     pub filter: String,
     pub status: Option<Status>,
     pub quitting: bool,
+    pub embedded: Option<EmbeddedInfo>,
 }
 
 impl Model {
@@ -341,12 +367,31 @@ impl Model {
             filter: String::new(),
             status: None,
             quitting: false,
+            embedded: init.embedded,
         }
+    }
+
+    /// The attempts the embedded scheduler runs now (none without one).
+    pub fn own_attempts(&self) -> Vec<RunningAttempt> {
+        let Some(e) = &self.embedded else {
+            return vec![];
+        };
+        self.snapshot
+            .running
+            .iter()
+            .filter(|r| r.lease_owner.as_deref() == Some(e.owner.as_str()))
+            .map(|r| RunningAttempt {
+                run: r.id,
+                schedule: r.schedule.clone(),
+                window_key: r.window_key.clone(),
+                attempt: r.attempts,
+            })
+            .collect()
     }
 
     /// The keymap layers that receive keys now, topmost first.
     pub fn layers(&self) -> Vec<Layer> {
-        if matches!(self.overlay, Overlay::Dialog(_)) {
+        if matches!(self.overlay, Overlay::Dialog(_) | Overlay::Quit(_)) {
             return vec![Layer::Dialog];
         }
         if self.bar.is_some() {
@@ -440,6 +485,30 @@ impl Model {
 
     fn error(&mut self, text: impl Into<String>) {
         self.set_status(Level::Error, text);
+    }
+
+    /// The steps of run `id` that finished (`done`), in journal order, from
+    /// the approvals list or the open detail: what an approval may resume after.
+    pub fn completed_steps(&self, id: i64) -> Vec<String> {
+        let journal: Vec<&crate::store::Step> = match &self.screen {
+            Screen::Detail(d) if d.run == id && d.detail.is_some() => {
+                d.detail.iter().flat_map(|x| x.steps.iter()).collect()
+            }
+            _ => self
+                .snapshot
+                .approvals
+                .iter()
+                .filter(|a| a.run.id == id)
+                .flat_map(|a| a.steps.iter())
+                .collect(),
+        };
+        let mut out: Vec<String> = Vec::new();
+        for st in journal {
+            if st.status == crate::store::StepStatus::Done && !out.contains(&st.name) {
+                out.push(st.name.clone());
+            }
+        }
+        out
     }
 
     /// A run the model knows: in the snapshot or the open detail.
@@ -538,6 +607,10 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             m.error(format!("rehearsal: {error}"));
         }
         Msg::RehearsalFailed { .. } => {}
+        Msg::SchedulerStopped => {
+            m.quitting = true;
+            cmds.push(Cmd::Quit);
+        }
     }
     sync_focus(m, &mut cmds);
     sync_view(m, &mut cmds);
@@ -731,10 +804,21 @@ fn on_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
     if key.kind == KeyEventKind::Release {
         return;
     }
-    // Ctrl-C quits from anywhere, dialogs and bars included.
+    // Ctrl-C quits from anywhere, dialogs and bars included (asking first
+    // while the embedded scheduler runs attempts; a second one stops them).
     if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
-        m.quitting = true;
-        cmds.push(Cmd::Quit);
+        quit(m, true, cmds);
+        return;
+    }
+    if let Overlay::Quit(dialog) = &mut m.overlay {
+        match dialog.handle_key(key, m.wall) {
+            QuitOutcome::Continue => {}
+            QuitOutcome::Cancel => {
+                m.overlay = Overlay::None;
+                m.info("not quitting");
+            }
+            QuitOutcome::Stop(cmd) => cmds.push(cmd),
+        }
         return;
     }
     if let Overlay::Dialog(dialog) = &mut m.overlay {
@@ -821,10 +905,8 @@ fn open_detail(m: &mut Model, run: i64, cmds: &mut Vec<Cmd>) {
 
 fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
     match action {
-        Action::ForceQuit | Action::Quit => {
-            m.quitting = true;
-            cmds.push(Cmd::Quit);
-        }
+        Action::ForceQuit => quit(m, true, cmds),
+        Action::Quit => quit(m, false, cmds),
         Action::Help => m.overlay = Overlay::Help { scroll: 0 },
         Action::Back => back(m, cmds),
         Action::Filter => m.bar = Some(Bar::Filter(LineInput::with_text(&m.filter))),
@@ -866,10 +948,53 @@ fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
                     cancel_running: false,
                 }
             };
-            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+            m.overlay = Overlay::Dialog(Box::new(kill_dialog(m, intent)));
         }
         // Dialog and bar keys are handled by their owners.
-        Action::NextField | Action::PrevField | Action::Confirm | Action::Cancel | Action::Accept => {}
+        Action::NextField
+        | Action::PrevField
+        | Action::NextChoice
+        | Action::PrevChoice
+        | Action::Confirm
+        | Action::Cancel
+        | Action::Accept => {}
+    }
+}
+
+/// `q`, `:q` (`force: false`) or Ctrl-C (`force: true`). Without an embedded
+/// scheduler the console quits at once. With one, it is stopped first and the
+/// console quits when it has: at once when it runs no attempt; else the quit
+/// dialog asks whether to wait for them or stop them now. Ctrl-C while asking
+/// or waiting stops them now.
+fn quit(m: &mut Model, force: bool, cmds: &mut Vec<Cmd>) {
+    let Some(e) = &m.embedded else {
+        m.quitting = true;
+        cmds.push(Cmd::Quit);
+        return;
+    };
+    let grace = e.grace;
+    match &m.overlay {
+        Overlay::Quit(d) => match d.phase {
+            QuitPhase::Stopping { now: true, .. } => {}
+            QuitPhase::Stopping { since, .. } if force => {
+                m.overlay = Overlay::Quit(QuitDialog::stopping(grace, since, true));
+                cmds.push(Cmd::StopScheduler { now: true });
+            }
+            QuitPhase::Stopping { .. } => {}
+            QuitPhase::Ask(_) if force => {
+                m.overlay = Overlay::Quit(QuitDialog::stopping(grace, m.wall, true));
+                cmds.push(Cmd::StopScheduler { now: true });
+            }
+            QuitPhase::Ask(_) => {}
+        },
+        _ if m.own_attempts().is_empty() => {
+            m.overlay = Overlay::Quit(QuitDialog::stopping(grace, m.wall, false));
+            cmds.push(Cmd::StopScheduler { now: false });
+        }
+        _ => {
+            m.bar = None;
+            m.overlay = Overlay::Quit(QuitDialog::ask(grace));
+        }
     }
 }
 
@@ -1060,7 +1185,45 @@ fn open_run_dialog(m: &mut Model, action: Action, id: i64, resume_after: Option<
             Intent::Requeue { run: id, label }
         }
     };
-    m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+    let dialog = match (Dialog::open(intent), action) {
+        (Dialog::Reason(d), Action::Approve) => Dialog::Reason(d.with_choices(m.completed_steps(id))),
+        (d, _) => d,
+    };
+    m.overlay = Overlay::Dialog(Box::new(dialog));
+}
+
+/// The kill switch dialog, listing what it touches: the attempts
+/// `--cancel-running` stops, or the held runs turning it off releases.
+fn kill_dialog(m: &Model, intent: Intent) -> Dialog {
+    let runs: Vec<&Run> = match intent {
+        Intent::KillOn { cancel_running: true } => m.snapshot.running.iter().collect(),
+        Intent::KillOff => m.snapshot.kill_held.iter().collect(),
+        _ => vec![],
+    };
+    let mut targets: Vec<String> = runs
+        .iter()
+        .map(|r| match intent {
+            Intent::KillOff => format!(
+                "#{} {} {} ({}) is released",
+                r.id, r.schedule, r.window_key, r.state
+            ),
+            _ => format!(
+                "#{} {} {} · attempt {} is stopped",
+                r.id, r.schedule, r.window_key, r.attempts
+            ),
+        })
+        .collect();
+    if targets.is_empty() {
+        match intent {
+            Intent::KillOn { cancel_running: true } => targets.push("no attempt is running now".into()),
+            Intent::KillOff => targets.push("no run is held by the kill switch now".into()),
+            _ => {}
+        }
+    }
+    match Dialog::open(intent) {
+        Dialog::Reason(d) => Dialog::Reason(d.with_targets(targets)),
+        Dialog::Confirm(d) => Dialog::Confirm(d.with_targets(targets)),
+    }
 }
 
 /// The schedule a pause / resume / trigger / close is about.
@@ -1097,7 +1260,8 @@ fn open_dialog(m: &mut Model, intent: Intent, cmds: &mut Vec<Cmd>) {
 
 fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String, cmds: &mut Vec<Cmd>) {
     let Some(row) = m.snapshot.schedule(&schedule) else {
-        m.error(format!("no schedule `{schedule}` in the config"));
+        let known = m.snapshot.schedules.iter().map(|s| s.id.as_str());
+        m.error(crate::operator::unknown_schedule(&schedule, known));
         return;
     };
     let refusal = match action {
@@ -1124,7 +1288,8 @@ fn open_schedule_dialog(m: &mut Model, action: Action, schedule: String, cmds: &
 /// `:backfill SCHEDULE FROM TO`: dates are read in the scheduler's zone.
 fn backfill_command(m: &mut Model, schedule: String, from: &str, to: &str, cmds: &mut Vec<Cmd>) {
     if m.snapshot.schedule(&schedule).is_none() {
-        m.error(format!("no schedule `{schedule}` in the config"));
+        let known = m.snapshot.schedules.iter().map(|s| s.id.as_str());
+        m.error(crate::operator::unknown_schedule(&schedule, known));
         return;
     }
     let range = command::parse_instant(from, m.tz, false)
@@ -1173,10 +1338,7 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
         return;
     }
     match c {
-        Command::Quit => {
-            m.quitting = true;
-            cmds.push(Cmd::Quit);
-        }
+        Command::Quit => quit(m, false, cmds),
         Command::Help => m.overlay = Overlay::Help { scroll: 0 },
         Command::Refresh => cmds.push(Cmd::Refresh),
         Command::Goto(id) => open_detail(m, id, cmds),
@@ -1194,12 +1356,12 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             if m.snapshot.kill_on() {
                 m.info("the kill switch is already on");
             } else {
-                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn { cancel_running })));
+                m.overlay = Overlay::Dialog(Box::new(kill_dialog(m, Intent::KillOn { cancel_running })));
             }
         }
         Command::Unkill => {
             if m.snapshot.kill_on() {
-                m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOff)));
+                m.overlay = Overlay::Dialog(Box::new(kill_dialog(m, Intent::KillOff)));
             } else {
                 m.info("the kill switch is already off");
             }

@@ -108,6 +108,9 @@ pub enum Action {
     // Dialogs and bars.
     NextField,
     PrevField,
+    /// The next / previous option of a choice field (approve: resume after).
+    NextChoice,
+    PrevChoice,
     Confirm,
     Cancel,
     Accept,
@@ -252,7 +255,7 @@ pub const KEYMAP: &[Binding] = &[
     bind(
         &[KeySpec::ctrl('c')],
         A::ForceQuit,
-        "quit now (works everywhere)",
+        "quit (twice: stop running attempts)",
         L::Global,
         false,
     ),
@@ -507,11 +510,19 @@ pub const KEYMAP: &[Binding] = &[
     bind(
         &[code(KeyCode::Enter)],
         A::Confirm,
-        "next / press",
+        "next field / confirm",
         L::Dialog,
         false,
     ),
     bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Dialog, false),
+    bind(
+        &[code(KeyCode::Down)],
+        A::NextChoice,
+        "choose (resume after)",
+        L::Dialog,
+        false,
+    ),
+    bind(&[code(KeyCode::Up)], A::PrevChoice, "choose", L::Dialog, false),
 ];
 
 /// The action bound to `key` in the first of `layers` that binds it.

@@ -32,6 +32,22 @@ pub mod view;
 use crate::config::Config;
 use std::path::PathBuf;
 
+/// The scheduler a console embeds (`agentcron` with no verb), as its quit
+/// dialog sees it: whose running runs are its attempts, how long it waits
+/// for them, and how to stop it.
+pub trait EmbeddedScheduler: Send + Sync + std::fmt::Debug {
+    /// Its lease owner (the running runs it holds are its attempts).
+    fn owner(&self) -> &str;
+    /// `[scheduler] shutdown_grace`.
+    fn grace(&self) -> std::time::Duration;
+    /// Stop claiming and wait for running attempts up to the grace period
+    /// (`now: false`), or stop them at once so they retry (`now: true`; may
+    /// follow a `false`). Returns at once; see [`EmbeddedScheduler::stopped`].
+    fn stop(&self, now: bool);
+    /// It has stopped (its thread ended).
+    fn stopped(&self) -> bool;
+}
+
 /// How the console is started (`agentcron`, `agentcron console --attach`).
 #[derive(Debug, Clone)]
 pub struct ConsoleOptions {
@@ -50,6 +66,8 @@ pub struct ConsoleOptions {
     /// `agentcron rehearse FILE --console`: step through this scenario; there is
     /// no live database (`config` is the scenario's, `db` is unused).
     pub rehearsal: Option<PathBuf>,
+    /// The scheduler this console embeds, if any.
+    pub embedded: Option<std::sync::Arc<dyn EmbeddedScheduler>>,
 }
 
 /// Runs the console until the operator quits (or SIGTERM / SIGHUP). Returns

@@ -15,13 +15,13 @@
 //! switch is never shown after it. Operator actions go to the live store with
 //! the wall clock — or, in rehearsal mode, to the rehearsal ([`Player`]).
 
-use super::ConsoleOptions;
 use super::actions;
-use super::app::{Cmd, Init, Model, Msg, update};
+use super::app::{Cmd, EmbeddedInfo, Init, Model, Msg, update};
 use super::player::{Opened, Player, PlayerReq};
 use super::snapshot::{self, SlowTier, SnapshotRequest};
 use super::theme::{self, Theme};
 use super::view::view;
+use super::{ConsoleOptions, EmbeddedScheduler};
 use crate::config::Config;
 use crate::operator;
 use crate::rehearsal::scenario;
@@ -356,6 +356,9 @@ struct Executor {
     dirs: Vec<PathBuf>,
     requests: Sender<Request>,
     tx: Sender<Msg>,
+    embedded: Option<Arc<dyn EmbeddedScheduler>>,
+    /// The embedded scheduler was told to stop (the loop then watches for its end).
+    stopping: bool,
 }
 
 impl Executor {
@@ -371,6 +374,13 @@ impl Executor {
     fn execute(&mut self, cmd: Cmd) {
         match cmd {
             Cmd::Quit => {}
+            Cmd::StopScheduler { now } => {
+                self.stopping = true;
+                match &self.embedded {
+                    Some(e) => e.stop(now),
+                    None => self.reply(Msg::SchedulerStopped),
+                }
+            }
             Cmd::Refresh => self.request(Request::Refresh),
             Cmd::Focus(f) => self.request(Request::Focus(f)),
             Cmd::View(v) => self.request(Request::View(v)),
@@ -498,6 +508,10 @@ fn event_loop(
         width: size.width,
         height: size.height,
         rehearsal: opts.rehearsal.as_ref().map(|f| f.display().to_string()),
+        embedded: opts.embedded.as_ref().map(|e| EmbeddedInfo {
+            owner: e.owner().to_string(),
+            grace: chrono::Duration::from_std(e.grace()).unwrap_or(chrono::Duration::MAX),
+        }),
     });
     let (tx, rx) = mpsc::channel::<Msg>();
     let (req_tx, req_rx) = mpsc::channel::<Request>();
@@ -525,6 +539,8 @@ fn event_loop(
         dirs,
         requests: req_tx,
         tx: tx.clone(),
+        embedded: opts.embedded.clone(),
+        stopping: false,
     };
     if let Some(file) = &opts.rehearsal {
         exec.execute(Cmd::Rehearse {
@@ -559,6 +575,10 @@ fn event_loop(
             Err(RecvTimeoutError::Disconnected) => break Ok(()),
         };
         let mut msgs: Vec<Msg> = first.into_iter().chain(rx.try_iter()).collect();
+        if exec.stopping && exec.embedded.as_ref().is_some_and(|e| e.stopped()) {
+            exec.stopping = false;
+            msgs.push(Msg::SchedulerStopped);
+        }
         if Instant::now() >= next_tick {
             msgs.push(Msg::Tick { now: clock.now() });
             next_tick += TICK;

@@ -91,6 +91,10 @@ pub struct Snapshot {
     /// The queues were cut at [`QUEUE_LIMIT`].
     pub queue_truncated: bool,
     pub switches: SwitchBoard,
+    /// The running runs (every scheduler's; the lease owner says whose).
+    pub running: Vec<Run>,
+    /// Queued runs the kill switch holds (what turning it off releases).
+    pub kill_held: Vec<Run>,
     /// The selected run, with its events and latest decision.
     pub focus: Option<FocusRun>,
 }
@@ -473,6 +477,11 @@ fn load_fast(
         })
         .collect();
     backfill.sort_by_key(|r| (r.run.window_start, r.run.id));
+    let kill_held: Vec<Run> = queued
+        .iter()
+        .filter(|r| r.hold == Some(crate::core::decision::HoldKind::Kill))
+        .cloned()
+        .collect();
 
     let moved = moved_since(tx, slow.event_id)?;
     let fresh: HashMap<i64, &Run> = lanes
@@ -522,6 +531,8 @@ fn load_fast(
             .collect(),
         queue_truncated,
         switches,
+        running,
+        kill_held,
         focus,
     })
 }

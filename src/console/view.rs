@@ -98,6 +98,7 @@ pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
         Overlay::None => {}
         Overlay::Help { scroll } => help::render(*scroll, m.read_only, t, f, below_header),
         Overlay::Dialog(d) => d.render(t, f, below_header),
+        Overlay::Quit(d) => d.render(&m.own_attempts(), m.wall, t, f, below_header),
     }
 }
 

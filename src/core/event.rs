@@ -460,6 +460,47 @@ impl Event {
     }
 }
 
+/// Every kind the trace writes ([`Event::kind`] of each variant but `Other`),
+/// for checking what a person typed (`events --kind`).
+pub const KINDS: &[&str] = &[
+    "scheduler_started",
+    "scheduler_stopped",
+    "tick",
+    "clock_jump",
+    "catchup_planned",
+    "window_opened",
+    "skipped",
+    "expired",
+    "event_posted",
+    "gate",
+    "switch_held",
+    "decision",
+    "claimed",
+    "started",
+    "heartbeat",
+    "step",
+    "agent_output",
+    "succeeded",
+    "failed",
+    "retry_scheduled",
+    "parked_for_human",
+    "approved",
+    "rejected",
+    "requeued",
+    "dead_lettered",
+    "missed",
+    "catchup_queued",
+    "concurrency_halved",
+    "lost",
+    "stale_result",
+    "circuit_opened",
+    "circuit_half_open",
+    "circuit_closed",
+    "switch_changed",
+    "alert",
+    "alert_failed",
+];
+
 /// The stored kind of every variant but `Other`.
 fn known_kind(e: &Event) -> &'static str {
     match e {

@@ -1,7 +1,7 @@
 //! The live loop: tick, sleep until the next thing to do (or an agent report,
 //! or at most a second so other processes' changes are seen), stop gracefully.
 
-use super::{Engine, Result};
+use super::{CancelCause, Engine, Result};
 use crate::agent::runner::AttemptSignal;
 use crate::core::event::Event;
 use crate::store::types::{EventFilter, NewEvent};
@@ -85,6 +85,21 @@ impl Engine {
         shutdown: impl std::future::Future<Output = ()>,
         grace: Duration,
     ) -> Result<()> {
+        self.run_live_until(shutdown, grace, None).await
+    }
+
+    /// The hook of the console that embeds this scheduler (its quit dialog):
+    /// like [`Engine::run_live`], and once `stop_now` turns true — before the
+    /// drain or during it — or when the grace period runs out, the running
+    /// attempts are stopped with [`CancelCause::OperatorQuit`] and recorded
+    /// as retries ("stopped when the operator quit at …") instead of being
+    /// left to lease expiry.
+    pub async fn run_live_until(
+        &mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+        grace: Duration,
+        mut stop_now: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> Result<()> {
         tokio::pin!(shutdown);
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
@@ -120,16 +135,32 @@ impl Engine {
         self.stop_claiming();
         tracing::info!(running = self.running_count(), "stopping: claiming nothing new");
         let deadline = Instant::now() + grace;
-        while self.running_count() > 0 && Instant::now() < deadline {
+        let now_wanted =
+            |rx: &Option<tokio::sync::watch::Receiver<bool>>| rx.as_ref().is_some_and(|r| *r.borrow());
+        while self.running_count() > 0 && Instant::now() < deadline && !now_wanted(&stop_now) {
             let left = deadline.saturating_duration_since(Instant::now());
+            let changed = async {
+                match stop_now.as_mut() {
+                    Some(rx) => {
+                        if rx.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
             tokio::select! {
                 report = self.recv_report() => {
                     if let Some(r) = report {
                         self.handle(r)?;
                     }
                 }
+                _ = changed => {}
                 _ = tokio::time::sleep(left.min(POLL)) => { self.tick_blocking()?; }
             }
+        }
+        if stop_now.is_some() && self.running_count() > 0 {
+            self.stop_for_operator().await?;
         }
         let left = self.running_count();
         if left > 0 {
@@ -148,6 +179,32 @@ impl Engine {
             .write(|tx| tx.append_event(&NewEvent::of(now, stopped)).map(|_| ()))?;
         self.log_events(log_after)?;
         self.abandon_running();
+        Ok(())
+    }
+
+    /// The operator quit and stopped the running attempts: each is cancelled
+    /// (its whole process group) and its end recorded through the recovery
+    /// rules as a retry, so nothing is left to lease expiry.
+    async fn stop_for_operator(&mut self) -> Result<()> {
+        let at = self.clock.now();
+        for r in self.running.values_mut() {
+            r.cancel = Some(CancelCause::OperatorQuit(at));
+            r.handle.cancel();
+        }
+        let deadline = Instant::now() + STOP_AGENTS_WITHIN;
+        while self.running_count() > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            tokio::select! {
+                report = self.recv_report() => match report {
+                    Some(r) => self.handle(r)?,
+                    None => break,
+                },
+                _ = tokio::time::sleep(left) => break,
+            }
+        }
         Ok(())
     }
 

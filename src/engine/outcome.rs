@@ -186,6 +186,15 @@ impl Engine {
                     reason: "cancelled by the global kill switch".into(),
                 }
             }
+            Some(CancelCause::OperatorQuit(at)) => {
+                outcome = Outcome::Failure {
+                    class: ErrorClass::Retryable,
+                    reason: format!(
+                        "stopped when the operator quit at {}",
+                        at.with_timezone(&s.timezone).format("%H:%M %Z")
+                    ),
+                }
+            }
             _ => {}
         }
         if matches!(ending, Ending::TimedOut) && r.cancel.is_none() {

@@ -24,17 +24,118 @@ pub enum ActionError {
     /// not found, not waiting.
     #[error("{0}")]
     Refused(String),
+    /// The action is already in effect: nothing changed and the first reason
+    /// is kept. Not a failure (exit 0), the same for every verb.
+    #[error("{0}")]
+    Already(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 pub type Result<T> = std::result::Result<T, ActionError>;
 
-/// The OS user, the default actor.
+/// Who acts when `--by` is not given: `$USER`, then `$LOGNAME`, then the OS
+/// account name of this process, then `operator`. Empty values do not count.
 pub fn default_actor() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "operator".to_string())
+    actor(None)
+}
+
+/// `--by NAME` if given (and not empty), else [`default_actor`]'s order.
+pub fn actor(by: Option<&str>) -> String {
+    let given = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    given(by.map(str::to_string))
+        .or_else(|| given(std::env::var("USER").ok()))
+        .or_else(|| given(std::env::var("LOGNAME").ok()))
+        .or_else(|| given(os_account()))
+        .unwrap_or_else(|| "operator".to_string())
+}
+
+/// The name of the account this process runs as, from the passwd database.
+fn os_account() -> Option<String> {
+    // SAFETY: getuid never fails. getpwuid_r writes into our buffer and
+    // returns a pointer into it (or null); the name is copied out before the
+    // buffer goes away.
+    unsafe {
+        let uid = libc::getuid();
+        let mut pw: libc::passwd = std::mem::zeroed();
+        let mut buf = vec![0 as libc::c_char; 4096];
+        let mut out: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut out);
+        if rc != 0 || out.is_null() || pw.pw_name.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(pw.pw_name)
+            .to_str()
+            .ok()
+            .map(str::to_string)
+    }
+}
+
+/// The candidate closest to `word` by edit distance, if it is close enough
+/// to be a typo (at most a third of the word's length, at least 2).
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// "no schedule `X` in the config", with the closest id or the ids there are.
+pub fn unknown_schedule<'a>(id: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    match did_you_mean(id, known.clone()) {
+        Some(close) => format!("no schedule `{id}` in the config; did you mean `{close}`?"),
+        None => {
+            let all: Vec<&str> = known.into_iter().collect();
+            if all.is_empty() {
+                format!("no schedule `{id}`: the config has no schedules")
+            } else {
+                format!("no schedule `{id}` in the config; schedules: {}", all.join(", "))
+            }
+        }
+    }
+}
+
+/// The schedule `id` of the config, or the refusal that names the closest.
+pub fn schedule_or_refuse<'a>(cfg: &'a Config, id: &str) -> Result<&'a crate::config::ScheduleConfig> {
+    cfg.schedule(id).ok_or_else(|| {
+        ActionError::Refused(unknown_schedule(id, cfg.schedules.iter().map(|s| s.id.as_str())))
+    })
+}
+
+/// The schedules of tenant `tenant` (refused, with did-you-mean, when there are none).
+pub fn tenant_schedules<'a>(cfg: &'a Config, tenant: &str) -> Result<Vec<&'a crate::config::ScheduleConfig>> {
+    let of: Vec<_> = cfg.schedules.iter().filter(|s| s.tenant == tenant).collect();
+    if of.is_empty() {
+        let mut tenants: Vec<&str> = cfg.schedules.iter().map(|s| s.tenant.as_str()).collect();
+        tenants.sort_unstable();
+        tenants.dedup();
+        let hint = match did_you_mean(tenant, tenants.iter().copied()) {
+            Some(close) => format!("did you mean `{close}`?"),
+            None => format!("tenants: {}", tenants.join(", ")),
+        };
+        return Err(ActionError::Refused(format!(
+            "no schedule of tenant `{tenant}` in the config; {hint}"
+        )));
+    }
+    Ok(of)
 }
 
 /// `trigger SCHEDULE [--window KEY]`: a manual run that goes through the same
@@ -47,9 +148,7 @@ pub fn trigger(
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<Run> {
-    let s = cfg
-        .schedule(schedule)
-        .ok_or_else(|| ActionError::Refused(format!("no schedule `{schedule}` in the config")))?;
+    let s = schedule_or_refuse(cfg, schedule)?;
     let key = window
         .map(str::to_string)
         .unwrap_or_else(|| format!("manual-{}", rfc3339_secs(now)));
@@ -193,10 +292,68 @@ fn act_on_run(
 ) -> Result<Run> {
     require_reason(who.reason)?;
     let run = run_or_refuse(store, run_id)?;
+    if let Some(text) = run_already(store, &run, &action)? {
+        return Err(ActionError::Already(text));
+    }
     let schedule = cfg.and_then(|c| c.schedule(&run.schedule));
     let plan =
         planner::run_action(&run, action, who, schedule, now).map_err(|r| ActionError::Refused(r.0))?;
     carry_out(store, cfg, &plan, now)?.ok_or_else(|| ActionError::Refused(format!("run {run_id} not found")))
+}
+
+/// A run action repeated after it took effect: the earlier approval or
+/// rejection (who, when, why), or the requeue, told instead of refusing.
+fn run_already(store: &Store, run: &Run, action: &RunAction) -> Result<Option<String>> {
+    if run.state == RunState::NeedsHuman {
+        return Ok(None);
+    }
+    let when = |at: DateTime<Utc>| rfc3339_secs(at);
+    match action {
+        RunAction::Approve { .. } | RunAction::Reject => {
+            let approved = matches!(action, RunAction::Approve { .. });
+            let last = store
+                .read(|tx| tx.approvals(run.id))?
+                .pop()
+                .filter(|a| a.approved == approved);
+            Ok(last.map(|a| {
+                format!(
+                    "run {} was already {} by {} at {} ({}); the first reason is kept; it is now {}",
+                    run.id,
+                    if approved { "approved" } else { "rejected" },
+                    a.actor,
+                    when(a.at),
+                    a.reason,
+                    run.state
+                )
+            }))
+        }
+        RunAction::Requeue => {
+            if !matches!(
+                run.state,
+                RunState::RetryWait | RunState::Pending | RunState::Running
+            ) {
+                return Ok(None);
+            }
+            let last = store.read(|tx| {
+                tx.events(&EventFilter {
+                    run_id: Some(run.id),
+                    kinds: vec!["requeued".into()],
+                    newest_first: true,
+                    limit: Some(1),
+                    ..EventFilter::default()
+                })
+            })?;
+            Ok(last.first().and_then(|e| match e.event() {
+                Event::Requeued { by, reason, at, .. } => Some(format!(
+                    "run {} was already requeued by {by} at {} ({reason}); the first reason is kept; it is now {}",
+                    run.id,
+                    when(at),
+                    run.state
+                )),
+                _ => None,
+            }))
+        }
+    }
 }
 
 /// Approves a `needs_human` run: a new attempt (optionally resuming after a
@@ -209,10 +366,52 @@ pub fn approve(
     resume_after: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Run> {
+    approve_checked(store, None, run_id, actor, reason, resume_after, now)
+}
+
+/// [`approve`] as the command line and the console do it: with the config, a
+/// resume-after step must be one of the schedule's agent's declared steps.
+pub fn approve_checked(
+    store: &Store,
+    cfg: Option<&Config>,
+    run_id: i64,
+    actor: &str,
+    reason: &str,
+    resume_after: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Run> {
+    if let (Some(step), Some(cfg)) = (resume_after, cfg) {
+        let run = run_or_refuse(store, run_id)?;
+        check_step(cfg, &run.schedule, step)?;
+    }
     let action = RunAction::Approve {
         resume_after: resume_after.map(str::to_string),
     };
-    act_on_run(store, None, run_id, action, &Actor { name: actor, reason }, now)
+    act_on_run(store, cfg, run_id, action, &Actor { name: actor, reason }, now)
+}
+
+/// `step` is a step the schedule's agent declares (`[agents.X] steps`).
+fn check_step(cfg: &Config, schedule: &str, step: &str) -> Result<()> {
+    let Some(s) = cfg.schedule(schedule) else {
+        return Ok(());
+    };
+    let steps: Vec<&str> = cfg
+        .agents
+        .get(&s.agent)
+        .map(|a| a.steps.iter().map(|st| st.name.as_str()).collect())
+        .unwrap_or_default();
+    if steps.contains(&step) {
+        return Ok(());
+    }
+    let hint = match did_you_mean(step, steps.iter().copied()) {
+        Some(close) => format!("did you mean `{close}`?"),
+        None if steps.is_empty() => format!("agent `{}` declares no steps", s.agent),
+        None => format!("its steps: {}", steps.join(", ")),
+    };
+    Err(ActionError::Refused(format!(
+        "`{step}` is not a step of {schedule}'s agent `{}`; {hint}",
+        s.agent
+    )))
 }
 
 /// Rejects a `needs_human` run: it fails with the reason (and, with the
@@ -233,6 +432,58 @@ pub fn reject(
         &Actor { name: actor, reason },
         now,
     )
+}
+
+/// `dlq requeue --schedule S --all`: every dead run of the schedule back to
+/// `retry_wait`, oldest window first. Returns the runs requeued (none: an
+/// empty queue, not an error).
+pub fn requeue_all_dead(
+    store: &Store,
+    cfg: &Config,
+    schedule: &str,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Run>> {
+    require_reason(reason)?;
+    let s = schedule_or_refuse(cfg, schedule)?;
+    let mut dead = store.read(|tx| {
+        tx.runs(&RunFilter {
+            schedule: Some(s.id.clone()),
+            tenant: Some(s.tenant.clone()),
+            states: vec![RunState::Dead],
+            ..RunFilter::default()
+        })
+    })?;
+    dead.sort_by_key(|r| (r.window_start, r.id));
+    let mut out = Vec::with_capacity(dead.len());
+    for r in dead {
+        out.push(requeue(store, r.id, actor, reason, now)?);
+    }
+    Ok(out)
+}
+
+/// `pause --tenant T`: every schedule of the tenant, as one pause each; the
+/// ones already paused keep their first reason. Returns (paused now, already).
+pub fn pause_tenant(
+    store: &Store,
+    cfg: &Config,
+    tenant: &str,
+    actor: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<(Vec<String>, Vec<String>)> {
+    require_reason(reason)?;
+    let mut paused = vec![];
+    let mut already = vec![];
+    for s in tenant_schedules(cfg, tenant)? {
+        match pause(store, cfg, &s.id, actor, reason, now) {
+            Ok(()) => paused.push(s.id.clone()),
+            Err(ActionError::Already(_)) => already.push(s.id.clone()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((paused, already))
 }
 
 /// Requeues a failed or dead run (dead-letter queue): one more attempt, now.
@@ -259,6 +510,9 @@ fn act_on_schedule(
 ) -> Result<()> {
     let s = schedule_or_refuse(cfg, schedule)?;
     let state = store.read(|tx| tx.schedule_state(schedule))?;
+    if let Some(text) = planner::schedule_already(s, &state, &action) {
+        return Err(ActionError::Already(text));
+    }
     let plan = planner::schedule_action(s, &state, action, who).map_err(|r| ActionError::Refused(r.0))?;
     carry_out(store, Some(cfg), &plan, now)?;
     Ok(())
@@ -274,19 +528,37 @@ pub fn kill(
     now: DateTime<Utc>,
 ) -> Result<()> {
     require_reason(reason)?;
-    store.write(|tx| {
-        tx.set_switch("kill", true, actor, reason, now)?;
-        if cancel_running {
+    let already = store.write(|tx| {
+        let on = tx.switch("kill")?.filter(|k| k.on);
+        let cancelling = tx.switch("cancel_running")?.is_some_and(|c| c.on);
+        if on.is_none() {
+            tx.set_switch("kill", true, actor, reason, now)?;
+        }
+        if cancel_running && !cancelling {
             tx.set_switch("cancel_running", true, actor, reason, now)?;
         }
-        Ok(())
+        Ok(on.map(|k| (k, cancel_running && !cancelling)))
     })?;
-    Ok(())
+    match already {
+        None => Ok(()),
+        // Already on: the first reason stays; --cancel-running still stops attempts.
+        Some((k, false)) => Err(ActionError::Already(format!(
+            "the kill switch is already on (since {}, by {}: {}); the first reason is kept",
+            rfc3339_secs(k.at),
+            k.actor,
+            k.reason
+        ))),
+        Some((_, true)) => Ok(()),
+    }
 }
 
 /// Turns the global kill switch off; held windows are evaluated at the next tick.
 pub fn unkill(store: &Store, actor: &str, reason: &str, now: DateTime<Utc>) -> Result<()> {
     require_reason(reason)?;
+    let was_on = store.read(|tx| Ok(tx.switch("kill")?.is_some_and(|k| k.on)))?;
+    if !was_on {
+        return Err(ActionError::Already("the kill switch is already off".into()));
+    }
     store.write(|tx| {
         if tx.switch("cancel_running")?.is_some_and(|s| s.on) {
             tx.set_switch("cancel_running", false, actor, reason, now)?;
@@ -298,11 +570,6 @@ pub fn unkill(store: &Store, actor: &str, reason: &str, now: DateTime<Utc>) -> R
         Ok(())
     })?;
     Ok(())
-}
-
-fn schedule_or_refuse<'a>(cfg: &'a Config, id: &str) -> Result<&'a crate::config::ScheduleConfig> {
-    cfg.schedule(id)
-        .ok_or_else(|| ActionError::Refused(format!("no schedule `{id}` in the config")))
 }
 
 /// Pauses a schedule: its windows still open (and explain why they wait) but

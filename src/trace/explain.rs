@@ -168,6 +168,52 @@ pub fn explain(
     }
 }
 
+/// `explain SCHEDULE --at TIME`: the key of the window covering `at` — a run
+/// whose window `[start, end)` holds it (manual and event windows included),
+/// else the schedule's latest window starting at or before it (from its
+/// trigger); `None` when there is neither.
+pub fn window_at(
+    tx: &Tx<'_>,
+    cfg: Option<&Config>,
+    schedule: &str,
+    at: DateTime<Utc>,
+) -> StoreResult<Option<String>> {
+    /// Runs looked at, newest first: the recent past is what people ask about.
+    const RECENT_RUNS: usize = 2000;
+    let runs = tx.runs(&RunFilter {
+        schedule: Some(schedule.to_string()),
+        newest_first: true,
+        limit: Some(RECENT_RUNS),
+        ..RunFilter::default()
+    })?;
+    if let Some(r) = runs.iter().find(|r| r.window_start <= at && at < r.window_end) {
+        return Ok(Some(r.window_key.clone()));
+    }
+    let Some(s) = cfg.and_then(|c| c.schedule(schedule)) else {
+        return Ok(None);
+    };
+    let calendar = s
+        .calendar
+        .as_ref()
+        .and_then(|c| cfg.and_then(|cfg| cfg.calendars.get(c).cloned()));
+    let Some(rule) = s.fire_rule(calendar) else {
+        return Ok(None);
+    };
+    // Look back a little first (most triggers fire daily or more often), then
+    // further for weekly and rarer ones.
+    for days in [2, 40, 400] {
+        let last = rule
+            .fires_after(at - chrono::TimeDelta::days(days))
+            .take_while(|f| f.at <= at)
+            .take(MAX_FIRES)
+            .last();
+        if let Some(f) = last {
+            return Ok(Some(f.window_key));
+        }
+    }
+    Ok(None)
+}
+
 /// Explains one run (the console's run detail).
 pub fn explain_run(
     tx: &Tx<'_>,
@@ -562,12 +608,19 @@ impl<'a> Ctx<'a> {
 
     fn not_in_config(&self, cfg: &Config) -> String {
         let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
-        format!(
-            "{} is not in {}; schedules there: {}",
-            self.schedule,
-            cfg.path.display(),
-            ids.join(", ")
-        )
+        match crate::operator::did_you_mean(self.schedule, ids.iter().copied()) {
+            Some(close) => format!(
+                "{} is not in {}; did you mean `{close}`?",
+                self.schedule,
+                cfg.path.display()
+            ),
+            None => format!(
+                "{} is not in {}; schedules there: {}",
+                self.schedule,
+                cfg.path.display(),
+                ids.join(", ")
+            ),
+        }
     }
 
     fn recent_windows(&self, tx: &Tx<'_>) -> StoreResult<String> {

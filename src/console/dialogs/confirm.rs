@@ -1,8 +1,14 @@
 //! Type to confirm (k9s style), for the global kill switch: a reason, then the
 //! switch's name typed out. The action button stays disabled until both are
-//! there; Enter on the name goes to Cancel, never straight to the action.
+//! there. Enter on the reason goes to the name; Enter on the name — the last
+//! field — confirms, as in every dialog, once both are there (else it says
+//! what is missing and goes there). With `--cancel-running` it lists the
+//! attempts it will stop.
 
-use super::{Field, Intent, Outcome, buttons, centered, dialog_action, reason_box, styled_box, typed};
+use super::{
+    Field, Intent, Outcome, buttons, centered, dialog_action, reason_box, styled_box, target_lines,
+    target_rows, typed,
+};
 use crate::console::keymap::Action;
 use crate::console::theme::{Theme, Token};
 use ratatui::Frame;
@@ -21,6 +27,8 @@ pub struct ConfirmDialog {
     pub word: TextArea<'static>,
     pub focus: Field,
     pub error: Option<String>,
+    /// What the action touches, one line each (the attempts it stops).
+    pub targets: Vec<String>,
 }
 
 impl ConfirmDialog {
@@ -34,6 +42,27 @@ impl ConfirmDialog {
             word,
             focus: Field::Reason,
             error: None,
+            targets: vec![],
+        }
+    }
+
+    pub fn with_targets(mut self, targets: Vec<String>) -> Self {
+        self.targets = targets;
+        self
+    }
+
+    /// Presses the action: submits, or says what is missing and goes there.
+    fn confirm(&mut self) -> Outcome {
+        if self.armed() {
+            Outcome::Submit(self.intent.clone().into_cmd(self.reason_text()))
+        } else if self.reason_text().is_empty() {
+            self.error = Some("a reason is required".into());
+            self.focus = Field::Reason;
+            Outcome::Continue
+        } else {
+            self.error = Some(format!("type `{}` to confirm", self.expected()));
+            self.focus = Field::Word;
+            Outcome::Continue
         }
     }
 
@@ -73,24 +102,8 @@ impl ConfirmDialog {
                     self.focus = Field::Word;
                     Outcome::Continue
                 }
-                Field::Word => {
-                    self.focus = Field::Cancel;
-                    Outcome::Continue
-                }
                 Field::Cancel => Outcome::Cancel,
-                Field::Confirm => {
-                    if self.armed() {
-                        Outcome::Submit(self.intent.clone().into_cmd(self.reason_text()))
-                    } else if self.reason_text().is_empty() {
-                        self.error = Some("a reason is required".into());
-                        self.focus = Field::Reason;
-                        Outcome::Continue
-                    } else {
-                        self.error = Some(format!("type `{}` to confirm", self.expected()));
-                        self.focus = Field::Word;
-                        Outcome::Continue
-                    }
-                }
+                Field::Word | Field::Choice | Field::Confirm => self.confirm(),
             },
             Some(_) => Outcome::Continue,
             None => {
@@ -101,7 +114,7 @@ impl ConfirmDialog {
                     Field::Word => {
                         self.word.input(*key);
                     }
-                    Field::Cancel | Field::Confirm => {}
+                    Field::Cancel | Field::Confirm | Field::Choice => {}
                 }
                 self.error = None;
                 Outcome::Continue
@@ -110,7 +123,8 @@ impl ConfirmDialog {
     }
 
     pub fn render(&self, theme: &Theme, frame: &mut Frame, screen: Rect) {
-        let area = centered(screen, 64, 16);
+        let target_rows = target_rows(&self.targets);
+        let area = centered(screen, 64, 16u16.saturating_add(target_rows));
         frame.render_widget(Clear, area);
         let danger = theme.style(Token::Error);
         let block = Block::bordered()
@@ -119,8 +133,9 @@ impl ConfirmDialog {
             .style(theme.base());
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let [effect, reason, word, error, button_row] = Layout::vertical([
+        let [effect, targets, reason, word, error, button_row] = Layout::vertical([
             Constraint::Min(2),
+            Constraint::Length(target_rows),
             Constraint::Length(5),
             Constraint::Length(3),
             Constraint::Length(1),
@@ -139,6 +154,9 @@ impl ConfirmDialog {
             .wrap(Wrap { trim: true }),
             effect,
         );
+        if target_rows > 0 {
+            frame.render_widget(Paragraph::new(target_lines(&self.targets, theme)), targets);
+        }
         let r = styled_box(&self.reason, "reason", self.focus == Field::Reason, theme);
         frame.render_widget(&r, reason);
         let w = styled_box(&self.word, "confirm", self.focus == Field::Word, theme);

@@ -11,6 +11,7 @@
 
 pub mod confirm;
 pub mod help;
+pub mod quit;
 pub mod reason;
 
 use super::app::Cmd;
@@ -309,6 +310,8 @@ pub enum Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Reason,
+    /// Approve: which completed step to resume after.
+    Choice,
     /// The typed confirmation word.
     Word,
     Cancel,
@@ -327,6 +330,39 @@ pub(crate) fn dialog_action(key: &KeyEvent, on_text: bool) -> Option<Action> {
         return None;
     }
     keymap::lookup(&[Layer::Dialog], key, false)
+}
+
+/// Lines of a dialog's target list shown at most; the rest is summarised.
+const TARGET_LINES: usize = 6;
+
+/// Rows the target list takes (a heading line and the targets).
+pub(crate) fn target_rows(targets: &[String]) -> u16 {
+    if targets.is_empty() {
+        return 0;
+    }
+    let shown = targets.len().min(TARGET_LINES) + usize::from(targets.len() > TARGET_LINES);
+    u16::try_from(shown).unwrap_or(u16::MAX)
+}
+
+/// The target list: one line each, the rest counted.
+pub(crate) fn target_lines(targets: &[String], theme: &Theme) -> Vec<Line<'static>> {
+    let mut out: Vec<Line<'static>> = targets
+        .iter()
+        .take(TARGET_LINES)
+        .map(|t| {
+            Line::from(vec![
+                Span::styled("• ", theme.style(Token::Accent)),
+                Span::raw(t.clone()),
+            ])
+        })
+        .collect();
+    if targets.len() > TARGET_LINES {
+        out.push(Line::from(Span::styled(
+            format!("… and {} more", targets.len() - TARGET_LINES),
+            theme.style(Token::Muted),
+        )));
+    }
+    out
 }
 
 /// A one-line-per-row text box for a reason, wrapped at words.

@@ -1,13 +1,18 @@
-//! The reason dialog: the target, the effect, a text area for the reason (when
-//! the action takes one) and Cancel / action buttons.
+//! The reason dialog: the target, the effect, what it touches (the held runs
+//! unkill releases), a text area for the reason (when the action takes one),
+//! for approve a resume-after choice among the completed steps, and Cancel /
+//! action buttons.
 //!
-//! Enter in the text area goes to the buttons — onto Cancel for dangerous
-//! actions, onto the action otherwise; Enter on a button presses it. The action
-//! refuses an empty reason, and (resume, backfill) a plan that has not arrived
-//! or has nothing to do.
+//! Enter on the last field confirms, as in every dialog (Enter on an earlier
+//! field goes to the next one); Enter on a button presses it; Esc cancels.
+//! Without a field to type into (resume, trigger, backfill) the focus starts
+//! on the action, or on Cancel for dangerous ones. The action refuses an empty
+//! reason, and (resume, backfill) a plan that has not arrived or has nothing
+//! to do, saying why.
 
 use super::{
-    Field, Intent, Outcome, PreviewState, buttons, centered, dialog_action, reason_box, styled_box, typed,
+    Field, Intent, Outcome, PreviewState, buttons, centered, dialog_action, reason_box, styled_box,
+    target_lines, target_rows, typed,
 };
 use crate::console::keymap::Action;
 use crate::console::theme::{Theme, Token};
@@ -28,6 +33,13 @@ pub struct ReasonDialog {
     pub error: Option<String>,
     /// The plan shown before confirming (resume, backfill).
     pub preview: PreviewState,
+    /// Approve: the steps the agent may resume after (the completed ones);
+    /// empty: no choice is offered.
+    pub choices: Vec<String>,
+    /// 0: from the start (no resume-after); `i`: after `choices[i - 1]`.
+    pub choice: usize,
+    /// What the action touches, one line each (unkill: the held runs it releases).
+    pub targets: Vec<String>,
 }
 
 /// Plan lines shown at most; the rest is summarised in one line.
@@ -40,8 +52,10 @@ impl ReasonDialog {
             .then(|| reason_box("why? (recorded with your name)"));
         let focus = if reason.is_some() {
             Field::Reason
-        } else {
+        } else if intent.dangerous() {
             Field::Cancel
+        } else {
+            Field::Confirm
         };
         let preview = if intent.needs_preview() {
             PreviewState::Loading
@@ -54,15 +68,57 @@ impl ReasonDialog {
             focus,
             error: None,
             preview,
+            choices: vec![],
+            choice: 0,
+            targets: vec![],
         }
     }
 
+    /// Offers the resume-after choice among `steps` (approve), preselecting
+    /// the intent's step if it names one.
+    pub fn with_choices(mut self, steps: Vec<String>) -> Self {
+        let wanted = match &self.intent {
+            Intent::Approve { resume_after, .. } => resume_after.clone(),
+            _ => None,
+        };
+        self.choices = steps;
+        if let Some(w) = wanted {
+            if !self.choices.contains(&w) {
+                self.choices.push(w.clone());
+            }
+            self.choice = self.choices.iter().position(|c| *c == w).map_or(0, |i| i + 1);
+        }
+        self
+    }
+
+    pub fn with_targets(mut self, targets: Vec<String>) -> Self {
+        self.targets = targets;
+        self
+    }
+
+    /// The chosen resume-after step, if the dialog offers the choice.
+    pub fn resume_after(&self) -> Option<String> {
+        self.choice
+            .checked_sub(1)
+            .and_then(|i| self.choices.get(i).cloned())
+    }
+
     fn fields(&self) -> Vec<Field> {
-        let mut f = Vec::with_capacity(3);
+        let mut f = Vec::with_capacity(4);
+        f.extend(self.inputs());
+        f.extend([Field::Cancel, Field::Confirm]);
+        f
+    }
+
+    /// The fields typed or chosen in, in order (the last one confirms on Enter).
+    fn inputs(&self) -> Vec<Field> {
+        let mut f = Vec::with_capacity(2);
         if self.reason.is_some() {
             f.push(Field::Reason);
         }
-        f.extend([Field::Cancel, Field::Confirm]);
+        if !self.choices.is_empty() {
+            f.push(Field::Choice);
+        }
         f
     }
 
@@ -82,6 +138,26 @@ impl ReasonDialog {
         (self.reason.is_none() || !self.reason_text().is_empty()) && self.preview.blocks().is_none()
     }
 
+    /// Presses the action: submits, or says why not and goes where the fix is.
+    fn confirm(&mut self) -> Outcome {
+        if self.can_confirm() {
+            let mut intent = self.intent.clone();
+            if !self.choices.is_empty()
+                && let Intent::Approve { resume_after, .. } = &mut intent
+            {
+                *resume_after = self.resume_after();
+            }
+            Outcome::Submit(intent.into_cmd(self.reason_text()))
+        } else if let Some(why) = self.preview.blocks() {
+            self.error = Some(why);
+            Outcome::Continue
+        } else {
+            self.error = Some("a reason is required".into());
+            self.focus = Field::Reason;
+            Outcome::Continue
+        }
+    }
+
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
         let on_text = self.focus == Field::Reason;
         match dialog_action(key, on_text) {
@@ -94,28 +170,28 @@ impl ReasonDialog {
                 self.cycle(false);
                 Outcome::Continue
             }
+            Some(a @ (Action::NextChoice | Action::PrevChoice)) if self.focus == Field::Choice => {
+                let n = self.choices.len() + 1;
+                self.choice = if a == Action::NextChoice {
+                    (self.choice + 1) % n
+                } else {
+                    (self.choice + n - 1) % n
+                };
+                Outcome::Continue
+            }
             Some(Action::Confirm) => match self.focus {
-                Field::Reason => {
-                    self.focus = if self.intent.dangerous() {
-                        Field::Cancel
-                    } else {
-                        Field::Confirm
-                    };
-                    Outcome::Continue
-                }
-                Field::Cancel => Outcome::Cancel,
-                Field::Confirm | Field::Word => {
-                    if self.can_confirm() {
-                        Outcome::Submit(self.intent.clone().into_cmd(self.reason_text()))
-                    } else if let Some(why) = self.preview.blocks() {
-                        self.error = Some(why);
-                        Outcome::Continue
-                    } else {
-                        self.error = Some("a reason is required".into());
-                        self.focus = Field::Reason;
-                        Outcome::Continue
+                Field::Reason | Field::Choice | Field::Word => {
+                    let inputs = self.inputs();
+                    match inputs.iter().position(|f| *f == self.focus) {
+                        Some(i) if i + 1 < inputs.len() => {
+                            self.focus = inputs[i + 1];
+                            Outcome::Continue
+                        }
+                        _ => self.confirm(),
                     }
                 }
+                Field::Cancel => Outcome::Cancel,
+                Field::Confirm => self.confirm(),
             },
             Some(_) => Outcome::Continue,
             None => {
@@ -126,6 +202,20 @@ impl ReasonDialog {
                 Outcome::Continue
             }
         }
+    }
+
+    /// The title: the intent's, without a resume-after step the choice shows.
+    fn title(&self) -> String {
+        match &self.intent {
+            Intent::Approve { run, label, .. } if !self.choices.is_empty() => {
+                format!("Approve run #{run} ({label})")
+            }
+            other => other.title(),
+        }
+    }
+
+    fn target_rows(&self) -> u16 {
+        target_rows(&self.targets)
     }
 
     /// The plan as lines for the plan box (empty when there is none).
@@ -171,7 +261,15 @@ impl ReasonDialog {
             // The plan box says the rest.
             (false, false) => 7,
         };
-        let area = centered(screen, 64, base.saturating_add(plan_rows));
+        let target_rows = self.target_rows();
+        let choice_rows = u16::from(!self.choices.is_empty());
+        let area = centered(
+            screen,
+            64,
+            base.saturating_add(plan_rows)
+                .saturating_add(target_rows)
+                .saturating_add(choice_rows),
+        );
         frame.render_widget(Clear, area);
         let title_style = if self.intent.dangerous() {
             theme.style(Token::Error)
@@ -180,19 +278,49 @@ impl ReasonDialog {
         };
         let block = Block::bordered()
             .border_style(title_style)
-            .title(Span::styled(format!(" {} ", self.intent.title()), title_style))
+            .title(Span::styled(format!(" {} ", self.title()), title_style))
             .style(theme.base());
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let reason_rows = if self.reason.is_some() { 5 } else { 0 };
-        let [effect, plan_area, reason, error, button_row] = Layout::vertical([
+        let [effect, targets, plan_area, reason, choice, error, button_row] = Layout::vertical([
             Constraint::Min(2),
+            Constraint::Length(target_rows),
             Constraint::Length(plan_rows),
             Constraint::Length(reason_rows),
+            Constraint::Length(choice_rows),
             Constraint::Length(1),
             Constraint::Length(1),
         ])
         .areas(inner);
+        if target_rows > 0 {
+            frame.render_widget(Paragraph::new(target_lines(&self.targets, theme)), targets);
+        }
+        if !self.choices.is_empty() {
+            let focused = self.focus == Field::Choice;
+            let value = match self.resume_after() {
+                Some(step) => format!("after step {step}"),
+                None => "from the start".to_string(),
+            };
+            let style = if focused {
+                theme
+                    .style(Token::Selection)
+                    .add_modifier(ratatui::style::Modifier::BOLD)
+            } else {
+                theme.style(Token::Fg)
+            };
+            frame.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::styled("resume: ", theme.style(Token::Muted)),
+                    Span::styled(format!("‹ {value} ›"), style),
+                    Span::styled(
+                        format!("  ↑/↓ choose · completed: {}", self.choices.join(", ")),
+                        theme.style(Token::Muted),
+                    ),
+                ])),
+                choice,
+            );
+        }
         frame.render_widget(
             Paragraph::new(Line::from(self.intent.effect())).wrap(Wrap { trim: true }),
             effect,

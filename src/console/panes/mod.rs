@@ -223,17 +223,26 @@ impl ListCursor {
 
 /// Case-insensitive substring filter over a row's words; empty matches all.
 pub fn filter_match(filter: &str, words: &[&str]) -> bool {
-    if filter.is_empty() {
-        return true;
-    }
-    let needle = filter.to_lowercase();
-    words.iter().any(|w| w.to_lowercase().contains(&needle))
+    filter_match_in(filter, words, None)
+}
+
+/// The filter as typed: words separated by spaces, all of which must match. A
+/// word `tenant:T` matches rows of tenant `T` (exactly, any case); any other
+/// word is a case-insensitive substring of one of `words`.
+pub fn filter_match_in(filter: &str, words: &[&str], tenant: Option<&str>) -> bool {
+    filter.split_whitespace().all(|term| {
+        let term = term.to_lowercase();
+        match term.strip_prefix("tenant:") {
+            Some(t) => tenant.is_some_and(|have| have.to_lowercase() == t),
+            None => words.iter().any(|w| w.to_lowercase().contains(&term)),
+        }
+    })
 }
 
 /// The words a run is found by: id (`42`, `#42`), schedule, tenant, window, state.
 pub fn run_matches(filter: &str, run: &Run) -> bool {
     let id = format!("#{}", run.id);
-    filter_match(
+    filter_match_in(
         filter,
         &[
             &id,
@@ -242,6 +251,7 @@ pub fn run_matches(filter: &str, run: &Run) -> bool {
             &run.window_key,
             run.state.as_str(),
         ],
+        Some(&run.tenant),
     )
 }
 

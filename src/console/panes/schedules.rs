@@ -2,7 +2,7 @@
 //! zone), the newest run's state, circuit, paused. Only the rows on screen are
 //! built (there may be ten thousand).
 
-use super::{RowKey, drawn, filter_match, list_rows, mark_span, note_line, pane_block, selected_style};
+use super::{RowKey, drawn, filter_match_in, list_rows, mark_span, note_line, pane_block, selected_style};
 use crate::console::app::Model;
 use crate::console::format::{fit, relative};
 use crate::console::marks;
@@ -17,7 +17,7 @@ fn visible(m: &Model) -> impl Iterator<Item = &ScheduleRow> {
     m.snapshot
         .schedules
         .iter()
-        .filter(|s| filter_match(&m.filter, &[&s.id, &s.tenant, &s.trigger]))
+        .filter(|s| filter_match_in(&m.filter, &[&s.id, &s.tenant, &s.trigger], Some(&s.tenant)))
 }
 
 /// The listed schedules, in order.

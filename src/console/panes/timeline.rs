@@ -5,7 +5,7 @@
 //! The selection is a lane and a run id, so the same window stays selected
 //! while new windows push it to the left.
 
-use super::{RowKey, filter_match, glyph_span, note_line, pane_block, run_matches};
+use super::{RowKey, filter_match_in, glyph_span, note_line, pane_block, run_matches};
 use crate::console::app::{GridCursor, Model};
 use crate::console::format::{event_summary, event_time, fit, local_short};
 use crate::console::keymap::Action;
@@ -25,7 +25,8 @@ const CELL: usize = 2;
 
 fn lanes(m: &Model) -> impl Iterator<Item = &Lane> {
     m.snapshot.lanes.iter().filter(|l| {
-        filter_match(&m.filter, &[&l.schedule, &l.tenant]) || l.runs.iter().any(|r| run_matches(&m.filter, r))
+        filter_match_in(&m.filter, &[&l.schedule, &l.tenant], Some(&l.tenant))
+            || l.runs.iter().any(|r| run_matches(&m.filter, r))
     })
 }
 

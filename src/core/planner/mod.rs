@@ -11,7 +11,9 @@
 
 mod operator;
 
-pub use operator::{Actor, Refused, RunAction, ScheduleAction, require_reason, run_action, schedule_action};
+pub use operator::{
+    Actor, Refused, RunAction, ScheduleAction, require_reason, run_action, schedule_action, schedule_already,
+};
 
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
 use crate::core::decision::{Decision, HoldKind, Verdict};
@@ -52,6 +54,9 @@ pub enum Cancel {
     Budget(String),
     /// Our lease was taken over (fencing): the attempt is already lost.
     Fenced,
+    /// The operator quit the console that embeds this scheduler and chose to
+    /// stop running attempts (at this instant): they retry, whatever their count.
+    OperatorQuit(DateTime<Utc>),
 }
 
 /// An attempt's end as the recovery rules see it.
@@ -685,7 +690,10 @@ fn fail(
         }
         ErrorClass::Retryable => {
             let kill = matches!(cancel, Some(Cancel::Kill));
-            let retry = if kill && attempt < s.retry.max_attempts {
+            let quit = matches!(cancel, Some(Cancel::OperatorQuit(_)));
+            // An attempt the operator stopped by quitting did not fail: it
+            // retries at once even when it was the last one allowed.
+            let retry = if quit || (kill && attempt < s.retry.max_attempts) {
                 RetryPlan::At(now)
             } else {
                 retry::plan(&s.retry, run.id, attempt, now)

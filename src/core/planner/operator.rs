@@ -180,6 +180,29 @@ pub fn run_action(
     Ok(plan)
 }
 
+/// A schedule action that is already in effect — pause a paused schedule,
+/// resume one that is not paused, close a closed circuit — and what to say
+/// instead of acting: nothing changes, the first reason is kept, and it is
+/// not a failure (the command line exits 0; the console says it).
+pub fn schedule_already(
+    s: &ScheduleConfig,
+    state: &crate::core::records::ScheduleState,
+    action: &ScheduleAction,
+) -> Option<String> {
+    match action {
+        ScheduleAction::Pause if state.paused => Some(format!(
+            "{} is already paused ({}); the first reason is kept",
+            s.id,
+            state.paused_reason.clone().unwrap_or_default()
+        )),
+        ScheduleAction::Resume if !state.paused => Some(format!("{} is already resumed (not paused)", s.id)),
+        ScheduleAction::CloseCircuit if state.circuit == crate::core::records::CircuitState::Closed => {
+            Some(format!("the circuit of {} is already closed", s.id))
+        }
+        _ => None,
+    }
+}
+
 /// Plans an operator's action on a schedule, given its current state.
 pub fn schedule_action(
     s: &ScheduleConfig,
