@@ -311,7 +311,8 @@ fn long_lists_draw_the_rows_around_the_cursor() {
         .unwrap_or_else(|| panic!("last row not drawn:\n{out}"));
     assert!(row.contains('▌'), "not marked selected: {row}");
     assert!(row.contains('…'), "not loaded, shown as …: {row}");
-    assert!(out.contains("job-489") && out.contains("► running"), "{out}");
+    // (Issue 19: a loaded row shows its health, here the template's dead letters.)
+    assert!(out.contains("job-489") && out.contains("✗ 2 dead"), "{out}");
     assert!(!out.contains("daily-sales-report"), "scrolled away:\n{out}");
 }
 
@@ -455,8 +456,16 @@ fn states_are_glyph_word_and_colour() {
     let dark = dark();
     let m = at_pane(Pane::Schedules, 80, 24);
     let out = render(&m, &dark, 80, 24);
-    // Words next to glyphs, not colour alone.
-    for word in ["✗ open", "‖ paused", "✓ closed", "○ pending", "► running"] {
+    // Words next to glyphs, not colour alone (issue 19: the HEALTH column and
+    // how each schedule last ended replace circuit / paused at 80 columns).
+    for word in [
+        "✗ 2 dead",
+        "‖ paused",
+        "◷ gate upstream_r… 12m",
+        "✓ ok",
+        "✓ succeeded",
+        "· none",
+    ] {
         assert!(out.contains(word), "missing `{word}`:\n{out}");
     }
 }
@@ -488,4 +497,86 @@ fn the_backfill_pane_shows_catch_up_ranges_not_yet_queued() {
         },
     ];
     assert!(screen(&m, 120, 30).contains("2 schedules have more planned"));
+}
+
+/// Issue 19: the schedules pane names what is wrong — dead letters, a run
+/// waiting for a human, a gate holding a window, an open circuit — beside how
+/// each schedule last ended; a long id is ellipsised at 80 columns and shown
+/// whole when the terminal is wide.
+fn troubled_model(w: u16, h: u16) -> Model {
+    let mut snap = fixed_snapshot();
+    let template = snap.schedules[2].clone(); // ticket-followup: healthy
+    let row = |id: &str, f: &dyn Fn(&mut agentcron::console::snapshot::ScheduleRow)| {
+        let mut r = template.clone();
+        r.id = id.to_string();
+        r.health = Default::default();
+        f(&mut r);
+        r
+    };
+    let now = snap.taken_at;
+    snap.schedules = vec![
+        row("nightly-ledger-export", &|r| r.health.dead = 7),
+        row("refund-review", &|r| r.health.needs_human = 1),
+        row("daily-sales-report", &|r| {
+            r.health.gate_wait = Some(("upstream".into(), now - Duration::minutes(12)))
+        }),
+        row("mcp-health-check", &|r| r.circuit = CircuitState::Open),
+        row("acme-emea-quarterly-revenue-reconciliation-ledger", &|r| {
+            r.health.dead = 1;
+            r.circuit = CircuitState::Open;
+        }),
+        row("ticket-follow-up", &|_| {}),
+    ];
+    let mut m = model_sized(w, h, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    m
+}
+
+#[test]
+fn schedules_pane_health_at_80x24_and_200x60() {
+    let narrow = screen(&troubled_model(80, 24), 80, 24);
+    for want in [
+        "✗ 7 dead",
+        "? 1 needs human",
+        "◷ gate upstream 12m",
+        "⊘ circuit open",
+        "✓ ok",
+        "HEALTH",
+        "LAST ENDED",
+        "acme-emea-quarterl…",
+    ] {
+        assert!(narrow.contains(want), "missing `{want}` at 80x24:\n{narrow}");
+    }
+    // The long id's other trouble is counted, not hidden.
+    assert!(narrow.contains("✗ 1 dead +1"), "{narrow}");
+    insta::assert_snapshot!("schedules_health_80x24", narrow);
+    let wide = screen(&troubled_model(200, 60), 200, 60);
+    assert!(
+        wide.contains("acme-emea-quarterly-revenue-reconciliation-ledger"),
+        "the whole id on a wide terminal:\n{wide}"
+    );
+    insta::assert_snapshot!("schedules_health_200x60", wide);
+}
+
+#[test]
+fn approvals_pane_shows_deadline_owner_log_and_error() {
+    let m = at_pane(Pane::Approvals, 80, 24);
+    let out = screen(&m, 80, 24);
+    for want in [
+        "DECIDE IN",
+        "3h20m left, then it fails (approval_ttl)",
+        "owner  finance@acme.example",
+        "error  deliver: webhook timed out",
+        "why    uncertain side-effect step deliver",
+        "POST https://hooks.example/refunds",
+    ] {
+        assert!(out.contains(want), "missing `{want}`:\n{out}");
+    }
+    // When the reason is the error, it is said once.
+    let mut m = at_pane(Pane::Approvals, 80, 24);
+    let mut snap = m.snapshot.clone();
+    snap.approvals[0].run.state_reason = snap.approvals[0].run.last_error.clone();
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let out = screen(&m, 80, 24);
+    assert!(!out.contains("why    "), "{out}");
 }

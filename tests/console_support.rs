@@ -395,6 +395,14 @@ pub fn fixed_snapshot() -> Snapshot {
             true,
         ),
     ];
+    // What the loader derives per schedule: dead letters and approvals by
+    // schedule, the oldest gate wait in the lane (the focus run waits on upstream_ready).
+    let mut schedules = schedules;
+    for row in &mut schedules {
+        row.health.dead = dead.iter().filter(|d| d.run.schedule == row.id).count();
+        row.health.needs_human = usize::from(row.id == human.schedule);
+    }
+    schedules[0].health.gate_wait = Some(("upstream_ready".into(), now - Duration::minutes(12)));
     let lanes = vec![
         lane("daily-sales-report", "acme", daily),
         lane("hourly-sync", "acme", hourly),
@@ -446,6 +454,13 @@ pub fn fixed_snapshot() -> Snapshot {
             (RunState::Expired, 1),
         ],
         counts_at: Some(now),
+        // The last 24 h: fewer finished runs than all time.
+        recent_counts: vec![
+            (RunState::Succeeded, 9),
+            (RunState::Failed, 1),
+            (RunState::Dead, 2),
+            (RunState::Missed, 1),
+        ],
         backlogs: vec![],
         schedules,
         lanes,
@@ -457,6 +472,12 @@ pub fn fixed_snapshot() -> Snapshot {
         approvals: vec![ApprovalRow {
             run: human,
             steps: human_steps,
+            log_tail: vec![
+                "fetched 42 refunds".into(),
+                "POST https://hooks.example/refunds … (no answer after 30s)".into(),
+            ],
+            deadline: Some(now + Duration::hours(3) + Duration::minutes(20)),
+            owner: Some("finance@acme.example".into()),
         }],
         backfill: vec![
             BackfillRow {
@@ -553,6 +574,17 @@ fn schedule_row(
             window_key: r.window_key.clone(),
             updated_at: r.updated_at,
         }),
+        last_terminal: runs
+            .iter()
+            .rev()
+            .find(|r| r.state.is_terminal())
+            .map(|r| LastRun {
+                id: r.id,
+                state: r.state,
+                window_key: r.window_key.clone(),
+                updated_at: r.updated_at,
+            }),
+        health: Health::default(),
         circuit,
         circuit_since: None,
         consecutive_failures: if circuit == CircuitState::Open { 3 } else { 0 },

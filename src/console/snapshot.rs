@@ -58,6 +58,10 @@ pub const DECISION_EVENTS: usize = 100;
 pub const DETAIL_EVENTS: usize = 500;
 /// Bytes of each attempt's log kept for the detail view (the tail).
 pub const DETAIL_LOG_BYTES: usize = 64 * 1024;
+/// Log lines of the latest attempt shown with an approval.
+pub const APPROVAL_LOG_LINES: usize = 6;
+/// The header counts finished runs of this many recent hours.
+pub const RECENT_HOURS: i64 = 24;
 /// The name of the global kill switch in the store.
 pub const KILL_SWITCH: &str = "kill";
 
@@ -77,6 +81,9 @@ pub struct Snapshot {
     pub counts: Vec<(RunState, u64)>,
     /// When the counts were read (every load: the store keeps them by triggers).
     pub counts_at: Option<DateTime<Utc>>,
+    /// Runs by state among those that changed in the last [`RECENT_HOURS`]
+    /// (slow tier): what the header counts for finished states.
+    pub recent_counts: Vec<(RunState, u64)>,
     pub schedules: Vec<ScheduleRow>,
     /// One lane per schedule, in the order of `schedules`.
     pub lanes: Vec<Lane>,
@@ -145,6 +152,11 @@ pub struct ScheduleRow {
     pub next_fire: Option<NextFire>,
     /// The newest run (by window start).
     pub last: Option<LastRun>,
+    /// The newest run in a terminal state (succeeded, failed, dead, skipped,
+    /// expired): how the schedule last ended.
+    pub last_terminal: Option<LastRun>,
+    /// What is wrong with it now, worst first (see [`Health`]).
+    pub health: Health,
     pub circuit: CircuitState,
     pub circuit_since: Option<DateTime<Utc>>,
     pub consecutive_failures: u32,
@@ -152,6 +164,19 @@ pub struct ScheduleRow {
     pub paused_reason: Option<String>,
     pub max_attempts: u32,
     pub catchup_window: Duration,
+}
+
+/// A schedule's unresolved trouble, from which the schedules pane names the
+/// worst: dead letters, runs waiting for a human, a run waiting on a gate.
+/// (Circuit and pause are on the row itself.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Health {
+    /// Dead runs not requeued (in the dead-letter list).
+    pub dead: usize,
+    /// Runs waiting for a human.
+    pub needs_human: usize,
+    /// The oldest run in view waiting on a gate: the gate and since when it is due.
+    pub gate_wait: Option<(String, DateTime<Utc>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -191,6 +216,12 @@ pub struct ApprovalRow {
     pub run: Run,
     /// The step journal, oldest first.
     pub steps: Vec<Step>,
+    /// The last lines of the latest attempt's log (at most [`APPROVAL_LOG_LINES`]).
+    pub log_tail: Vec<String>,
+    /// `approval_ttl` after it was parked: then it fails unanswered.
+    pub deadline: Option<DateTime<Utc>>,
+    /// The schedule's owner (who is alerted).
+    pub owner: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -266,6 +297,8 @@ pub struct SlowTier {
     pub event_id: i64,
     pub approvals: Vec<ApprovalRow>,
     pub dead: Vec<Run>,
+    /// Runs by state changed in the last [`RECENT_HOURS`].
+    pub recent_counts: Vec<(RunState, u64)>,
 }
 
 /// What to load besides the fixed panes.
@@ -317,12 +350,7 @@ fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
     })?;
     let approvals = runs
         .into_iter()
-        .map(|run| {
-            Ok(ApprovalRow {
-                steps: tx.steps(run.id)?,
-                run,
-            })
-        })
+        .map(|run| approval_row(tx, run))
         .collect::<Result<Vec<_>, StoreError>>()?;
     let dead = tx.runs(&RunFilter {
         states: vec![RunState::Dead],
@@ -330,12 +358,87 @@ fn load_slow(tx: &Tx, now: DateTime<Utc>) -> Result<SlowTier, StoreError> {
         limit: Some(DEAD_LIMIT),
         ..RunFilter::default()
     })?;
+    let recent_counts = tx.count_by_state_since(now - Duration::hours(RECENT_HOURS))?;
     Ok(SlowTier {
         at: now,
         event_id,
         approvals,
         dead,
+        recent_counts,
     })
+}
+
+/// A `needs_human` run with its step journal and its latest attempt's log
+/// tail (the deadline and owner come from the config, see [`fill_approvals`]).
+fn approval_row(tx: &Tx, run: Run) -> Result<ApprovalRow, StoreError> {
+    let log_tail = tx
+        .attempts(run.id)?
+        .last()
+        .map(|a| {
+            let lines: Vec<&str> = a.log.lines().filter(|l| !l.trim().is_empty()).collect();
+            let from = lines.len().saturating_sub(APPROVAL_LOG_LINES);
+            lines[from..].iter().map(|l| l.to_string()).collect()
+        })
+        .unwrap_or_default();
+    Ok(ApprovalRow {
+        steps: tx.steps(run.id)?,
+        run,
+        log_tail,
+        deadline: None,
+        owner: None,
+    })
+}
+
+/// Each approval's deadline (`approval_ttl` after it was parked, as the
+/// engine counts it) and its schedule's owner.
+fn fill_approvals(cfg: &Config, rows: &mut [ApprovalRow]) {
+    for r in rows {
+        let s = cfg.schedule(&r.run.schedule);
+        r.owner = s.and_then(|s| s.owner.clone());
+        r.deadline = s
+            .and_then(|s| s.approval_ttl)
+            .map(|ttl| r.run.updated_at + to_delta(ttl));
+    }
+}
+
+/// The schedule's newest terminal run among `runs` (oldest first).
+fn last_terminal(runs: &[Run]) -> Option<LastRun> {
+    runs.iter()
+        .rev()
+        .find(|r| r.state.is_terminal())
+        .map(|r| LastRun {
+            id: r.id,
+            state: r.state,
+            window_key: r.window_key.clone(),
+            updated_at: r.updated_at,
+        })
+}
+
+/// The oldest run of `runs` waiting on a gate, with the gate that waits (from
+/// its latest decision) and since when the run is due.
+fn gate_wait(tx: &Tx, runs: &[Run]) -> Result<Option<(String, DateTime<Utc>)>, StoreError> {
+    let Some(r) = runs
+        .iter()
+        .filter(|r| {
+            matches!(r.state, RunState::Pending | RunState::RetryWait)
+                && r.hold == Some(crate::core::decision::HoldKind::Gate)
+        })
+        .min_by_key(|r| (r.due_at, r.id))
+    else {
+        return Ok(None);
+    };
+    let mut explaining = tx.events(&EventFilter {
+        run_id: Some(r.id),
+        kinds: DECISION_KINDS.iter().map(|k| k.to_string()).collect(),
+        newest_first: true,
+        limit: Some(DECISION_EVENTS),
+        ..EventFilter::default()
+    })?;
+    explaining.reverse();
+    let gate = latest_decision(&explaining)
+        .and_then(|d| d.gates.into_iter().find(|g| g.result == "wait"))
+        .map_or_else(|| "gate".to_string(), |g| g.name);
+    Ok(Some((gate, r.due_at)))
 }
 
 fn trigger_text(s: &ScheduleConfig) -> String {
@@ -395,7 +498,7 @@ fn load_fast(
             .collect(),
     };
 
-    let mut schedules = Vec::with_capacity(cfg.schedules.len());
+    let mut schedules: Vec<ScheduleRow> = Vec::with_capacity(cfg.schedules.len());
     let mut lanes = Vec::with_capacity(cfg.schedules.len());
     for s in &cfg.schedules {
         let loaded = in_view.contains(s.id.as_str());
@@ -436,6 +539,11 @@ fn load_fast(
                 window_key: r.window_key.clone(),
                 updated_at: r.updated_at,
             }),
+            last_terminal: last_terminal(&runs),
+            health: Health {
+                gate_wait: if loaded { gate_wait(tx, &runs)? } else { None },
+                ..Health::default()
+            },
             circuit: st.circuit,
             circuit_since: st.circuit_changed_at,
             consecutive_failures: st.consecutive_failures,
@@ -490,8 +598,9 @@ fn load_fast(
         .chain(moved.iter())
         .map(|r| (r.id, r))
         .collect();
-    let approvals = fresh_approvals(tx, &slow.approvals, &fresh)?;
-    let dead = fresh_dead(&slow.dead, &fresh)
+    let mut approvals = fresh_approvals(tx, &slow.approvals, &fresh)?;
+    fill_approvals(cfg, &mut approvals);
+    let dead: Vec<RetryRow> = fresh_dead(&slow.dead, &fresh)
         .into_iter()
         .map(|run| RetryRow {
             max_attempts: by_id
@@ -502,6 +611,14 @@ fn load_fast(
         .collect();
     let running = tx.running_runs(None)?;
     let switches = switch_board(tx, cfg, now, &states, &running)?;
+    // Dead letters and approvals per schedule, for the schedules pane's health.
+    for row in &mut schedules {
+        row.health.dead = dead
+            .iter()
+            .filter(|d: &&RetryRow| d.run.schedule == row.id)
+            .count();
+        row.health.needs_human = approvals.iter().filter(|a| a.run.schedule == row.id).count();
+    }
 
     let focus = match req.focus {
         Some(id) => match tx.try_run(id)? {
@@ -517,6 +634,7 @@ fn load_fast(
         last_event_id,
         counts: tx.count_by_state()?,
         counts_at: Some(now),
+        recent_counts: slow.recent_counts.clone(),
         schedules,
         lanes,
         retries,
@@ -583,7 +701,7 @@ fn fresh_approvals(
             Some(r) if r.state != RunState::NeedsHuman => {}
             Some(r) => out.push(ApprovalRow {
                 run: (*r).clone(),
-                steps: row.steps.clone(),
+                ..row.clone()
             }),
             None => out.push(row.clone()),
         }
@@ -596,10 +714,7 @@ fn fresh_approvals(
     new.sort_by_key(|r| (r.window_start, r.id));
     for r in new {
         if out.len() < APPROVALS_LIMIT {
-            out.push(ApprovalRow {
-                run: r.clone(),
-                steps: tx.steps(r.id)?,
-            });
+            out.push(approval_row(tx, r.clone())?);
         }
     }
     out.sort_by_key(|a| (a.run.window_start, a.run.id));

@@ -33,14 +33,18 @@ pub const MIN_HEIGHT: u16 = 15;
 pub const WIDE_WIDTH: u16 = 140;
 pub const WIDE_HEIGHT: u16 = 36;
 
-/// Counts in the header, most urgent first.
-const COUNT_ORDER: [RunState; 10] = [
+/// Counts in the header, most urgent first: the states runs wait in now
+/// (whatever their age)…
+const NOW_ORDER: [RunState; 4] = [
     RunState::Running,
     RunState::NeedsHuman,
     RunState::RetryWait,
+    RunState::Pending,
+];
+/// …then how runs ended in the last 24 hours (all time: in the help).
+const RECENT_ORDER: [RunState; 6] = [
     RunState::Dead,
     RunState::Failed,
-    RunState::Pending,
     RunState::Missed,
     RunState::Succeeded,
     RunState::Skipped,
@@ -96,7 +100,9 @@ pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
     };
     match &m.overlay {
         Overlay::None => {}
-        Overlay::Help { scroll } => help::render(*scroll, m.read_only, t, f, below_header),
+        Overlay::Help { scroll } => {
+            help::render(*scroll, m.read_only, &m.snapshot.counts, t, f, below_header)
+        }
         Overlay::Dialog(d) => d.render(t, f, below_header),
         Overlay::Quit(d) => d.render(&m.own_attempts(), m.wall, t, f, below_header),
     }
@@ -210,32 +216,43 @@ fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
         spans.push(Span::styled(" loading…", t.style(Token::Muted)));
         return Line::from(spans);
     }
+    let count =
+        |list: &[(RunState, u64)], st: RunState| list.iter().find(|(s, _)| *s == st).map_or(0, |(_, n)| *n);
     let mut any = false;
-    for st in COUNT_ORDER {
-        let n = m
-            .snapshot
-            .counts
-            .iter()
-            .find(|(s, _)| *s == st)
-            .map_or(0, |(_, n)| *n);
-        if n == 0 {
-            continue;
+    let mut full = false;
+    type Counts<'a> = &'a [(RunState, u64)];
+    let groups: [(&[RunState], Counts); 2] = [
+        (&NOW_ORDER, &m.snapshot.counts),
+        (&RECENT_ORDER, &m.snapshot.recent_counts),
+    ];
+    for (i, (order, list)) in groups.into_iter().enumerate() {
+        let mut label = (i == 1).then(|| Span::styled(" · 24h", t.style(Token::Muted)));
+        for st in order {
+            let n = count(list, *st);
+            if n == 0 || full {
+                continue;
+            }
+            let mk = marks::run_state(*st);
+            let text = if wide {
+                format!(" {} {n} {}", mk.glyph, mk.word)
+            } else {
+                format!(" {}{n}", mk.glyph)
+            };
+            let span = Span::styled(text, t.style(mk.token));
+            let label_w = label.as_ref().map_or(0, Span::width);
+            if width(&spans) + label_w + span.width() > w {
+                full = true;
+                continue;
+            }
+            if let Some(l) = label.take() {
+                spans.push(l);
+            }
+            spans.push(span);
+            any = true;
         }
-        let mk = marks::run_state(st);
-        let text = if wide {
-            format!(" {} {n} {}", mk.glyph, mk.word)
-        } else {
-            format!(" {}{n}", mk.glyph)
-        };
-        let span = Span::styled(text, t.style(mk.token));
-        if width(&spans) + span.width() > w {
-            break;
-        }
-        spans.push(span);
-        any = true;
     }
     if !any {
-        spans.push(Span::styled(" no runs", t.style(Token::Muted)));
+        spans.push(Span::styled(" no runs (24h)", t.style(Token::Muted)));
     }
     Line::from(spans)
 }
@@ -246,6 +263,20 @@ fn tab_count(m: &Model, p: Pane) -> usize {
         Pane::Approvals => m.snapshot.approvals.len(),
         Pane::Backfill => m.snapshot.backfill.len(),
         _ => 0,
+    }
+}
+
+/// A tab's alarm badge beside its count: dead letters on the retry tab (`†7`),
+/// runs waiting for a human on the approvals tab (`?1`).
+fn tab_badge(m: &Model, p: Pane) -> Option<(String, Token)> {
+    match p {
+        Pane::Retries if !m.snapshot.dead.is_empty() => {
+            Some((format!("†{}", m.snapshot.dead.len()), Token::Error))
+        }
+        Pane::Approvals if !m.snapshot.approvals.is_empty() => {
+            Some((format!("?{}", m.snapshot.approvals.len()), Token::Warn))
+        }
+        _ => None,
     }
 }
 
@@ -267,19 +298,31 @@ fn tabs_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
     let mut spans = Vec::new();
     for p in Pane::ALL {
         let title = if full { p.title() } else { short_title(p) };
+        let badge = tab_badge(m, p);
         let n = tab_count(m, p);
-        let count = if n > 0 { format!("·{n}") } else { String::new() };
-        let text = format!(" {} {title}{count} ", p.index() + 1);
+        // The approvals count is its badge; the retry tab counts waiting retries.
+        let count = if n > 0 && p != Pane::Approvals {
+            format!("·{n}")
+        } else {
+            String::new()
+        };
         let style = if p == m.pane && !in_detail {
             t.style(Token::Selection).add_modifier(Modifier::BOLD)
         } else if p == m.pane {
             t.style(Token::Focus)
-        } else if p == Pane::Approvals && n > 0 {
-            t.style(Token::Warn)
         } else {
             t.style(Token::Muted)
         };
-        spans.push(Span::styled(text, style));
+        spans.push(Span::styled(format!(" {} {title}{count}", p.index() + 1), style));
+        if let Some((text, token)) = badge {
+            let badge_style = if p == m.pane && !in_detail {
+                style
+            } else {
+                t.style(token).add_modifier(Modifier::BOLD)
+            };
+            spans.push(Span::styled(format!(" {text}"), badge_style));
+        }
+        spans.push(Span::styled(" ", style));
     }
     Line::from(spans)
 }

@@ -100,6 +100,8 @@ const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
      AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
 const COUNT_BY_STATE: &str = "SELECT state, n FROM run_counts";
+/// Instants are stored as milliseconds since the epoch.
+const COUNT_BY_STATE_SINCE: &str = "SELECT state, count(*) FROM runs WHERE updated_at >= ?1 GROUP BY state";
 /// ?12 clears not_before/next_check_at (entering running or a terminal state);
 /// ?13 clears the lease (leaving running).
 const TRANSITION: &str = concat!(
@@ -327,6 +329,24 @@ impl Tx<'_> {
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
         let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
+        for row in rows {
+            let (state, n) = row?;
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Runs by state among those whose state changed at or after `since`, in
+    /// [`RunState::ALL`] order: the console header's last 24 hours. A scan of
+    /// the runs table (no index on `updated_at`), so callers read it rarely.
+    pub fn count_by_state_since(&self, since: DateTime<Utc>) -> Result<Vec<(RunState, u64)>> {
+        let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE_SINCE)?;
+        let rows = stmt.query_map([Ms(since)], |r| {
+            Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?))
+        })?;
         let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
         for row in rows {
             let (state, n) = row?;

@@ -12,7 +12,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 /// Every line of the help text.
-pub fn lines(read_only: bool, theme: &Theme) -> Vec<Line<'static>> {
+/// `counts`: the runs in the store by state, all time (the header counts
+/// finished runs of the last 24 hours only).
+pub fn lines(read_only: bool, counts: &[(RunState, u64)], theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if read_only {
         out.push(Line::from(Span::styled(
@@ -55,15 +57,16 @@ pub fn lines(read_only: bool, theme: &Theme) -> Vec<Line<'static>> {
     }
     out.push(Line::from(""));
     out.push(Line::from(Span::styled(
-        "Run states".to_string(),
+        "Run states, with all-time counts (the header: waiting now, and the last 24 h)".to_string(),
         theme.style(Token::Accent),
     )));
-    for chunk in RunState::ALL.chunks(5) {
+    for chunk in RunState::ALL.chunks(4) {
         let mut spans = vec![Span::raw("  ")];
         for s in chunk {
             let m = marks::run_state(*s);
+            let n = counts.iter().find(|(st, _)| st == s).map_or(0, |(_, n)| *n);
             spans.push(Span::styled(
-                format!("{} {:<13}", m.glyph, m.word),
+                format!("{} {:<12}{:>5}  ", m.glyph, m.word, n),
                 theme.style(m.token),
             ));
         }
@@ -73,10 +76,17 @@ pub fn lines(read_only: bool, theme: &Theme) -> Vec<Line<'static>> {
 }
 
 /// The overlay in `screen` (below the header), scrolled by `scroll` lines.
-pub fn render(scroll: u16, read_only: bool, theme: &Theme, frame: &mut Frame, screen: Rect) {
+pub fn render(
+    scroll: u16,
+    read_only: bool,
+    counts: &[(RunState, u64)],
+    theme: &Theme,
+    frame: &mut Frame,
+    screen: Rect,
+) {
     let area = centered(screen, 76, screen.height);
     frame.render_widget(Clear, area);
-    let text = lines(read_only, theme);
+    let text = lines(read_only, counts, theme);
     let visible = area.height.saturating_sub(2);
     let max = u16::try_from(text.len())
         .unwrap_or(u16::MAX)

@@ -1,10 +1,12 @@
-//! Approvals: `needs_human` runs, oldest window first, with the error that
-//! parked them and the step journal (side-effect steps that started but never
-//! finished are the uncertain ones a human must check).
+//! Approvals: `needs_human` runs, oldest window first, with what a human needs
+//! to decide: the deadline (`approval_ttl`) and its countdown, the owner, the
+//! error that parked them (and why it waits, when that says more), the step
+//! journal (side-effect steps that started but never finished are the
+//! uncertain ones a human must check) and the last lines of the agent's log.
 
 use super::{RowKey, drawn, mark_span, note_line, pane_block, run_matches, selected_style};
 use crate::console::app::Model;
-use crate::console::format::{first_line, local_short, relative};
+use crate::console::format::{countdown, first_line, local_minute, local_short, relative};
 use crate::console::marks;
 use crate::console::snapshot::ApprovalRow;
 use crate::console::theme::{Theme, Token};
@@ -94,6 +96,10 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
                 relative(m.now, run.updated_at),
                 t.style(Token::Muted),
             )),
+            Cell::from(match r.deadline {
+                Some(d) => Span::styled(countdown(m.now, d), t.style(Token::Warn)),
+                None => Span::styled("-", t.style(Token::Muted)),
+            }),
         ];
         if wide {
             cells.push(Cell::from(
@@ -108,8 +114,9 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         Constraint::Fill(3),
         Constraint::Length(13),
         Constraint::Length(11),
+        Constraint::Length(9),
     ];
-    let mut header = vec!["RUN", "SCHEDULE", "WINDOW", "CLASS", "PARKED"];
+    let mut header = vec!["RUN", "SCHEDULE", "WINDOW", "CLASS", "PARKED", "DECIDE IN"];
     if wide {
         widths.push(Constraint::Fill(3));
         header.push("ERROR");
@@ -133,13 +140,46 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
         t.style(Token::Muted),
     ))];
     lines.push(Line::from(vec![
-        Span::styled("error  ", t.style(Token::Muted)),
-        Span::styled(
-            row.run.last_error.clone().unwrap_or_else(|| "-".into()),
-            t.style(Token::Error),
+        Span::styled("decide ", t.style(Token::Muted)),
+        match row.deadline {
+            Some(d) if d > m.now => Span::styled(
+                format!(
+                    "by {} · {} left, then it fails (approval_ttl)",
+                    local_minute(d, m.tz),
+                    countdown(m.now, d)
+                ),
+                t.style(Token::Warn),
+            ),
+            Some(d) => Span::styled(
+                format!(
+                    "deadline {} passed: it fails at the next check",
+                    local_minute(d, m.tz)
+                ),
+                t.style(Token::Error),
+            ),
+            None => Span::styled("no deadline (no approval_ttl)", t.style(Token::Muted)),
+        },
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled("owner  ", t.style(Token::Muted)),
+        Span::raw(
+            row.owner
+                .clone()
+                .unwrap_or_else(|| "- (no owner in the config)".into()),
         ),
     ]));
-    if let Some(r) = &row.run.state_reason {
+    let error = row.run.last_error.clone();
+    lines.push(Line::from(vec![
+        Span::styled("error  ", t.style(Token::Muted)),
+        Span::styled(error.clone().unwrap_or_else(|| "-".into()), t.style(Token::Error)),
+    ]));
+    // The reason it waits, when it says more than the agent's error.
+    if let Some(r) = row
+        .run
+        .state_reason
+        .as_ref()
+        .filter(|r| Some(*r) != error.as_ref())
+    {
         lines.push(Line::from(vec![
             Span::styled("why    ", t.style(Token::Muted)),
             Span::raw(r.clone()),
@@ -147,5 +187,15 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     }
     lines.push(Line::from(Span::styled("steps", t.style(Token::Muted))));
     lines.extend(journal(m, t, &row.steps));
+    lines.push(Line::from(Span::styled(
+        "log (latest attempt, last lines)",
+        t.style(Token::Muted),
+    )));
+    if row.log_tail.is_empty() {
+        lines.push(note_line("no log", t));
+    }
+    for l in &row.log_tail {
+        lines.push(Line::from(Span::raw(format!("  {l}"))));
+    }
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), detail);
 }
