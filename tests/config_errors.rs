@@ -754,13 +754,32 @@ fn check_valid_config_exits_0_with_summary() {
         .assert()
         .code(0);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // Issue 19: valid, but the agent program and three gate files it names do
+    // not exist here — warnings (exit 0), each at its value's FILE:LINE:COL.
     assert_eq!(
         stdout.trim_end(),
         format!(
-            "ok: {}: 4 schedules, 4 agents, 2 calendars, 2 maintenance windows",
+            "ok: {}: 4 schedules, 4 agents, 2 calendars, 2 maintenance windows (4 warnings)",
             path.display()
         )
     );
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let p = path.display();
+    for want in [
+        format!("{p}:32:12: warning: agent `local-script`: program `./bin/agent.sh` does not exist: "),
+        format!(
+            "{p}:72:12: warning: schedule `daily-sales-report`, gate `upstream_partition_ready`: database `warehouse.db` does not exist (yet): "
+        ),
+        format!(
+            "{p}:85:8: warning: schedule `daily-sales-report`, gate `file_exists`: path `/data/export.csv` does not exist (yet)"
+        ),
+        format!(
+            "{p}:97:8: warning: schedule `daily-sales-report`, gate `credential_valid`: file `secrets/token.expiry` does not exist (yet)"
+        ),
+    ] {
+        assert!(stderr.contains(&want), "missing `{want}` in:\n{stderr}");
+    }
+
     let path = corpus("good-configs", "minimal.toml");
     let out = cargo_bin_cmd!("agentcron")
         .args(["check", "--config"])

@@ -597,3 +597,121 @@ fn ctrl_c_twice_stops_the_attempt_now_and_it_retries() {
         text(&out)
     );
 }
+
+/// Issue 19's first minute: the real binary on a copy of `sample-config/`, no
+/// other step. Within 60 s the screen shows a succeeded run, a gate waiting
+/// and then passing, a retry, a run waiting for approval and a backfill entry
+/// (and the demo's open circuit); everything it writes stays in the copy, so
+/// the repository's `git status` does not change.
+#[test]
+fn the_sample_shows_every_pane_alive_within_a_minute() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = || {
+        Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(root)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let before = status();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("sample-config");
+    copy_dir(&root.join("sample-config"), &copy);
+    let command = shell_words(&[
+        &bin().display().to_string(),
+        "--config",
+        &copy.join("agentcron.toml").display().to_string(),
+    ]);
+    let tm = Tmux::start(&copy, &command);
+    tm.wait_for(" LIVE ");
+    // Each thing to see, and when it was first seen.
+    let wanted = [
+        "a succeeded run",
+        "a gate waiting",
+        "the gate passed",
+        "a retry",
+        "an approval",
+        "a backfill entry",
+        "an open circuit",
+    ];
+    let mut seen: Vec<Option<Instant>> = vec![None; wanted.len()];
+    let started = Instant::now();
+    let mut last = String::new();
+    while seen.iter().any(Option::is_none) && started.elapsed() < Duration::from_secs(60) {
+        let screen = tm.screen();
+        let row = |id: &str| {
+            screen
+                .lines()
+                .find(|l| l.contains(&format!(" {id} ")))
+                .unwrap_or("")
+                .to_string()
+        };
+        let late = row("demo-late-upstream");
+        let now = [
+            screen.contains("✓ succeeded"),
+            late.contains("◷ gate demo_upstream"),
+            // After a wait: its health back to ok (claimed, ran) and a run ended well.
+            seen[1].is_some() && !late.contains('◷') && late.contains("✓ succeeded"),
+            screen.contains(" 4 Retries·"),
+            screen.contains(" 5 Approvals ?"),
+            screen.contains(" 6 Backfill·"),
+            row("demo-broken-export").contains("⊘ circuit open"),
+        ];
+        for (i, hit) in now.into_iter().enumerate() {
+            if hit && seen[i].is_none() {
+                seen[i] = Some(Instant::now());
+            }
+        }
+        last = screen;
+        std::thread::sleep(POLL);
+    }
+    let missing: Vec<&str> = wanted
+        .iter()
+        .zip(&seen)
+        .filter(|(_, s)| s.is_none())
+        .map(|(w, _)| *w)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not seen within 60 s: {missing:?}; the screen was:\n{last}"
+    );
+    tm.keys(&["q"]);
+    // Quitting may ask about running demo attempts: stop them.
+    let end = tm.wait_until("the console to quit", |s| {
+        s.contains("[exited") || s.contains("Quit agentcron?")
+    });
+    if end.contains("Quit agentcron?") {
+        tm.keys(&["C-c"]);
+    }
+    tm.wait_for("[exited 0]");
+    assert!(
+        copy.join("agentcron.db").exists(),
+        "the database is next to the copied config"
+    );
+    assert_eq!(status(), before, "the sample wrote into the repository");
+}
+
+/// `cp -r src dst` of plain files and folders, leaving out what running the
+/// sample there made (git-ignored: databases, out/, data/, caches, alerts).
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let made = [".db", ".db-wal", ".db-shm", ".db-journal"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+            || ["out", "data", "__pycache__", "alerts.jsonl"].contains(&name.as_str());
+        if made {
+            continue;
+        }
+        let to = dst.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
