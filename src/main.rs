@@ -27,6 +27,9 @@ struct Cli {
     /// Console that shows but never acts (and opens the database read-only).
     #[arg(long, global = true)]
     read_only: bool,
+    /// Times in UTC instead of each schedule's zone (runs, show, events, explain).
+    #[arg(long, global = true)]
+    utc: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -570,12 +573,17 @@ fn main() {
                 state: state.as_deref(),
                 json: *json,
                 limit: *limit,
+                utc: cli.utc,
             },
         ),
         Some(Command::Show { run, json }) => cli::show::run(
             &cli.config,
             cli.db.as_deref(),
-            &cli::show::Options { run, json: *json },
+            &cli::show::Options {
+                run,
+                json: *json,
+                utc: cli.utc,
+            },
         ),
         Some(Command::Events {
             run,
@@ -592,6 +600,7 @@ fn main() {
                 kinds,
                 json: *json,
                 limit: *limit,
+                utc: cli.utc,
             },
         ),
         Some(Command::Explain {
@@ -607,6 +616,7 @@ fn main() {
                 window: window.as_deref(),
                 at: at.as_deref(),
                 json: *json,
+                utc: cli.utc,
             },
         ),
         Some(Command::Console { attach }) => cli::console::run(cli::console::Options {

@@ -128,7 +128,21 @@ pub use crate::time::rfc3339;
 
 /// An instant for tables: local date and time with the offset.
 pub fn local(t: DateTime<Utc>, tz: Tz) -> String {
-    t.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %:z").to_string()
+    crate::time::local_text(t, tz)
+}
+
+/// The one zone a block of text (a table, a run, an explanation) shows its
+/// times in: UTC with `--utc`, else the schedule's zone when the block is one
+/// schedule's, else the scheduler's default zone (UTC without a config).
+pub fn block_zone(cfg: Option<&Config>, schedule: Option<&str>, utc: bool) -> Tz {
+    if utc {
+        return Tz::UTC;
+    }
+    match (cfg, schedule) {
+        (Some(c), Some(s)) => c.schedule(s).map_or(c.scheduler.timezone, |s| s.timezone),
+        (Some(c), None) => c.scheduler.timezone,
+        (None, _) => Tz::UTC,
+    }
 }
 
 /// One line of text for a table cell: control characters become spaces, and

@@ -3,7 +3,6 @@
 
 use super::db::{self, open_for_cli};
 use super::exit;
-use crate::config::Config;
 use crate::store::types::{Event, EventFilter};
 use crate::trace::{Style, describe};
 use serde_json::{Value, json};
@@ -21,6 +20,8 @@ pub struct Options<'a> {
     pub json: bool,
     /// The most recent N events (still printed oldest first); 0 = all.
     pub limit: usize,
+    /// Times in UTC instead of the schedule's (or the scheduler's) zone.
+    pub utc: bool,
 }
 
 pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
@@ -94,7 +95,13 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         println!("no events");
         return exit::OK;
     }
-    print!("{}", table(&events, cfg.as_ref(), true));
+    // One zone for the whole table: a run's and a schedule's events are told
+    // in its zone, everything else in the scheduler's.
+    let owner = opts
+        .schedule
+        .or_else(|| run_id.and(events.iter().find_map(|e| e.schedule.as_deref())));
+    let tz = db::block_zone(cfg.as_ref(), owner, opts.utc);
+    print!("{}", table(&events, tz, true));
     exit::OK
 }
 
@@ -143,9 +150,9 @@ pub fn event_json(e: &Event) -> Value {
     })
 }
 
-/// Events as an aligned table (AT, KIND, [RUN, SCHEDULE,] DETAIL); times in
-/// each event's schedule zone.
-pub fn table(events: &[Event], cfg: Option<&Config>, with_owner: bool) -> String {
+/// Events as an aligned table (AT, KIND, [RUN, SCHEDULE,] DETAIL); every
+/// time in it, the details' too, in `tz`.
+pub fn table(events: &[Event], tz: chrono_tz::Tz, with_owner: bool) -> String {
     let mut head = vec!["AT", "KIND"];
     if with_owner {
         head.extend(["RUN", "SCHEDULE"]);
@@ -153,13 +160,13 @@ pub fn table(events: &[Event], cfg: Option<&Config>, with_owner: bool) -> String
     head.push("DETAIL");
     let mut rows = vec![head.into_iter().map(String::from).collect::<Vec<_>>()];
     for e in events {
-        let tz = db::zone(cfg, e.schedule.as_deref());
         let mut row = vec![db::local(e.at, tz), e.kind.clone()];
         if with_owner {
             row.push(e.run_id.map_or("-".into(), |r| r.to_string()));
             row.push(e.schedule.clone().unwrap_or_else(|| "-".into()));
         }
-        row.push(db::cell(&describe(&e.event(), Style::Table), DETAIL_WIDTH));
+        let detail = crate::time::in_zone(&describe(&e.event(), Style::Table), tz);
+        row.push(db::cell(&detail, DETAIL_WIDTH));
         rows.push(row);
     }
     db::table(&rows)

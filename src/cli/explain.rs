@@ -16,6 +16,8 @@ pub struct Options<'a> {
     /// `--at TIME`: the window covering this instant.
     pub at: Option<&'a str>,
     pub json: bool,
+    /// Times in UTC instead of the schedule's zone.
+    pub utc: bool,
 }
 
 /// `--at`: RFC 3339, or a local `YYYY-MM-DD HH:MM[:SS]` (also with `T`) in
@@ -89,8 +91,9 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
             }
         }
     }
-    let answer =
-        store.read(|tx| crate::trace::explain(tx, cfg.as_ref(), opts.schedule, window.as_deref(), now));
+    let answer = store.read(|tx| {
+        crate::trace::explain_with(tx, cfg.as_ref(), opts.schedule, window.as_deref(), now, opts.utc)
+    });
     let x = match answer {
         Ok(x) => x,
         Err(e) => {

@@ -3,7 +3,6 @@
 
 use super::db::{self, open_for_cli};
 use super::exit;
-use crate::config::Config;
 use crate::store::types::{Run, RunFilter, RunState};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -19,6 +18,8 @@ pub struct Options<'a> {
     pub json: bool,
     /// At most this many runs; 0 = all.
     pub limit: usize,
+    /// Times in UTC instead of the schedule's (or the scheduler's) zone.
+    pub utc: bool,
 }
 
 pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
@@ -64,7 +65,8 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         println!("no runs{}", describe_filter(opts));
         return exit::OK;
     }
-    print!("{}", table(&runs, cfg.as_ref()));
+    let tz = db::block_zone(cfg.as_ref(), opts.schedule, opts.utc);
+    print!("{}", table(&runs, tz));
     exit::OK
 }
 
@@ -122,7 +124,8 @@ fn describe_filter(opts: &Options<'_>) -> String {
     }
 }
 
-fn table(runs: &[Run], cfg: Option<&Config>) -> String {
+/// Runs as an aligned table; every time in it in `tz`.
+fn table(runs: &[Run], tz: chrono_tz::Tz) -> String {
     let mut rows = vec![
         [
             "ID", "SCHEDULE", "WINDOW", "STATE", "ATTEMPTS", "REASON", "UPDATED",
@@ -131,14 +134,16 @@ fn table(runs: &[Run], cfg: Option<&Config>) -> String {
         .to_vec(),
     ];
     for r in runs {
-        let tz = db::zone(cfg, Some(&r.schedule));
         rows.push(vec![
             r.id.to_string(),
             r.schedule.clone(),
             r.window_key.clone(),
             r.state.as_str().to_string(),
             r.attempts.to_string(),
-            db::cell(r.state_reason.as_deref().unwrap_or("-"), REASON_WIDTH),
+            db::cell(
+                &crate::time::in_zone(r.state_reason.as_deref().unwrap_or("-"), tz),
+                REASON_WIDTH,
+            ),
             db::local(r.updated_at, tz),
         ]);
     }

@@ -7,6 +7,7 @@ use super::exit;
 use super::runs::run_json;
 use crate::store::StoreError;
 use crate::store::types::{Attempt, Event, EventFilter, Run, Step};
+use crate::time::in_zone;
 use chrono_tz::Tz;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -20,6 +21,8 @@ const TEXT_EVENTS: usize = 200;
 pub struct Options<'a> {
     pub run: &'a str,
     pub json: bool,
+    /// Times in UTC instead of the schedule's zone.
+    pub utc: bool,
 }
 
 pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
@@ -56,8 +59,8 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     if opts.json {
         return db::print_json("show", &show_json(&run, &attempts, &steps, &events));
     }
-    let tz = db::zone(cfg.as_ref(), Some(&run.schedule));
-    print!("{}", text(&run, &attempts, &steps, &events, tz, cfg.as_ref()));
+    let tz = db::block_zone(cfg.as_ref(), Some(&run.schedule), opts.utc);
+    print!("{}", text(&run, &attempts, &steps, &events, tz));
     exit::OK
 }
 
@@ -119,14 +122,7 @@ fn step_json(s: &Step) -> Value {
     })
 }
 
-fn text(
-    run: &Run,
-    attempts: &[Attempt],
-    steps: &[Step],
-    events: &[Event],
-    tz: Tz,
-    cfg: Option<&crate::config::Config>,
-) -> String {
+fn text(run: &Run, attempts: &[Attempt], steps: &[Step], events: &[Event], tz: Tz) -> String {
     let t = |x| db::local(x, tz);
     let mut fields: Vec<(&str, String)> = vec![
         ("run", run.id.to_string()),
@@ -172,7 +168,8 @@ fn text(
     let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (k, v) in &fields {
-        out.push_str(&format!("{k:width$}  {}\n", db::cell(v, 400)));
+        // Reasons and errors were stored with UTC instants in them.
+        out.push_str(&format!("{k:width$}  {}\n", db::cell(&in_zone(v, tz), 400)));
     }
 
     out.push_str("\nATTEMPTS\n");
@@ -198,7 +195,7 @@ fn text(
             out.push_str(&format!("     summary: {}\n", db::cell(s, 400)));
         }
         if let Some(m) = &a.message {
-            out.push_str(&format!("     message: {}\n", db::cell(m, 400)));
+            out.push_str(&format!("     message: {}\n", db::cell(&in_zone(m, tz), 400)));
         }
         if let Some(p) = a.processed {
             out.push_str(&format!("     processed: {p}\n"));
@@ -255,7 +252,7 @@ fn text(
                 run.id
             ));
         }
-        out.push_str(&indent(&super::events::table(&events[skip..], cfg, false)));
+        out.push_str(&indent(&super::events::table(&events[skip..], tz, false)));
     }
     out
 }

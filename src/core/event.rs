@@ -164,6 +164,21 @@ pub struct Alert {
     pub run: Option<i64>,
 }
 
+/// Who stopped an attempt that did not fail by itself (a `failed` event's
+/// `stopped`), so the trace tells it as what it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// The operator quit the console embedding the scheduler and chose "stop now".
+    OperatorQuit,
+    /// The global kill switch with `--cancel-running`.
+    KillSwitch,
+    /// `overlap = "cancel_previous"`: a newer window superseded it.
+    Superseded,
+    /// A budget was exceeded.
+    Budget,
+}
+
 /// Every event kind agentcron writes. See DESIGN.md "Trace" for what each means.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -287,6 +302,9 @@ pub enum Event {
         /// The run failed for good (no retry follows).
         #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
         is_final: Option<bool>,
+        /// Who stopped the attempt when it did not fail by itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopped: Option<Stopped>,
     },
     RetryScheduled {
         #[serde(with = "instant")]

@@ -3,6 +3,7 @@
 //! (the virtual clock), like every real gate.
 
 use crate::gates::{Gate, GateContext, GateOutcome};
+use crate::time::rfc3339_secs;
 use chrono::{DateTime, Utc};
 
 /// What a simulated gate answers.
@@ -36,9 +37,10 @@ impl Gate for SimGate {
         match &self.rule {
             SimGateRule::Pass => GateOutcome::pass("ready"),
             SimGateRule::PassFrom(t) if ctx.now >= *t => {
-                GateOutcome::pass(format!("ready since {}", t.to_rfc3339()))
+                GateOutcome::pass(format!("ready since {}", rfc3339_secs(*t)))
             }
-            SimGateRule::PassFrom(t) => GateOutcome::wait(format!("not ready until {}", t.to_rfc3339())),
+            // As the real gates write instants (readers tell them in their zone).
+            SimGateRule::PassFrom(t) => GateOutcome::wait(format!("not ready until {}", rfc3339_secs(*t))),
             SimGateRule::Fail(why) => GateOutcome::fail(why.clone()),
             SimGateRule::FailFrom(t, why) if ctx.now >= *t => GateOutcome::fail(why.clone()),
             SimGateRule::FailFrom(..) => GateOutcome::pass("valid"),

@@ -11,6 +11,7 @@ pub mod policy;
 pub use clock::{Clock, SystemClock, VirtualClock};
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 
 /// An instant as every event, JSON output and CLI column writes it: RFC 3339
 /// UTC with milliseconds (`2026-06-06T01:00:00.000Z`).
@@ -23,5 +24,104 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
 pub fn rfc3339_secs(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
+
+/// An instant as a person reads it in `tz`: `2026-06-06 09:00:00 +08:00` (the
+/// offset always, so the zone is never a guess).
+pub fn local_text(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %:z").to_string()
+}
+
+/// `text` with every instant that [`rfc3339`] or [`rfc3339_secs`] wrote into
+/// it (`2026-06-06T01:00:00.000Z`, `2026-06-06T01:00:00Z`) told in `tz` as
+/// [`local_text`]. Stored reasons and event details carry UTC instants; a block
+/// a person reads shows one zone. Window keys are left alone: theirs carry
+/// their own offset, and a manual key's stamp (`manual-2026-…Z`) is part of a
+/// longer word.
+pub fn in_zone(text: &str, tz: Tz) -> String {
+    let b = text.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    // `YYYY-MM-DDTHH:MM:SS`, then `.fff…` and `Z`: its length, or None.
+    let instant = |i: usize| {
+        let shape = [4, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2];
+        let seps = [b'-', b'-', b'T', b':', b':'];
+        let mut j = i;
+        for (n, len) in shape.iter().enumerate() {
+            if n % 2 == 1 {
+                if !at(j, seps[n / 2]) {
+                    return None;
+                }
+                j += 1;
+            } else {
+                if !(j..j + len).all(digit) {
+                    return None;
+                }
+                j += len;
+            }
+        }
+        if at(j, b'.') && digit(j + 1) {
+            j += 1;
+            while digit(j) {
+                j += 1;
+            }
+        }
+        at(j, b'Z').then_some(j + 1 - i)
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let word_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b"-.:".contains(&b[i - 1]));
+        let word_after = |end: usize| b.get(end).is_some_and(|c| c.is_ascii_alphanumeric());
+        if !word_before
+            && digit(i)
+            && let Some(len) = instant(i)
+            && !word_after(i + len)
+            && let Ok(t) = DateTime::parse_from_rfc3339(&text[i..i + len])
+        {
+            out.push_str(&text[copied..i]);
+            out.push_str(&local_text(t.to_utc(), tz));
+            i += len;
+            copied = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 pub use fire::{Fire, FireNote, FireRule};
 pub use policy::{Anchor, DstFold, DstGap, NonBusinessDay};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_utc_instants_are_told_in_the_zone_and_keys_are_left_alone() {
+        let sh = chrono_tz::Asia::Shanghai;
+        assert_eq!(
+            in_zone("circuit_open: probe after 2026-12-01T08:56:27.504Z", sh),
+            "circuit_open: probe after 2026-12-01 16:56:27 +08:00"
+        );
+        assert_eq!(
+            in_zone("expires=2026-12-01T12:47:00.000Z, from 2026-12-01T12:00:00Z.", sh),
+            "expires=2026-12-01 20:47:00 +08:00, from 2026-12-01 20:00:00 +08:00."
+        );
+        assert_eq!(
+            in_zone("2026-12-01T12:00:00Z", Tz::UTC),
+            "2026-12-01 12:00:00 +00:00"
+        );
+        for key in [
+            "window manual-2026-12-01T12:42:44Z due",
+            "window 2026-12-01T20:42:30+08:00 opened",
+            "window 2026-12-01 opened",
+            "x2026-12-01T12:00:00Z",
+            "2026-12-01T12:00:00Zulu",
+            "…08:56:27Z is not whole",
+        ] {
+            assert_eq!(in_zone(key, sh), key);
+        }
+    }
+}

@@ -80,6 +80,19 @@ pub struct Explanation {
 }
 
 impl Explanation {
+    /// The same with the UTC instants that stored reasons carry told in `tz`,
+    /// the zone of the rest of the story: one zone per explanation.
+    fn in_zone(mut self, tz: Tz) -> Self {
+        let z = |t: &str| crate::time::in_zone(t, tz);
+        self.headline = z(&self.headline);
+        for s in &mut self.steps {
+            s.detail = z(&s.detail);
+        }
+        self.next = self.next.as_deref().map(z);
+        self.later = self.later.as_deref().map(z);
+        self
+    }
+
     /// Whether the window (or the schedule) has a run: `explain` exits 1 when not.
     pub fn found(&self) -> bool {
         self.run.is_some()
@@ -132,7 +145,8 @@ impl Explanation {
     }
 }
 
-/// Explains `window` of `schedule` (default: its most recent window).
+/// Explains `window` of `schedule` (default: its most recent window), with
+/// every time in the schedule's zone.
 pub fn explain(
     tx: &Tx<'_>,
     cfg: Option<&Config>,
@@ -140,7 +154,24 @@ pub fn explain(
     window: Option<&str>,
     now: DateTime<Utc>,
 ) -> StoreResult<Explanation> {
-    let ctx = Ctx::new(cfg, schedule, now);
+    explain_with(tx, cfg, schedule, window, now, false)
+}
+
+/// [`explain`], with every time in UTC when `utc` (`explain --utc`).
+pub fn explain_with(
+    tx: &Tx<'_>,
+    cfg: Option<&Config>,
+    schedule: &str,
+    window: Option<&str>,
+    now: DateTime<Utc>,
+    utc: bool,
+) -> StoreResult<Explanation> {
+    let ctx = Ctx::new(cfg, schedule, now, utc);
+    explain_in(&ctx, tx, window).map(|x| x.in_zone(ctx.tz))
+}
+
+fn explain_in(ctx: &Ctx<'_>, tx: &Tx<'_>, window: Option<&str>) -> StoreResult<Explanation> {
+    let schedule = ctx.schedule;
     let run = match window {
         Some(key) => ctx.find_window(tx, key)?,
         None => tx
@@ -221,7 +252,8 @@ pub fn explain_run(
     run: &Run,
     now: DateTime<Utc>,
 ) -> StoreResult<Explanation> {
-    Ctx::new(cfg, &run.schedule, now).explain_run(tx, run)
+    let ctx = Ctx::new(cfg, &run.schedule, now, false);
+    ctx.explain_run(tx, run).map(|x| x.in_zone(ctx.tz))
 }
 
 struct Ctx<'a> {
@@ -233,14 +265,18 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(cfg: Option<&'a Config>, schedule: &'a str, now: DateTime<Utc>) -> Self {
+    fn new(cfg: Option<&'a Config>, schedule: &'a str, now: DateTime<Utc>, utc: bool) -> Self {
         let sched = cfg.and_then(|c| c.schedule(schedule));
         Self {
             schedule,
             cfg,
             sched,
             // Without the config, times are told in UTC.
-            tz: sched.map_or(Tz::UTC, |s| s.timezone),
+            tz: if utc {
+                Tz::UTC
+            } else {
+                sched.map_or(Tz::UTC, |s| s.timezone)
+            },
             now,
         }
     }
@@ -336,8 +372,11 @@ impl<'a> Ctx<'a> {
                     ),
                 );
             }
+            // A window someone asked for (trigger, backfill) is late on
+            // purpose: whether a scheduler was alive then says nothing.
             if let Some(w) = e.window_facts()
                 && row.at - w.due > LATE
+                && run.reason != crate::store::RunReason::Manual
             {
                 let c = liveness(tx, w.due, &story)?;
                 story.push(None, "liveness", c);

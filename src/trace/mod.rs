@@ -22,5 +22,5 @@ mod story;
 
 pub use decision::{DecisionView, GateRow, SwitchHold, latest_decision};
 pub use describe::{Style, describe};
-pub use explain::{Explanation, Outcome, explain, explain_run, window_at};
+pub use explain::{Explanation, Outcome, explain, explain_run, explain_with, window_at};
 pub use story::Step;

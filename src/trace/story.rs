@@ -7,7 +7,7 @@
 
 use super::describe::{Style, describe};
 use crate::core::decision::Verdict;
-use crate::core::event::Event;
+use crate::core::event::{Event, Stopped};
 use crate::core::layers::gates::GateVerdict;
 use crate::core::records::{RunReason, StepStatus};
 use crate::store::types::Run;
@@ -237,11 +237,34 @@ impl Story {
                 opener,
             } => {
                 let due = window.due;
+                let by = opener
+                    .by
+                    .as_deref()
+                    .map(|b| format!(" by {b}"))
+                    .unwrap_or_default();
                 let mut c = if *reason == RunReason::Catchup {
                     format!(
                         "window due {} opened {hm} as a catch-up run (backfill pool)",
                         self.hm(due)
                     )
+                } else if *reason == RunReason::Manual && opener.backfill == Some(true) {
+                    format!(
+                        "window due {} back-filled {hm}{by} (agentcron backfill, {} pool)",
+                        self.hm(due),
+                        window.pool.as_str()
+                    )
+                } else if *reason == RunReason::Manual && opener.event.is_none() {
+                    if at - due > LATE {
+                        format!(
+                            "window due {} triggered by hand {hm}{by} (agentcron trigger --window)",
+                            self.hm(due)
+                        )
+                    } else {
+                        format!(
+                            "window opened {hm} by a manual trigger{by} (closes {})",
+                            self.hm(run.window_end)
+                        )
+                    }
                 } else if at - due > LATE {
                     format!(
                         "window due {} opened late, {hm} (closes {})",
@@ -389,16 +412,26 @@ impl Story {
                 attempt,
                 class,
                 reason,
+                stopped,
                 ..
             } => {
                 self.flush();
-                let c = match attempt {
-                    Some(n) => format!(
+                let c = match (attempt, stopped) {
+                    // The reason says when, in the schedule's zone.
+                    (Some(n), Some(Stopped::OperatorQuit)) => format!(
+                        "attempt {n} {reason} (not a failure: it retries at once){}",
+                        self.steps_note(*n)
+                    ),
+                    (Some(n), Some(Stopped::KillSwitch)) => format!(
+                        "attempt {n} stopped {hm} by the kill switch (--cancel-running): {reason}{}",
+                        self.steps_note(*n)
+                    ),
+                    (Some(n), _) => format!(
                         "attempt {n} failed {hm} ({}): {reason}{}",
                         class.as_str(),
                         self.steps_note(*n)
                     ),
-                    None => format!("failed {hm}: {reason}"),
+                    (None, _) => format!("failed {hm}: {reason}"),
                 };
                 self.push(Some(at), "failed", c);
             }

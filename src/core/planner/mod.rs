@@ -17,7 +17,7 @@ pub use operator::{
 
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
 use crate::core::decision::{Decision, HoldKind, Verdict};
-use crate::core::event::{Alert, Event};
+use crate::core::event::{Alert, Event, Stopped};
 use crate::core::layers::gates::GateVerdict;
 use crate::core::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
 use crate::core::records::{AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
@@ -303,6 +303,7 @@ fn decided(
                     class: ErrorClass::NonRetryable,
                     reason: d.reason.clone(),
                     is_final: Some(true),
+                    stopped: None,
                 },
             );
             let mut c = reason_change(&d.reason);
@@ -594,6 +595,7 @@ fn approval_expired(run: &Run, p: &Policy<'_>, now: DateTime<Utc>) -> Plan {
             class: ErrorClass::NeedsHuman,
             reason: why.clone(),
             is_final: Some(true),
+            stopped: None,
         },
     );
     plan.alert(alert(s, Some(run), "approval_ttl", &why, now));
@@ -643,7 +645,24 @@ fn fail(
             names.join(", ")
         );
     }
+    // The attempt is told as what it became: a retryable failure that left an
+    // unverifiable side effect is a question for a human, not a retry.
+    for st in &mut plan.steps {
+        if let Step::EndAttempt { attempt: n, end, .. } = st
+            && *n == attempt
+            && end.error_class.is_some()
+        {
+            end.error_class = Some(class);
+        }
+    }
     let is_final = (class == ErrorClass::NonRetryable).then_some(true);
+    let stopped = cancel.and_then(|c| match c {
+        Cancel::OperatorQuit(_) => Some(Stopped::OperatorQuit),
+        Cancel::Kill => Some(Stopped::KillSwitch),
+        Cancel::Superseded(_) => Some(Stopped::Superseded),
+        Cancel::Budget(_) => Some(Stopped::Budget),
+        Cancel::Fenced => None,
+    });
     plan.event(
         Scope::Run,
         Event::Failed {
@@ -651,6 +670,7 @@ fn fail(
             class,
             reason: reason.clone(),
             is_final,
+            stopped,
         },
     );
     let mut change = Change {
