@@ -1,7 +1,7 @@
 """agentkit: plumbing shared by the sample agents (python3, stdlib only, no network).
 
-The agent protocol (DESIGN.md "The agent protocol")
----------------------------------------------------
+The agent protocol (the main README, "The agent protocol")
+----------------------------------------------------------
 agentcron starts the agent with ONE JSON envelope on stdin:
 
     {"run_id", "tenant", "schedule",
