@@ -285,3 +285,22 @@ fn backfill_manual_catch_up_and_needs_human_are_told_as_what_they_were() {
     }
     assert!(x.stdout.contains("(needs_human)"), "{}", x.stdout);
 }
+
+/// A rehearsal's timeline and expectations are told in the scenario's zone:
+/// the simulated gate's "not ready until …" and the expectation details
+/// (which were UTC beside the timeline's local times).
+#[test]
+fn a_rehearsal_prints_one_zone() {
+    let out = cargo_bin_cmd!("agentcron")
+        .args(["rehearse", "sample-config/rehearsals/data-delay.toml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("not ready until 2026-06-08 09:40:00 +08:00"),
+        "{text}"
+    );
+    assert!(text.contains("succeeded at 2026-06-08 09:43:00 +08:00"), "{text}");
+    one_zone("rehearse data-delay", &text, "+08:00");
+}

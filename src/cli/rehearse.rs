@@ -58,7 +58,9 @@ pub fn run(files: &[PathBuf], json: bool, quiet: bool) -> i32 {
                             (Some(s), None) => s.clone(),
                             _ => String::new(),
                         };
-                        println!("  {at}  {:<16} {:<40} {}", l.kind, who, l.text);
+                        // One zone: the instants inside the texts too.
+                        let text = crate::time::in_zone(&l.text, tz);
+                        println!("  {at}  {:<16} {:<40} {text}", l.kind, who);
                     }
                 }
                 Err(e) => eprintln!("agentcron rehearse: timeline: {e}"),
@@ -67,7 +69,11 @@ pub fn run(files: &[PathBuf], json: bool, quiet: bool) -> i32 {
         println!("Expectations:");
         for e in &report.expectations {
             let mark = if e.passed { "✓ pass" } else { "✗ FAIL" };
-            println!("  {mark}  {}  — {}", e.text, e.detail);
+            println!(
+                "  {mark}  {}  — {}",
+                crate::time::in_zone(&e.text, tz),
+                crate::time::in_zone(&e.detail, tz)
+            );
         }
         let ok = report.expectations.iter().filter(|e| e.passed).count();
         println!(

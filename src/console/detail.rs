@@ -106,7 +106,7 @@ fn events(m: &Model, t: &Theme, d: &RunDetail) -> Vec<Line<'static>> {
                     format!("{} {:<16} ", mk.glyph, fit(&e.kind, 16)),
                     t.style(mk.token),
                 ),
-                Span::raw(event_summary(e)),
+                Span::raw(event_summary(e, m.tz)),
             ])
         })
         .collect()

@@ -85,9 +85,10 @@ pub fn first_line(s: &str) -> &str {
 }
 
 /// One line saying what an event means, for event lists (the trace's
-/// [`Style::Pane`] reading).
-pub fn event_summary(ev: &Event) -> String {
-    describe(&ev.event(), Style::Pane)
+/// [`Style::Pane`] reading), its stored instants told in `tz` like the
+/// list's times.
+pub fn event_summary(ev: &Event, tz: Tz) -> String {
+    crate::time::in_zone(&describe(&ev.event(), Style::Pane), tz)
 }
 
 #[cfg(test)]

@@ -92,7 +92,10 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
             )));
         }
         cells.push(Cell::from(expiry));
-        cells.push(Cell::from(run.state_reason.clone().unwrap_or_default()));
+        cells.push(Cell::from(crate::time::in_zone(
+            run.state_reason.as_deref().unwrap_or_default(),
+            m.tz,
+        )));
         Row::new(cells)
     });
     let mut widths = vec![Constraint::Length(6), Constraint::Fill(2), Constraint::Fill(3)];

@@ -221,6 +221,7 @@ pub fn run_summary(m: &Model, t: &Theme, run: &Run) -> Line<'static> {
         )),
     ];
     if let Some(r) = &run.state_reason {
+        let r = crate::time::in_zone(r, m.tz);
         spans.push(Span::styled(format!(" · {r}"), t.style(Token::Muted)));
     }
     Line::from(spans)
@@ -309,7 +310,7 @@ pub fn render_events(m: &Model, t: &Theme, f: &mut Frame, area: Rect, run: i64) 
                     format!("{} {:<16} ", mk.glyph, fit(&e.kind, 16)),
                     t.style(mk.token),
                 ),
-                Span::raw(event_summary(e)),
+                Span::raw(event_summary(e, m.tz)),
             ])
         })
         .collect();
