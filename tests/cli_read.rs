@@ -472,7 +472,7 @@ fn explain_a_missed_window() {
     assert_has(
         &out.stdout,
         &[
-            "did not run — missed: window closed at 2026-06-06 10:00 before the run could start",
+            "did not run — missed: window closed at 2026-06-06 10:00:00 +08:00 before the run could start",
             "last hold: gate upstream waits: not ready until",
             "missed and not caught up (catchup = \"none\")",
             "gate upstream waited 12 times",
@@ -521,7 +521,7 @@ fn explain_a_window_held_by_the_kill_switch() {
     assert_has(
         &out.stdout,
         &[
-            "did not run — missed: window closed at 2026-06-06 10:00 before the run could start",
+            "did not run — missed: window closed at 2026-06-06 10:00:00 +08:00 before the run could start",
             "kill switch turned on 08:50 by alice: \"incident 42\"",
             "held by the kill switch from 09:00: global kill switch on (by alice: incident 42)",
             "missed 10:00",

@@ -207,6 +207,21 @@ fn explain_and_events_print_one_zone_per_block() {
     one_zone("events --schedule late", &late.stdout, "+08:00");
     let late = cli(&dir, &["events", "--schedule", "late", "--limit", "0", "--utc"]);
     one_zone("events --schedule late --utc", &late.stdout, "+00:00");
+    // The time layer's own reasons ("window closed at …") too.
+    let x = cli(&dir, &["explain", "late", "--window", "2026-06-06"]);
+    assert!(
+        x.stdout.contains("window closed at 2026-06-06 09:10:00 +08:00"),
+        "{}",
+        x.stdout
+    );
+    one_zone("explain late", &x.stdout, "+08:00");
+    let x = cli(&dir, &["explain", "late", "--window", "2026-06-06", "--utc"]);
+    assert!(
+        x.stdout.contains("window closed at 2026-06-06 01:10:00 +00:00"),
+        "{}",
+        x.stdout
+    );
+    one_zone("explain late --utc", &x.stdout, "+00:00");
 
     // Everything, global events (scheduler_started, ticks) included: the
     // scheduler's zone, not +00:00 for the events of no schedule.

@@ -335,6 +335,7 @@ pub fn backfill(
         return exit::OK;
     }
     let queued = plan.iter().filter(|w| w.action == "queue").count();
+    let tz = super::db::block_zone(Some(&cfg), Some(schedule), false);
     println!("{:<28} {:<26} ACTION", "WINDOW", "START");
     for w in &plan {
         let action = match w.action.as_str() {
@@ -346,7 +347,11 @@ pub fn backfill(
                 w.existing_run.unwrap_or_default()
             ),
         };
-        println!("{:<28} {:<26} {action}", w.window_key, w.start);
+        println!(
+            "{:<28} {:<26} {action}",
+            w.window_key,
+            crate::time::in_zone(&w.start, tz)
+        );
     }
     if dry_run {
         println!(

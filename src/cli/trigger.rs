@@ -30,8 +30,9 @@ pub fn trigger(config: &Path, db: Option<&Path>, schedule: &str, window: Option<
             );
             match store.read(|tx| what_happens(tx, &cfg, &run)) {
                 Ok(lines) => {
+                    // In the schedule's zone, like every time people read.
                     for l in lines {
-                        println!("  {l}");
+                        println!("  {}", crate::time::in_zone(&l, s_zone(&cfg, schedule)));
                     }
                 }
                 Err(e) => eprintln!("agentcron trigger: {e}"),
@@ -188,4 +189,9 @@ pub(crate) fn report(e: ActionError) -> i32 {
             exit::USAGE
         }
     }
+}
+
+/// The zone a schedule's times are told in (UTC for an id the config lacks).
+fn s_zone(cfg: &crate::config::Config, schedule: &str) -> chrono_tz::Tz {
+    super::db::block_zone(Some(cfg), Some(schedule), false)
 }

@@ -182,7 +182,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
     {
         lines.push(Line::from(vec![
             Span::styled("why    ", t.style(Token::Muted)),
-            Span::raw(r.clone()),
+            Span::raw(crate::time::in_zone(r, m.tz)),
         ]));
     }
     lines.push(Line::from(Span::styled("steps", t.style(Token::Muted))));

@@ -12,6 +12,7 @@ use crate::console::format::{countdown, event_time, fit, relative};
 use crate::console::marks;
 use crate::console::theme::{Theme, Token};
 use crate::store::Run;
+use crate::time::in_zone;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -73,7 +74,10 @@ pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Ve
     if let Some(tv) = &view.time {
         out.push(Line::from(vec![
             label("", t),
-            Span::styled(format!("engine said: {tv}"), t.style(Token::Muted)),
+            Span::styled(
+                format!("engine said: {}", in_zone(tv, m.tz)),
+                t.style(Token::Muted),
+            ),
         ]));
     }
     match (&view.verdict, view.at) {
@@ -89,7 +93,7 @@ pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Ve
             ));
             out.push(Line::from(spans));
             if let Some(r) = &view.reason {
-                out.push(Line::from(vec![label("", t), Span::raw(r.clone())]));
+                out.push(Line::from(vec![label("", t), Span::raw(in_zone(r, m.tz))]));
             }
         }
         _ => out.push(Line::from(vec![
@@ -125,7 +129,7 @@ pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Ve
             ),
         ]));
         if !g.reason.is_empty() {
-            out.push(Line::from(format!("    {}", g.reason)));
+            out.push(Line::from(format!("    {}", in_zone(&g.reason, m.tz))));
         }
     }
     out.push(Line::from(""));
@@ -149,7 +153,7 @@ pub fn lines(m: &Model, t: &Theme, run: &Run, view: Option<&DecisionView>) -> Ve
                 ),
             ]));
             if !h.reason.is_empty() {
-                out.push(Line::from(format!("    {}", h.reason)));
+                out.push(Line::from(format!("    {}", in_zone(&h.reason, m.tz))));
             }
         }
     }

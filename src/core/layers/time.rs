@@ -132,7 +132,9 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
     {
         return TimeLayer::NotYetDue(not_before);
     }
-    let local = |t: DateTime<Utc>| t.with_timezone(&s.timezone).format("%Y-%m-%d %H:%M").to_string();
+    // Instants in reasons are written as the machine writes them (UTC, whole
+    // seconds); every reader tells them in its block's zone (time::in_zone).
+    let local = crate::time::rfc3339_secs;
     let (time, deadline) = match (run.state, run.reason) {
         (RunState::RetryWait, _) => (
             format!(
