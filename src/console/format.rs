@@ -96,6 +96,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn event_lists_tell_stored_instants_in_the_console_zone() {
+        let ev = Event {
+            id: 1,
+            at: DateTime::<Utc>::from_timestamp(0, 0).unwrap(),
+            kind: "switch_held".into(),
+            tenant: None,
+            schedule: Some("s".into()),
+            run_id: Some(1),
+            detail: serde_json::json!({"switch": "circuit", "verdict": "skip",
+                "reason": "circuit_open: open after 2 consecutive failed runs; probe after 2026-12-01T08:56:27.504Z"}),
+        };
+        assert_eq!(
+            event_summary(&ev, chrono_tz::Asia::Shanghai),
+            "circuit: circuit_open: open after 2 consecutive failed runs; probe after 2026-12-01 16:56:27 +08:00"
+        );
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(duration_short(42), "42s");
         assert_eq!(duration_short(252), "4m12s");
