@@ -113,6 +113,28 @@ impl Tx<'_> {
         due: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>> {
+        let Some(run) = self.claim_row(run_id, from, owner, lease_until, reason, now)? else {
+            return Ok(None);
+        };
+        self.append_claimed(&run, owner, due, now)?;
+        Ok(Some(Claim {
+            attempt: run.attempts,
+            fencing_token: run.fencing_token,
+            run,
+        }))
+    }
+
+    /// [`Tx::claim`] without its `claimed` event (the writer appends it after
+    /// the decision that led to it).
+    pub(crate) fn claim_row(
+        &self,
+        run_id: i64,
+        from: RunState,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        reason: RunReason,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
         let claimable = matches!(from, RunState::Pending | RunState::RetryWait);
         if !claimable || !from.can_become(RunState::Running, false) {
             return Err(StoreError::IllegalTransition {
@@ -147,21 +169,28 @@ impl Tx<'_> {
                 reason,
                 Ms(now),
             ])?;
-        let lateness_ms = (now - due).num_milliseconds();
+        Ok(Some(run))
+    }
+
+    /// The `claimed` event of a claim: due, claimed at, owner, attempt, token,
+    /// lateness.
+    pub(crate) fn append_claimed(
+        &self,
+        run: &Run,
+        owner: &str,
+        due: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
         let claimed = Event::Claimed {
             due,
             claimed: now,
             owner: owner.to_string(),
             attempt: run.attempts,
             token: run.fencing_token,
-            lateness_ms,
+            lateness_ms: (now - due).num_milliseconds(),
         };
-        self.append_event_for(&NewEvent::of(now, claimed), &run)?;
-        Ok(Some(Claim {
-            attempt: run.attempts,
-            fencing_token: run.fencing_token,
-            run,
-        }))
+        self.append_event_for(&NewEvent::of(now, claimed), run)?;
+        Ok(())
     }
 
     /// Extends the lease to `until` if `token` is still the run's token and

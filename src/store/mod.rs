@@ -56,6 +56,9 @@ pub enum StoreError {
         expected: RunState,
         actual: RunState,
     },
+    /// A rule the store relies on did not hold (a bug, never bad input).
+    #[error("store invariant broken: {0}")]
+    Invariant(String),
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }

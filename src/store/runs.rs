@@ -450,6 +450,16 @@ impl Tx<'_> {
         Ok(run)
     }
 
+    /// The run's state and fencing token (`RunNotFound` if there is none).
+    pub(crate) fn state_and_token(&self, run_id: i64) -> Result<(RunState, i64)> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT state, fencing_token FROM runs WHERE id = ?1")?;
+        stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or(StoreError::RunNotFound(run_id))
+    }
+
     /// Moves the next evaluation of a pending / retry_wait run (and, if given,
     /// its hold reason) without changing its state. `false` if the run is no
     /// longer pending / retry_wait (it moved on) or does not exist.
