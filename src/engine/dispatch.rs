@@ -32,7 +32,9 @@ impl Engine {
     }
 
     pub(crate) fn dispatch(&mut self, idx: usize, claim: Claim, now: DateTime<Utc>) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let run = &claim.run;
         let Some(agent) = self.cfg.agents.get(&s.agent).cloned() else {
             // The loader guarantees the agent exists; be safe anyway.

@@ -26,7 +26,9 @@ impl Engine {
             }
             // Popped only once the window is durably opened: a failed write (a
             // locked database) leaves it due for the next tick.
-            let s = self.schedule(idx).clone();
+            // The config is shared (an Arc), not copied per run.
+            let cfg = self.cfg.clone();
+            let s = &cfg.schedules[idx];
             if let TriggerConfig::Every {
                 anchor: Anchor::LastStart,
                 ..

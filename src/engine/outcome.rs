@@ -105,7 +105,9 @@ impl Engine {
                 })?;
             }
             AgentLine::Usage { tokens, cost_usd } => {
-                let s = self.schedule(idx).clone();
+                // The config is shared (an Arc), not copied per run.
+                let cfg = self.cfg.clone();
+                let s = &cfg.schedules[idx];
                 let totals = self
                     .store
                     .write(|tx| tx.add_usage(run_id, token, tokens.unwrap_or(0), cost_usd.unwrap_or(0.0)))?;
@@ -158,7 +160,8 @@ impl Engine {
     }
 
     fn finish(&mut self, now: DateTime<Utc>, r: Running, ending: Ending, log: String) -> Result<()> {
-        let s = self.schedule(r.schedule).clone();
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[r.schedule];
         let rate_limited =
             r.rate_limited || is_rate_limited(&ending) || r.result.as_ref().is_some_and(rate_limited_result);
         let mut outcome = classify(

@@ -187,7 +187,9 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &mut TickFacts,
     ) -> Result<Option<Gated>> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let time = match time::check(run, &s, now) {
             TimeLayer::NotYetDue(not_before) => {
                 let plan = planner::plan(
@@ -228,7 +230,9 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &mut TickFacts,
     ) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let d = Decision::from_gates(gated.time, gated.switches, gates);
         if d.verdict == Verdict::Claim {
             facts.count_claim(run);
@@ -254,7 +258,9 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &TickFacts,
     ) -> Result<SwitchOutcome> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let default_state = ScheduleState::new(&s.id);
         let state = facts.states.get(&s.id).unwrap_or(&default_state);
         let running = facts.by_schedule.get(&s.id).copied().unwrap_or(0);
@@ -363,7 +369,9 @@ impl Engine {
     /// Plans a decision with the core and applies it: the plan's events,
     /// the run's step and the schedule delta in one write, then its effects.
     fn apply(&mut self, idx: usize, run: &Run, d: Decision, probe: bool, now: DateTime<Utc>) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let mut facts = Facts::default();
         if d.verdict == Verdict::Claim && run.state == RunState::RetryWait {
             facts.uncertain_steps = self.store.read(|tx| tx.uncertain_steps(run.id))?;

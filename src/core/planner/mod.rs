@@ -241,7 +241,17 @@ fn decided(
                 due: run.due_at,
             });
             let mut sd = delta(s);
-            sd.last_start = Some(now);
+            // Only `anchor = "last_start"` reads the last start (to resume its
+            // cadence after a restart): a write per claim for it alone.
+            if matches!(
+                s.trigger,
+                crate::config::model::TriggerConfig::Every {
+                    anchor: crate::config::model::Anchor::LastStart,
+                    ..
+                }
+            ) {
+                sd.last_start = Some(now);
+            }
             if probe {
                 sd.circuit = Some((
                     crate::core::records::CircuitState::HalfOpen,
@@ -249,7 +259,9 @@ fn decided(
                     None,
                 ));
             }
-            plan.schedule = Some(sd);
+            if sd.last_start.is_some() || sd.circuit.is_some() {
+                plan.schedule = Some(sd);
+            }
             plan.effects.push(Effect::Dispatch);
         }
         Verdict::Wait => {
