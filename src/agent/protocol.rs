@@ -26,8 +26,23 @@ pub enum AgentLine {
     Result(AgentResult),
     /// Not protocol: plain text, or JSON without an `event` field.
     Log(String),
-    /// JSON with an `event` field that is not a valid event.
-    Malformed { line: String, error: String },
+    /// JSON with an `event` field that is not a valid event. `event` is the
+    /// kind it claimed to be (`"result"` also for an HTTP agent's bare result
+    /// object), so a broken result is told from other noise without reading
+    /// the error text: it is a protocol error that fails the attempt.
+    Malformed {
+        line: String,
+        error: String,
+        event: Option<String>,
+    },
+}
+
+impl AgentLine {
+    /// A line that meant to be the result and is not a valid one (unknown
+    /// `status` or `error_class`, missing `status`): a protocol error.
+    pub fn is_broken_result(&self) -> bool {
+        matches!(self, AgentLine::Malformed { event: Some(e), .. } if e == "result")
+    }
 }
 
 /// The agent's own verdict on its attempt.
@@ -94,16 +109,17 @@ pub fn parse_line(line: &str) -> AgentLine {
     let Some(event) = object.get("event") else {
         return AgentLine::Log(line.to_string());
     };
-    let malformed = |error: String| AgentLine::Malformed {
+    let malformed = |error: String, event: Option<String>| AgentLine::Malformed {
         line: line.to_string(),
         error,
+        event,
     };
     let Some(kind) = event.as_str().map(str::to_owned) else {
-        return malformed(format!("`event` must be a string, got {event}"));
+        return malformed(format!("`event` must be a string, got {event}"), None);
     };
     match parse_event(&kind, object) {
         Ok(parsed) => parsed,
-        Err(error) => malformed(error),
+        Err(error) => malformed(error, Some(kind)),
     }
 }
 
@@ -226,6 +242,11 @@ mod tests {
             assert!(
                 matches!(parse_line(line), AgentLine::Malformed { .. }),
                 "{line} should be malformed"
+            );
+            assert_eq!(
+                parse_line(line).is_broken_result(),
+                line.contains(r#""event":"result""#),
+                "{line}: only results are broken results"
             );
         }
     }

@@ -522,6 +522,7 @@ fn parse_body(body: &str) -> Vec<AgentLine> {
             Err(error) => AgentLine::Malformed {
                 line: body.trim().to_string(),
                 error,
+                event: Some("result".into()),
             },
         }];
     }
@@ -562,6 +563,9 @@ mod tests {
 
         let bad = parse_body("{\"hello\":1}");
         assert!(matches!(&bad[..], [AgentLine::Malformed { .. }]));
+        // A bare object with an unknown status is a broken result, not noise.
+        let maybe = parse_body("{\"status\":\"maybe\"}");
+        assert!(maybe[0].is_broken_result(), "{maybe:?}");
         assert!(parse_body("").is_empty());
     }
 

@@ -143,6 +143,9 @@ pub struct ScheduleConfig {
     pub catchup: Catchup,
     pub catchup_window: Duration,
     pub default_error_class: ErrorClass,
+    /// Class of an attempt whose result line is not a valid result (unknown
+    /// `status` or `error_class`): a protocol error, `non_retryable` by default.
+    pub protocol_error_class: ErrorClass,
     pub retry: RetryPolicy,
     pub circuit: CircuitPolicy,
     pub budget: BudgetPolicy,

@@ -148,6 +148,7 @@ impl Engine {
                 cancel: None,
                 last_heartbeat_event: None,
                 rate_limited: false,
+                broken_result: None,
             },
         ));
         self.after_start(idx, now);

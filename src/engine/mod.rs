@@ -97,6 +97,8 @@ pub(crate) struct Running {
     pub cancel: Option<CancelCause>,
     pub last_heartbeat_event: Option<DateTime<Utc>>,
     pub rate_limited: bool,
+    /// The last result line was not a valid result: `(error, line)`.
+    pub broken_result: Option<(String, String)>,
 }
 
 /// The scheduler core. See the module docs.

@@ -8,7 +8,7 @@ use crate::agent::runner::{AttemptReport, AttemptSignal, Ending};
 use crate::config::model::ErrorClass;
 use crate::core::event::Event;
 use crate::core::planner::{self, Ended, Facts, Input};
-use crate::recovery::classify::{Outcome, classify, is_rate_limited};
+use crate::recovery::classify::{Outcome, Reported, classify, honest, is_rate_limited};
 use crate::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -136,9 +136,18 @@ impl Engine {
             AgentLine::Result(res) => {
                 if let Some(r) = self.running.get_mut(&run_id) {
                     r.result = Some(res);
+                    r.broken_result = None;
                 }
             }
-            AgentLine::Malformed { line, error } => {
+            AgentLine::Malformed { line, error, event } => {
+                // The last result line counts, a broken one too: it is a
+                // protocol error, never an exit-code success.
+                if event.as_deref() == Some("result")
+                    && let Some(r) = self.running.get_mut(&run_id)
+                {
+                    r.result = None;
+                    r.broken_result = Some((error.clone(), line.clone()));
+                }
                 let ev = NewEvent::of(
                     now,
                     Event::AgentOutput {
@@ -160,11 +169,22 @@ impl Engine {
         let s = self.schedule(r.schedule).clone();
         let rate_limited =
             r.rate_limited || is_rate_limited(&ending) || r.result.as_ref().is_some_and(rate_limited_result);
-        let mut outcome = classify(
+        let outcome = classify(
             r.result.as_ref(),
             &ending,
             s.default_error_class,
             s.budget.runtime_error_class,
+        );
+        let reported = Reported {
+            broken_result: r.broken_result.clone(),
+            unconfirmed_steps: self.unconfirmed_steps(&r)?,
+        };
+        let mut outcome = honest(
+            outcome,
+            r.result.as_ref(),
+            &ending,
+            &reported,
+            s.protocol_error_class,
         );
         match &r.cancel {
             Some(CancelCause::Budget(why)) => {
@@ -235,6 +255,23 @@ impl Engine {
             verified: r.result.as_ref().and_then(|x| x.verified),
         };
         self.apply_ended(now, r.run_id, r.schedule, ended)
+    }
+
+    /// Side-effect steps this attempt journaled `started` and never finished.
+    fn unconfirmed_steps(&self, r: &Running) -> Result<Vec<String>> {
+        let steps = self.store.read(|tx| tx.steps(r.run_id))?;
+        let mut latest: Vec<(String, StepStatus, bool)> = Vec::new();
+        for st in steps.into_iter().filter(|st| st.attempt == r.attempt) {
+            match latest.iter_mut().find(|(name, _, _)| *name == st.name) {
+                Some(slot) => slot.1 = st.status,
+                None => latest.push((st.name, st.status, st.side_effect)),
+            }
+        }
+        Ok(latest
+            .into_iter()
+            .filter(|(_, status, side_effect)| *side_effect && *status == StepStatus::Started)
+            .map(|(name, _, _)| name)
+            .collect())
     }
 
     /// Records an attempt's end and moves its run on per the recovery rules
