@@ -14,5 +14,6 @@ pub mod process;
 pub mod recovery;
 pub mod rehearsal;
 pub mod store;
+pub mod supervisor;
 pub mod time;
 pub mod trace;

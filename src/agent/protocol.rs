@@ -10,6 +10,33 @@ use serde_json::{Map, Value};
 /// Longest line parsed as protocol; longer lines are kept (truncated) as log.
 pub const MAX_LINE: usize = 1024 * 1024;
 
+/// The protocol version the envelope announces (`"protocol": 2`). Version 2
+/// adds the side-effect step handshake: with `"acks": true` in the envelope,
+/// stdin stays open after the envelope line and carries [`Reply`] lines.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// agentcron's answer to a side-effect step's `started` line, one JSON line on
+/// the agent's stdin (DESIGN.md "Side-effect handshake").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Reply {
+    /// Go ahead: the `started` step is journaled and the attempt's fence
+    /// (its fencing token) still held its lease, in one transaction.
+    Ack { step: String, fence: i64 },
+    /// Do not act: the step could not be journaled under a valid fence.
+    Deny { step: String, reason: String },
+}
+
+impl Reply {
+    /// The line written to the agent (newline included).
+    pub fn line(&self) -> String {
+        // A plain enum of strings and an integer always serializes.
+        let mut line = serde_json::to_string(self).unwrap_or_default();
+        line.push('\n');
+        line
+    }
+}
+
 /// What one line of agent output means.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentLine {
@@ -249,6 +276,27 @@ mod tests {
                 "{line}: only results are broken results"
             );
         }
+    }
+
+    #[test]
+    fn replies_are_one_json_line_each() {
+        let ack = Reply::Ack {
+            step: "deliver".into(),
+            fence: 7,
+        };
+        assert_eq!(
+            ack.line(),
+            "{\"event\":\"ack\",\"step\":\"deliver\",\"fence\":7}\n"
+        );
+        let deny = Reply::Deny {
+            step: "deliver".into(),
+            reason: "lease lost".into(),
+        };
+        assert_eq!(
+            deny.line(),
+            "{\"event\":\"deny\",\"step\":\"deliver\",\"reason\":\"lease lost\"}\n"
+        );
+        assert_eq!(serde_json::from_str::<Reply>(ack.line().trim()).unwrap(), ack);
     }
 
     #[test]

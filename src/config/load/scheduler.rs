@@ -11,6 +11,7 @@ const SCHEDULER_KEYS: &[&str] = &[
     "workers",
     "backfill_workers",
     "lease",
+    "takeover_grace",
     "alert",
     "memory_runs",
     "shutdown_grace",
@@ -52,6 +53,9 @@ impl Loader<'_> {
         }
         if let Some(d) = self.opt_positive_duration(&t, "lease") {
             s.lease = d;
+        }
+        if let Some((d, _)) = self.opt_duration(&t, "takeover_grace") {
+            s.takeover_grace = Some(d);
         }
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "memory_runs", 0) {
             s.memory_runs = n;

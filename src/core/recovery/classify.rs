@@ -182,6 +182,11 @@ fn ending_failure(
             signal: None,
         } => Some((default_class, "exited without a status".to_string())),
         Ending::TimedOut => Some((timeout_class, "timed out (ran past its max runtime)".to_string())),
+        Ending::LeaseExpired => Some((
+            ErrorClass::Retryable,
+            "stopped: its lease passed without a renewal (the scheduler froze or could not write)"
+                .to_string(),
+        )),
         Ending::Http {
             status: Some(status), ..
         } if (200..300).contains(status) => None,
