@@ -68,6 +68,7 @@ fn spec(kind: AgentKind, config_dir: PathBuf, timeout: Duration) -> AttemptSpec 
             verify: false,
             steps: vec![],
             handshake: false,
+            headers: BTreeMap::new(),
         },
         envelope: envelope(),
         timeout,

@@ -521,12 +521,22 @@ impl AgentRunner for HttpRunner {
                 return;
             };
             let url = url.clone();
+            let (headers, redactor) =
+                match crate::secrets::resolve_headers(&spec.agent.headers, &spec.config_dir) {
+                    Ok(resolved) => resolved,
+                    Err(e) => {
+                        let message = format!("http agent `{}`: {e}", spec.agent.id);
+                        reporter.ended(Ending::SpawnFailed(message), String::new());
+                        return;
+                    }
+                };
             let timeout = spec.timeout;
             let log_limit = spec.log_limit;
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
             let body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
-            let call = tokio::task::spawn_blocking(move || post(&url, &key, attempt, body, timeout));
+            let call =
+                tokio::task::spawn_blocking(move || post(&url, &headers, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.
             let outcome = tokio::select! {
                 biased;
@@ -561,7 +571,7 @@ impl AgentRunner for HttpRunner {
                 }
                 HttpAnswer::Failed(error) => Ending::Http {
                     status: None,
-                    error: Some(error),
+                    error: Some(redactor.redact(&error)),
                 },
                 HttpAnswer::TimedOut => Ending::TimedOut,
                 HttpAnswer::Cancelled => Ending::Cancelled,
@@ -579,12 +589,24 @@ enum HttpAnswer {
     Cancelled,
 }
 
-fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) -> HttpAnswer {
-    let response = crate::http::post(url, timeout)
+fn post(
+    url: &str,
+    headers: &[(String, String)],
+    key: &str,
+    attempt: u32,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> HttpAnswer {
+    let mut request = crate::http::post(url, timeout)
         .header("Content-Type", "application/json")
         .header("Idempotency-Key", key)
-        .header("X-Agentcron-Attempt", attempt.to_string())
-        .send(&body[..]);
+        .header("X-Agentcron-Attempt", attempt.to_string());
+    for (k, v) in headers {
+        request = request.header(k, v);
+    }
+    let response = request.send(&body[..]);
+    // Errors name the URL without its userinfo.
+    let url = &crate::secrets::redact_url(url);
     match response {
         Ok(mut response) => {
             let status = response.status().as_u16();

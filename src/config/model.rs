@@ -88,8 +88,11 @@ impl Default for SchedulerConfig {
 pub enum AlertSink {
     /// One JSON object per line appended to `path`.
     File { path: PathBuf },
-    /// POST of the alert JSON.
-    Webhook { url: String },
+    /// POST of the alert JSON, with extra headers (secret values as for agents).
+    Webhook {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
     /// argv; the alert JSON arrives on stdin.
     Command { command: Vec<String> },
 }
@@ -111,6 +114,9 @@ pub struct AgentConfig {
     /// Command agents: the agent waits for an ack on stdin before acting on a
     /// side-effect step (the step handshake); stdin stays open for it.
     pub handshake: bool,
+    /// HTTP agents: extra request headers; values may name secrets
+    /// (`${ENV:NAME}`, `${FILE:path}`), read at each call and never shown.
+    pub headers: BTreeMap<String, String>,
 }
 
 impl AgentConfig {
@@ -343,6 +349,8 @@ pub enum GateKind {
         status: u16,
         json_pointer: Option<String>,
         expect: Option<Expect>,
+        /// Request headers; values may name secrets (`${ENV:NAME}`, `${FILE:path}`).
+        headers: BTreeMap<String, String>,
     },
     CredentialValid {
         source: CredentialSource,

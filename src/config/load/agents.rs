@@ -13,7 +13,10 @@ const STEP_KEYS: &[&str] = &["name", "side_effect"];
 const AGENT_KINDS: Kinds = Kinds {
     what: "agent",
     common: &["kind", "timeout", "env", "verify", "steps"],
-    kinds: &[("command", &["command", "handshake"]), ("http", &["url"])],
+    kinds: &[
+        ("command", &["command", "handshake"]),
+        ("http", &["url", "headers"]),
+    ],
 };
 
 impl Loader<'_> {
@@ -33,6 +36,7 @@ impl Loader<'_> {
         let env = self.opt_string_map(t, "env");
         let verify = self.opt_bool(t, "verify");
         let handshake = self.opt_bool(t, "handshake");
+        let headers = self.opt_headers(t, "headers");
         let steps = self.steps(t);
         let kind = match kind? {
             "command" => AgentKind::Command {
@@ -46,6 +50,7 @@ impl Loader<'_> {
         let env = default_if_absent(t, "env", env, BTreeMap::new())?;
         let verify = default_if_absent(t, "verify", verify, false)?;
         let handshake = default_if_absent(t, "handshake", handshake, false)?;
+        let headers = default_if_absent(t, "headers", headers, BTreeMap::new())?;
         Some(AgentConfig {
             id: name.to_string(),
             kind,
@@ -54,6 +59,7 @@ impl Loader<'_> {
             verify,
             steps: steps?,
             handshake,
+            headers,
         })
     }
 

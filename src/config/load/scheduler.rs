@@ -22,7 +22,7 @@ const ALERT_KINDS: Kinds = Kinds {
     common: &["kind"],
     kinds: &[
         ("file", &["path"]),
-        ("webhook", &["url"]),
+        ("webhook", &["url", "headers"]),
         ("command", &["command"]),
     ],
 };
@@ -75,9 +75,15 @@ impl Loader<'_> {
             "file" => Some(AlertSink::File {
                 path: self.req_path(t, "path")?,
             }),
-            "webhook" => Some(AlertSink::Webhook {
-                url: self.req_url(t, "url")?,
-            }),
+            "webhook" => {
+                let url = self.req_url(t, "url");
+                let headers = self.opt_headers(t, "headers");
+                let headers = super::value::default_if_absent(t, "headers", headers, Default::default());
+                Some(AlertSink::Webhook {
+                    url: url?,
+                    headers: headers?,
+                })
+            }
             _ => Some(AlertSink::Command {
                 command: self.req_argv(t, "command")?,
             }),
