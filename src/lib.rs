@@ -13,6 +13,8 @@ pub mod operator;
 pub mod process;
 pub mod recovery;
 pub mod rehearsal;
+pub mod secrets;
 pub mod store;
+pub mod supervisor;
 pub mod time;
 pub mod trace;

@@ -309,6 +309,15 @@ enum FoldArg {
 }
 
 fn main() {
+    // The per-attempt supervisor is this binary re-executed: handled before the
+    // CLI (it is no verb, and takes its own arguments).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__supervise") {
+        std::process::exit(agentcron::supervisor::main(&args[2..]));
+    }
+    // Agents run under the supervisor; /proc/self/exe still names this binary
+    // if the file is replaced while the scheduler runs.
+    agentcron::process::set_supervisor("/proc/self/exe");
     let cli = Cli::parse();
     // A printing verb piped into `head` ends quietly when the pipe closes, as
     // Unix tools do, instead of panicking on a broken pipe. Not for the

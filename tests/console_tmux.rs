@@ -511,3 +511,47 @@ fn step_through_a_rehearsal_until_every_expectation_holds() {
     tm.keys(&["q"]);
     tm.wait_for("[exited 0]");
 }
+
+#[test]
+fn attach_read_only_works_on_a_database_nobody_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        &dir,
+        &format!(
+            "{BASE}{}",
+            r#"
+[[schedule]]
+id = "frozen-report"
+agent = "sim"
+on_event = "go"
+"#
+        ),
+    );
+    let out = cli(dir.path(), &["trigger", "frozen-report", "--window", "w1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // A 0444 file in a 0555 folder; as root (whom mode bits do not stop) the
+    // console runs as `nobody`.
+    let db = dir.path().join("test.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    struct Unlock(PathBuf);
+    impl Drop for Unlock {
+        fn drop(&mut self) {
+            let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    let _unlock = Unlock(dir.path().to_path_buf());
+    let console = console_command(dir.path(), &["console", "--attach", "--read-only"]);
+    // SAFETY: geteuid(2) only reads our id.
+    let command = if unsafe { libc::geteuid() } == 0 {
+        format!("setpriv --reuid=65534 --regid=65534 --clear-groups -- {console}")
+    } else {
+        console
+    };
+    let tm = Tmux::start(dir.path(), &command);
+    let screen = tm.wait_for("frozen-report");
+    assert!(!screen.contains("cannot open"), "{screen}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}

@@ -49,11 +49,22 @@ pub struct SchedulerConfig {
     pub backfill_workers: usize,
     /// Lease length of a running attempt; renewed every `lease / 3`.
     pub lease: Duration,
+    /// How long past a lease's expiry another scheduler waits before it takes
+    /// the attempt over (marks it lost): time for the lost attempt's
+    /// supervisor to end the agent's tree first. `None`: `lease / 3`.
+    pub takeover_grace: Option<Duration>,
     pub alert: Option<AlertSink>,
     /// How many past runs go into an envelope's execution memory.
     pub memory_runs: usize,
     /// How long a stopping scheduler waits for running attempts.
     pub shutdown_grace: Duration,
+}
+
+impl SchedulerConfig {
+    /// `takeover_grace`, or `lease / 3` when not set.
+    pub fn takeover_grace(&self) -> Duration {
+        self.takeover_grace.unwrap_or(self.lease / 3)
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -64,6 +75,7 @@ impl Default for SchedulerConfig {
             workers: 8,
             backfill_workers: 4,
             lease: Duration::from_secs(60),
+            takeover_grace: None,
             alert: None,
             memory_runs: 5,
             shutdown_grace: Duration::from_secs(30),
@@ -76,8 +88,11 @@ impl Default for SchedulerConfig {
 pub enum AlertSink {
     /// One JSON object per line appended to `path`.
     File { path: PathBuf },
-    /// POST of the alert JSON.
-    Webhook { url: String },
+    /// POST of the alert JSON, with extra headers (secret values as for agents).
+    Webhook {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
     /// argv; the alert JSON arrives on stdin.
     Command { command: Vec<String> },
 }
@@ -96,6 +111,12 @@ pub struct AgentConfig {
     /// Can the agent check whether an uncertain side effect landed?
     pub verify: bool,
     pub steps: Vec<StepConfig>,
+    /// Command agents: the agent waits for an ack on stdin before acting on a
+    /// side-effect step (the step handshake); stdin stays open for it.
+    pub handshake: bool,
+    /// HTTP agents: extra request headers; values may name secrets
+    /// (`${ENV:NAME}`, `${FILE:path}`), read at each call and never shown.
+    pub headers: BTreeMap<String, String>,
 }
 
 impl AgentConfig {
@@ -143,6 +164,9 @@ pub struct ScheduleConfig {
     pub catchup: Catchup,
     pub catchup_window: Duration,
     pub default_error_class: ErrorClass,
+    /// Class of an attempt whose result line is not a valid result (unknown
+    /// `status` or `error_class`): a protocol error, `non_retryable` by default.
+    pub protocol_error_class: ErrorClass,
     pub retry: RetryPolicy,
     pub circuit: CircuitPolicy,
     pub budget: BudgetPolicy,
@@ -325,6 +349,8 @@ pub enum GateKind {
         status: u16,
         json_pointer: Option<String>,
         expect: Option<Expect>,
+        /// Request headers; values may name secrets (`${ENV:NAME}`, `${FILE:path}`).
+        headers: BTreeMap<String, String>,
     },
     CredentialValid {
         source: CredentialSource,

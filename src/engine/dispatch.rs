@@ -135,7 +135,10 @@ impl Engine {
             timeout,
             config_dir: self.cfg.dir.clone(),
             log_limit: self.opts.log_limit,
+            // Set when it starts, from the lease then left (see start_pending).
+            lease: None,
         };
+        let lease_until = run.lease_expires.unwrap_or(now + self.lease());
         self.pending_starts.push((
             spec,
             Running {
@@ -150,15 +153,25 @@ impl Engine {
                 cancel: None,
                 last_heartbeat_event: None,
                 rate_limited: false,
+                broken_result: None,
+                lease_until,
             },
         ));
         self.after_start(idx, now);
         Ok(())
     }
 
-    /// Starts the attempts claimed by a batch that has committed.
+    /// Starts the attempts claimed by a batch that has committed. Each agent's
+    /// supervisor enforces the lease as committed: what is left of it now.
     pub(crate) fn start_pending(&mut self) {
-        for (spec, mut running) in std::mem::take(&mut self.pending_starts) {
+        let kill_grace = self.lease_kill_grace();
+        for (mut spec, mut running) in std::mem::take(&mut self.pending_starts) {
+            spec.lease = Some(crate::agent::runner::AttemptLease {
+                valid_for: (running.lease_until - self.clock.now())
+                    .to_std()
+                    .unwrap_or_default(),
+                kill_grace,
+            });
             running.handle = self.runner.start(spec, self.reports_tx.clone());
             self.running.insert(running.run_id, running);
         }

@@ -56,6 +56,14 @@ const RECORD_STEP: &str = "INSERT INTO steps (run_id, attempt, name, status, sid
        SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
        WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 \
          AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
+/// [`RECORD_STEP`] under the fence: also only while the attempt's lease has
+/// not expired at ?8. A frozen scheduler that wakes after its lease expired
+/// cannot journal (and so cannot ack) a step, even before anyone swept it.
+const RECORD_STEP_FENCED: &str = "INSERT INTO steps (run_id, attempt, name, status, side_effect, at) \
+     SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
+       SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
+       WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 AND r.lease_expires > ?8 \
+         AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
 const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
      WHERE run_id = ?1 ORDER BY id";
 
@@ -73,6 +81,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("schedule_cost_between", SCHEDULE_COST),
     ("attempt log", LOG_OF_ATTEMPT),
     ("record_step", RECORD_STEP),
+    ("record_step_fenced", RECORD_STEP_FENCED),
     ("steps", STEPS_OF_RUN),
 ];
 
@@ -357,6 +366,36 @@ impl Tx<'_> {
             name,
             status,
             side_effect,
+            Ms(now)
+        ])?;
+        Ok(changed == 1)
+    }
+
+    /// The step handshake's one store operation: journals step `name` of the
+    /// live attempt holding `token` only if that attempt still holds its lease
+    /// at `now` (run running, token current, attempt not ended, lease not
+    /// expired), in one statement of the caller's transaction. `true` = the
+    /// step is journaled and the agent may be acked once this commits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_step_fenced(
+        &self,
+        run_id: i64,
+        token: i64,
+        attempt: u32,
+        name: &str,
+        status: StepStatus,
+        side_effect: bool,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(RECORD_STEP_FENCED)?;
+        let changed = stmt.execute(rusqlite::params![
+            run_id,
+            token,
+            attempt,
+            name,
+            status,
+            side_effect,
+            Ms(now),
             Ms(now)
         ])?;
         Ok(changed == 1)

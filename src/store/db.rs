@@ -126,6 +126,35 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// Whether we may create files beside `path` (its `-shm`, `-wal`).
+fn folder_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) with a valid NUL-terminated path; it only checks.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// `file:PATH?immutable=1`, with the characters a URI path cannot hold escaped.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ if b.is_ascii() && !b.is_ascii_control() => uri.push(char::from(b)),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
 impl Store {
     /// Opens (creating if missing) the file: WAL, synchronous=NORMAL,
     /// foreign_keys, busy_timeout 5 s, then brings the schema up to date.
@@ -137,7 +166,10 @@ impl Store {
         let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
             conn.busy_timeout(busy_timeout())?;
-            // The first statement that reads the file: a non-database fails here.
+            // Whose file is it? Asked by reading only (a non-database fails
+            // here): another program's database is refused before anything —
+            // not even the switch to WAL — is written to it.
+            schema::check_owner_read(&conn, &name)?;
             let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             conn.execute_batch(TUNING)?;
             schema::migrate(&mut conn, &name)
@@ -149,16 +181,32 @@ impl Store {
     /// Opens an existing file for reading only (`--read-only` consoles, CLI
     /// reads): nothing is migrated or written. A missing file, a file without
     /// the schema, or an older schema → [`StoreError::Open`] saying so.
+    ///
+    /// A WAL database needs its `-shm` file even to be read; in a folder the
+    /// user cannot write (a `0444` file in a `0555` folder) it cannot be made,
+    /// so such a file is read as immutable: a snapshot without locks, which
+    /// is right for it — nobody who could change it can have it open there
+    /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
         let name = display(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
-        let setup = (|| -> Result<()> {
-            conn.busy_timeout(busy_timeout())?;
-            conn.execute_batch("PRAGMA query_only = ON;")?;
-            schema::check_read_only(&conn, &name)
-        })();
-        setup.map_err(|e| open_error(&name, e))?;
+        let open = |target: &str, flags: OpenFlags| -> Result<Connection> {
+            let conn = Connection::open_with_flags(target, flags).map_err(|e| open_error(&name, e.into()))?;
+            let setup = (|| -> Result<()> {
+                conn.busy_timeout(busy_timeout())?;
+                conn.execute_batch("PRAGMA query_only = ON;")?;
+                schema::check_read_only(&conn, &name)
+            })();
+            setup.map_err(|e| open_error(&name, e))?;
+            Ok(conn)
+        };
+        let conn = match open(&name, flags) {
+            Ok(conn) => conn,
+            Err(StoreError::Open { .. } | StoreError::Sqlite(_)) if !folder_writable(path) => {
+                open(&immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)?
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Self::from_conn(conn, Some(path.to_path_buf())))
     }
 

@@ -310,6 +310,12 @@ fn check_owner(conn: &Connection, path: &str, version: i64) -> Result<()> {
     Ok(())
 }
 
+/// [`check_owner`] of an open file, by reading only.
+pub(crate) fn check_owner_read(conn: &Connection, path: &str) -> Result<()> {
+    let version = user_version(conn)?;
+    check_owner(conn, path, version)
+}
+
 /// Brings the schema up to [`SCHEMA_VERSION`] in one `BEGIN IMMEDIATE`
 /// transaction, so two processes opening a new file never both migrate it.
 pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<()> {

@@ -20,11 +20,17 @@ pub enum Style {
     Timeline,
 }
 
-/// The one-line reading of `e` in `style`.
+/// The one-line reading of `e` in `style`. URL userinfo is masked (`***`)
+/// here too, for rows written before the writers masked it.
 pub fn describe(e: &Event, style: Style) -> String {
-    match reading(e, style) {
+    let text = match reading(e, style) {
         Some(text) => text,
         None => fallback(e, style),
+    };
+    if text.contains("://") {
+        crate::secrets::redact_urls(&text)
+    } else {
+        text
     }
 }
 

@@ -11,6 +11,7 @@ const SCHEDULER_KEYS: &[&str] = &[
     "workers",
     "backfill_workers",
     "lease",
+    "takeover_grace",
     "alert",
     "memory_runs",
     "shutdown_grace",
@@ -21,7 +22,7 @@ const ALERT_KINDS: Kinds = Kinds {
     common: &["kind"],
     kinds: &[
         ("file", &["path"]),
-        ("webhook", &["url"]),
+        ("webhook", &["url", "headers"]),
         ("command", &["command"]),
     ],
 };
@@ -53,6 +54,9 @@ impl Loader<'_> {
         if let Some(d) = self.opt_positive_duration(&t, "lease") {
             s.lease = d;
         }
+        if let Some((d, _)) = self.opt_duration(&t, "takeover_grace") {
+            s.takeover_grace = Some(d);
+        }
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "memory_runs", 0) {
             s.memory_runs = n;
         }
@@ -71,9 +75,15 @@ impl Loader<'_> {
             "file" => Some(AlertSink::File {
                 path: self.req_path(t, "path")?,
             }),
-            "webhook" => Some(AlertSink::Webhook {
-                url: self.req_url(t, "url")?,
-            }),
+            "webhook" => {
+                let url = self.req_url(t, "url");
+                let headers = self.opt_headers(t, "headers");
+                let headers = super::value::default_if_absent(t, "headers", headers, Default::default());
+                Some(AlertSink::Webhook {
+                    url: url?,
+                    headers: headers?,
+                })
+            }
             _ => Some(AlertSink::Command {
                 command: self.req_argv(t, "command")?,
             }),
