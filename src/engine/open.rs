@@ -35,7 +35,7 @@ impl Engine {
             } = s.trigger
             {
                 // One window now; the next is scheduled when this one starts.
-                self.open_last_start_window(idx, &s, at, now)?;
+                self.open_last_start_window(idx, s, at, now)?;
                 self.heap.pop();
                 continue;
             }
@@ -94,7 +94,7 @@ impl Engine {
                         deferred += 1;
                         continue;
                     }
-                    let new = new_run_for(&s, &p.fire, p.disposition, now);
+                    let new = new_run_for(s, &p.fire, p.disposition, now);
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };

@@ -190,7 +190,7 @@ impl Engine {
         // The config is shared (an Arc), not copied per run.
         let cfg = self.cfg.clone();
         let s = &cfg.schedules[idx];
-        let time = match time::check(run, &s, now) {
+        let time = match time::check(run, s, now) {
             TimeLayer::NotYetDue(not_before) => {
                 let plan = planner::plan(
                     run,
@@ -323,7 +323,7 @@ impl Engine {
             pool_used,
             pool_size,
         };
-        let outcome = switches::check(run, &s, &switch_facts, now);
+        let outcome = switches::check(run, s, &switch_facts, now);
         if outcome.cancel_running {
             // The schedule's running on-time windows are superseded: this
             // process stops its own; another scheduler's attempt gets a cancel
