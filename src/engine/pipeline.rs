@@ -418,9 +418,28 @@ impl Engine {
             return Ok(None);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
-        let Applied::Done { claim, effects, .. } = &applied else {
+        let Applied::Done { claim, effects, run } = &applied else {
             return Ok(None);
         };
+        // A finished run joins the schedule's execution memory: its attempt's
+        // summary (or message), else why it ended.
+        if let Some(r) = run
+            && r.state.is_terminal()
+        {
+            let ended = plan.steps.iter().find_map(|s| match s {
+                crate::core::plan::Step::EndAttempt { end, .. } => Some(end.summary.clone().or(end.message.clone())),
+                _ => None,
+            });
+            match ended {
+                Some(summary) => self.remember(idx, r, summary.or_else(|| r.state_reason.clone())),
+                None if r.attempts == 0 => self.remember(idx, r, r.state_reason.clone()),
+                // Ended without an attempt's word (a requeued run's gate):
+                // read again next time.
+                None => {
+                    self.memory.remove(&idx);
+                }
+            }
+        }
         let mut claim = claim.clone();
         for effect in effects.clone() {
             match effect {
