@@ -471,7 +471,7 @@ fn main() {
                     }
                 }
             } else {
-                cli::rehearse::run(files, *json, *quiet)
+                cli::rehearse::run(files, *json, *quiet, cli.db.as_deref())
             }
         }
         Some(Command::Runs {

@@ -196,7 +196,13 @@ impl Engine {
     /// memory (kept up to date by this scheduler's own finishes, read again
     /// after [`MEMORY_TTL`]), one query per schedule instead of one per
     /// dispatch.
-    fn memory_of(&mut self, idx: usize, run: &crate::store::types::Run, n: usize, now: DateTime<Utc>) -> Result<Vec<RunMemory>> {
+    fn memory_of(
+        &mut self,
+        idx: usize,
+        run: &crate::store::types::Run,
+        n: usize,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RunMemory>> {
         let fresh = self
             .memory
             .get(&idx)

@@ -427,7 +427,9 @@ impl Engine {
             && r.state.is_terminal()
         {
             let ended = plan.steps.iter().find_map(|s| match s {
-                crate::core::plan::Step::EndAttempt { end, .. } => Some(end.summary.clone().or(end.message.clone())),
+                crate::core::plan::Step::EndAttempt { end, .. } => {
+                    Some(end.summary.clone().or(end.message.clone()))
+                }
                 _ => None,
             });
             match ended {

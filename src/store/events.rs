@@ -122,6 +122,13 @@ impl Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
+    /// The database's size in bytes (its pages), in memory or on disk.
+    pub fn database_bytes(&self) -> Result<i64> {
+        let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let size: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        Ok(pages * size)
+    }
+
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(MAX_EVENT_ID)?;
