@@ -2,6 +2,7 @@
 //! contract; the module tree follows it.
 
 pub mod agent;
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod console;
@@ -13,6 +14,7 @@ pub mod operator;
 pub mod process;
 pub mod recovery;
 pub mod rehearsal;
+pub mod status;
 pub mod store;
 pub mod time;
 pub mod trace;

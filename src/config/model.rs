@@ -23,6 +23,7 @@ pub struct Config {
     /// The folder relative paths resolve against.
     pub dir: PathBuf,
     pub scheduler: SchedulerConfig,
+    pub api: ApiConfig,
     pub calendars: BTreeMap<String, Arc<Calendar>>,
     pub tenants: BTreeMap<String, TenantConfig>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -54,6 +55,19 @@ pub struct SchedulerConfig {
     pub memory_runs: usize,
     /// How long a stopping scheduler waits for running attempts.
     pub shutdown_grace: Duration,
+    /// How often the scheduler refreshes its registry row; it counts as
+    /// alive while seen within three heartbeats.
+    pub heartbeat: Duration,
+    /// Where the HTTP API, probes and metrics listen (`--listen` overrides).
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// The `[api]` section: who may call the HTTP API.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApiConfig {
+    /// The bearer tokens file (see the README); none: only the probes and
+    /// `/metrics` answer.
+    pub tokens_file: Option<PathBuf>,
 }
 
 impl Default for SchedulerConfig {
@@ -67,6 +81,8 @@ impl Default for SchedulerConfig {
             alert: None,
             memory_runs: 5,
             shutdown_grace: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            listen: None,
         }
     }
 }
