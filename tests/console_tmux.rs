@@ -564,3 +564,36 @@ every = "1s"
     tm.keys(&["q"]);
     tm.wait_for("[exited 0]");
 }
+
+#[test]
+fn the_console_s_embedded_scheduler_serves_with_listen_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["--listen", &listen]));
+    tm.wait_for(" LIVE · 1 scheduler ");
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for path in ["/livez", "/readyz", "/metrics"] {
+        let resp = http.get(&format!("http://{listen}{path}")).call().expect(path);
+        assert_eq!(resp.status(), 200, "{path}");
+    }
+    assert_eq!(cli(dir.path(), &["status"]).status.code(), Some(0));
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+    // Quitting stopped the scheduler cleanly: nobody is alive, and nothing listens.
+    let out = cli(dir.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("stopped"), "{}", text(&out));
+    assert!(
+        http.get(&format!("http://{listen}/livez")).call().is_err(),
+        "the server stopped with it"
+    );
+}
