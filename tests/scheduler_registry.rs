@@ -175,3 +175,47 @@ fn a_scheduler_without_a_registration_writes_no_row_and_watches_no_one() {
         "only a registered scheduler watches its peers"
     );
 }
+
+#[test]
+fn of_two_observers_judging_one_silent_row_only_one_marks_it_lost() {
+    let store = Store::open_in_memory().unwrap();
+    let seen = t("2026-06-06T00:00:00Z");
+    let rec = agentcron::core::registry::SchedulerRecord {
+        owner: "c".into(),
+        host: "h".into(),
+        pid: 7,
+        version: "0.1.0".into(),
+        config_hash: "x".into(),
+        heartbeat_ms: 5_000,
+        started_at: seen,
+        last_seen: seen,
+        stopped_at: None,
+        lost_at: None,
+        lost_by: None,
+    };
+    store.write(|tx| tx.register_scheduler(&rec)).unwrap();
+    let later = seen + TimeDelta::seconds(20);
+    // Both read the row before either wrote: both think it newly lost.
+    assert!(rec.newly_lost("a", later) && rec.newly_lost("b", later));
+    assert!(
+        store
+            .write(|tx| tx.mark_scheduler_lost("c", seen, "a", later))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .write(|tx| tx.mark_scheduler_lost("c", seen, "b", later))
+            .unwrap(),
+        "the second observer loses"
+    );
+    // A heartbeat after the judgement (it was only slow) makes the mark miss.
+    store.write(|tx| tx.scheduler_seen("c", later)).unwrap();
+    assert!(
+        !store
+            .write(|tx| tx.mark_scheduler_lost("c", seen, "a", later))
+            .unwrap(),
+        "judged on an old last_seen"
+    );
+    let row = store.read(|tx| tx.schedulers()).unwrap().pop().unwrap();
+    assert_eq!((row.lost_at, row.lost_by), (None, None));
+}
