@@ -177,15 +177,7 @@ async fn livez() -> Reply {
 async fn readyz(State(api): Shared) -> Response {
     let probe = api.clone();
     let answer = blocking(move || Ok(probe.store.read(|tx| tx.schema_version())?)).await;
-    let reason = match answer {
-        Ok(v) if v == crate::store::SCHEMA_VERSION => None,
-        Ok(v) => Some(format!(
-            "database schema {v}, this build needs {}",
-            crate::store::SCHEMA_VERSION
-        )),
-        Err(e) => Some(format!("database not reachable: {}", e.1)),
-    };
-    match reason {
+    match not_ready(answer.map_err(|e| e.1)) {
         None => axum::Json(json!({
             "ready": true,
             "schema": crate::store::SCHEMA_VERSION,
@@ -197,6 +189,18 @@ async fn readyz(State(api): Shared) -> Response {
             axum::Json(json!({"ready": false, "reason": r})),
         )
             .into_response(),
+    }
+}
+
+/// Why the server is not ready, from the database's answer to "your schema?".
+fn not_ready(schema: Result<i64, String>) -> Option<String> {
+    match schema {
+        Ok(v) if v == crate::store::SCHEMA_VERSION => None,
+        Ok(v) => Some(format!(
+            "database schema {v}, this build needs {}",
+            crate::store::SCHEMA_VERSION
+        )),
+        Err(e) => Some(format!("database not reachable: {e}")),
     }
 }
 
@@ -540,4 +544,45 @@ async fn post_event(
     .await?;
     let status = if new { StatusCode::ACCEPTED } else { StatusCode::OK };
     Ok((status, axum::Json(id)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_ready_says_why() {
+        assert_eq!(not_ready(Ok(crate::store::SCHEMA_VERSION)), None);
+        assert!(not_ready(Ok(3)).unwrap().contains("schema 3"));
+        assert!(
+            not_ready(Err("database is locked".into()))
+                .unwrap()
+                .contains("not reachable: database is locked")
+        );
+    }
+
+    #[test]
+    fn bodies_are_json_or_a_400_that_says_why() {
+        assert_eq!(json_body(Ok(Bytes::from_static(b"  "))).ok(), Some(json!({})));
+        let e = json_body(Ok(Bytes::from_static(b"{\"a\":"))).err().unwrap();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        assert!(e.1.contains("not valid JSON"), "{}", e.1);
+        let e = action_body(
+            Ok(Bytes::from_static(
+                b"{\"reason\": \"r\", \"cancel_running\": true}",
+            )),
+            &[],
+        )
+        .err()
+        .unwrap();
+        assert!(e.1.contains("does not apply"), "{}", e.1);
+        let e = action_body(Ok(Bytes::from_static(b"{\"reasons\": \"r\"}")), &[])
+            .err()
+            .unwrap();
+        assert!(e.1.contains("unknown field"), "{}", e.1);
+        let e = action_body(Ok(Bytes::from_static(b"{\"reason\": \"  \"}")), &[])
+            .err()
+            .unwrap();
+        assert!(e.1.contains("reason is required"), "{}", e.1);
+    }
 }

@@ -92,20 +92,6 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
     })
 }
 
-/// `--listen ADDR` (or `[scheduler] listen`) as an address: `HOST:PORT` with
-/// an IP, or `:PORT` for loopback.
-pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
-    let full = match text.strip_prefix(':') {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => text.to_string(),
-    };
-    full.parse().map_err(|_| {
-        format!(
-            "--listen takes an address and port like 127.0.0.1:9464 (or :9464 for loopback), not {text:?}"
-        )
-    })
-}
-
 /// Binds the HTTP server when asked to (`--listen` wins over the config), so
 /// a taken port or a bad tokens file stops the command before the scheduler
 /// starts (exit 2).
@@ -113,10 +99,10 @@ pub(crate) fn bind_api(
     cfg: &Arc<crate::config::Config>,
     listen: Option<&str>,
 ) -> Result<Option<crate::api::Server>, i32> {
-    let addr = match listen.map(parse_listen).transpose() {
+    let addr = match listen.map(crate::config::model::parse_listen).transpose() {
         Ok(a) => a.or(cfg.scheduler.listen),
         Err(e) => {
-            eprintln!("agentcron: {e}");
+            eprintln!("agentcron: --listen: {e}");
             return Err(exit::USAGE);
         }
     };

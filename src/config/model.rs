@@ -62,6 +62,22 @@ pub struct SchedulerConfig {
     pub listen: Option<std::net::SocketAddr>,
 }
 
+/// A listen address as `--listen` and `[scheduler] listen` take it: `IP:PORT`,
+/// or `:PORT` or a bare `PORT` for loopback (127.0.0.1): the server binds
+/// beyond this machine only when an address says so.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    let port = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "a listen address is IP:PORT like 127.0.0.1:9464 (or :9464 or 9464 for loopback), not {text:?}"
+        )
+    })
+}
+
 /// The `[api]` section: who may call the HTTP API.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiConfig {
@@ -427,4 +443,25 @@ pub struct MaintenanceConfig {
     /// Schedules it applies to; empty = all.
     pub schedules: Vec<String>,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod listen_tests {
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        for short in ["9464", ":9464", " 9464 "] {
+            assert_eq!(super::parse_listen(short).unwrap().to_string(), "127.0.0.1:9464");
+        }
+        assert_eq!(
+            super::parse_listen("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert_eq!(
+            super::parse_listen("[::1]:9464").unwrap().to_string(),
+            "[::1]:9464"
+        );
+        for bad in ["localhost:9464", "", "99999", "127.0.0.1"] {
+            assert!(super::parse_listen(bad).unwrap_err().contains("IP:PORT"), "{bad}");
+        }
+    }
 }

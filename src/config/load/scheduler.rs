@@ -65,12 +65,9 @@ impl Loader<'_> {
             s.heartbeat = d;
         }
         if let Some((text, at)) = self.opt_str(&t, "listen") {
-            match text.parse::<std::net::SocketAddr>() {
+            match crate::config::model::parse_listen(&text) {
                 Ok(addr) => s.listen = Some(addr),
-                Err(_) => self.error(
-                    at,
-                    format!("`listen` must be an address and port like \"127.0.0.1:9464\", not {text:?}"),
-                ),
+                Err(e) => self.error(at, format!("`listen`: {e}")),
             }
         }
         if let Some(a) = self.opt_table(&t, "alert", "the `alert` table of [scheduler]".into()) {
