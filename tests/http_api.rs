@@ -371,6 +371,9 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
     );
     let (code, _) = get(&base, "/api/v1/runs", None);
     assert_eq!(code, 401, "reads need a token too");
+    let (code, _) = get(&base, "/metrics", None);
+    assert_eq!(code, 401, "with tokens configured, /metrics needs a read token");
+    assert_eq!(get(&base, "/readyz", None).0, 200, "the probes never do");
     // Bad bodies: malformed and oversized JSON are 400s with a message.
     let (code, body) = post(&base, deploy, Some(OPERATE), &[], "{\"build\": ");
     assert_eq!(code, 400, "{body}");
