@@ -1,8 +1,8 @@
 //! Liveness through the real binary (issue 17): two headless schedulers on one
 //! database, `kill -9` one — the other records `scheduler_lost` and alerts
 //! once; the only scheduler killed — `status` exits 1 and says no scheduler is
-//! alive within three heartbeats. Heartbeat 500 ms here, so alive = seen
-//! within 1.5 s. Everything polls the database or the CLI with a deadline.
+//! alive within three heartbeats. Heartbeat 1 s here, so alive = seen
+//! within 3 s. Everything polls the database or the CLI with a deadline.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ fn write_config(dir: &Path) {
 database = "test.db"
 lease = "10s"
 shutdown_grace = "2s"
-heartbeat = "500ms"
+heartbeat = "1s"
 alert = { kind = "file", path = "alerts.jsonl" }
 
 [agents.quick]
@@ -93,12 +93,22 @@ fn lost_events(dir: &Path) -> Vec<Value> {
     serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap_or_default()
 }
 
-fn lost_alerts(dir: &Path) -> usize {
+/// Alerts that `owner` was lost. (A survivor stalled on a loaded machine for
+/// three heartbeats would be reported too, and come back: not counted here.)
+fn lost_alerts(dir: &Path, owner: &str) -> usize {
     std::fs::read_to_string(dir.join("alerts.jsonl"))
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains("\"scheduler_lost\""))
+        .filter(|l| l.contains("\"scheduler_lost\"") && l.contains(&format!("scheduler {owner} ")))
         .count()
+}
+
+fn lost_of(events: &[Value], owner: &str) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["detail"]["owner"] == owner)
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -126,7 +136,7 @@ fn kill_9_one_of_two_schedulers_and_the_other_records_it_lost_and_alerts_once() 
     a.0.kill().unwrap(); // SIGKILL: no clean stop, no last word
     a.0.wait().unwrap();
     let lost = wait_for("scheduler_lost", || {
-        let e = lost_events(dir.path());
+        let e = lost_of(&lost_events(dir.path()), &victim);
         (!e.is_empty()).then_some(e)
     });
     assert_eq!(lost[0]["detail"]["owner"], victim.as_str());
@@ -155,8 +165,12 @@ fn kill_9_one_of_two_schedulers_and_the_other_records_it_lost_and_alerts_once() 
         }
         (beats >= 4).then_some(())
     });
-    assert_eq!(lost_events(dir.path()).len(), 1, "recorded once");
-    assert_eq!(lost_alerts(dir.path()), 1, "alerted once");
+    assert_eq!(
+        lost_of(&lost_events(dir.path()), &victim).len(),
+        1,
+        "recorded once"
+    );
+    assert_eq!(lost_alerts(dir.path(), &victim), 1, "alerted once");
     let (code, v) = status(dir.path()).unwrap();
     assert_eq!(code, 0, "one scheduler is still alive: {v}");
     assert_eq!(
@@ -188,7 +202,7 @@ fn kill_9_the_only_scheduler_and_status_says_none_is_alive_within_three_heartbea
     let (code, v) = wait_for("status exit 1", || {
         status(dir.path()).filter(|(code, _)| *code == 1)
     });
-    // Three heartbeats of 500 ms, plus the time a debug `status` takes to run.
+    // Three heartbeats of 1 s, plus the time a debug `status` takes to run.
     assert!(
         killed.elapsed() < Duration::from_secs(10),
         "{:?}",
