@@ -27,6 +27,9 @@ struct Cli {
     /// Console that shows but never acts (and opens the database read-only).
     #[arg(long, global = true)]
     read_only: bool,
+    /// Serve the HTTP API, /metrics and probes here (run --headless and the console's scheduler).
+    #[arg(long, global = true, value_name = "ADDR")]
+    listen: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -219,6 +222,12 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// Is it working? Schedulers alive, kill switch, circuits, queues, next fires.
+    Status {
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Why did a window run, or not? Read from the events alone.
     Explain {
         /// Schedule id.
@@ -333,6 +342,13 @@ fn main() {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    let serves = matches!(cli.command, None | Some(Command::Run { .. }));
+    if cli.listen.is_some() && !serves {
+        eprintln!(
+            "agentcron: --listen applies to `agentcron run --headless` and the console's embedded scheduler"
+        );
+        std::process::exit(cli::exit::USAGE);
+    }
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
         Some(Command::Next {
@@ -379,7 +395,7 @@ fn main() {
                 LogFormatArg::Text => cli::run::LogFormat::Text,
                 LogFormatArg::Json => cli::run::LogFormat::Json,
             };
-            cli::run::run(&cli.config, cli.db.as_deref(), format)
+            cli::run::run(&cli.config, cli.db.as_deref(), format, cli.listen.as_deref())
         }
         Some(Command::Trigger { schedule, window }) => {
             cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
@@ -511,6 +527,7 @@ fn main() {
                 limit: *limit,
             },
         ),
+        Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json),
         Some(Command::Explain {
             schedule,
             window,
@@ -531,6 +548,7 @@ fn main() {
             no_color: cli.no_color,
             read_only: cli.read_only,
             attach: *attach,
+            listen: cli.listen.as_deref(),
         }),
         None => cli::console::run(cli::console::Options {
             config: &cli.config,
@@ -539,6 +557,7 @@ fn main() {
             no_color: cli.no_color,
             read_only: cli.read_only,
             attach: false,
+            listen: cli.listen.as_deref(),
         }),
     };
     // exit() ends every thread: give alerts the scheduler queued (webhooks,

@@ -446,6 +446,7 @@ pub fn fixed_snapshot() -> Snapshot {
             (RunState::Expired, 1),
         ],
         counts_at: Some(now),
+        liveness: None,
         backlogs: vec![],
         schedules,
         lanes,
@@ -558,6 +559,7 @@ fn schedule_row(
         paused,
         paused_reason: paused.then(|| "mailbox migration".to_string()),
         max_attempts: 3,
+        overdue: None,
         catchup_window: Duration::hours(72),
     }
 }

@@ -5,7 +5,7 @@
 use super::exit;
 use crate::agent::runner::DefaultRunner;
 use crate::console::{self, ConsoleOptions};
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{Engine, EngineOptions, Registration};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -19,6 +19,8 @@ pub struct Options<'a> {
     pub read_only: bool,
     /// Attach to a database another process schedules: no embedded scheduler.
     pub attach: bool,
+    /// `--listen ADDR`: the embedded scheduler also serves the HTTP API.
+    pub listen: Option<&'a str>,
 }
 
 pub fn run(o: Options<'_>) -> i32 {
@@ -46,8 +48,14 @@ pub fn run(o: Options<'_>) -> i32 {
     if let Err(code) = console::preflight(&options(&cfg, &o, db.clone())) {
         return code;
     }
+    if !embedded && o.listen.is_some() {
+        eprintln!(
+            "agentcron: --listen serves with a scheduler: use it with `agentcron` or `agentcron run --headless`, not --attach"
+        );
+        return exit::USAGE;
+    }
     let scheduler = if embedded {
-        match start_embedded(cfg.clone()) {
+        match start_embedded(cfg.clone(), o.listen) {
             Ok(s) => Some(s),
             Err(code) => return code,
         }
@@ -96,7 +104,7 @@ type Embedded = (tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>);
 
 /// Runs the engine on its own thread and runtime; it stops when told (the
 /// console quit), letting running attempts finish within the grace period.
-fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
+fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Embedded, i32> {
     let store = match Store::open(&cfg.scheduler.database) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -104,6 +112,8 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
             return Err(exit::USAGE);
         }
     };
+    let cfg = Arc::new(cfg);
+    let server = super::run::bind_api(&cfg, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let grace = cfg.scheduler.shutdown_grace;
     let handle = std::thread::Builder::new()
@@ -113,12 +123,16 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
                 return;
             };
             rt.block_on(async move {
+                let api = server.map(super::run::spawn_api);
                 let mut engine = Engine::new(
-                    Arc::new(cfg),
+                    cfg.clone(),
                     store,
                     Arc::new(SystemClock),
                     Arc::new(DefaultRunner),
-                    EngineOptions::default(),
+                    EngineOptions {
+                        registry: Some(Registration::of_this_process(&cfg)),
+                        ..EngineOptions::default()
+                    },
                 );
                 let shutdown = async {
                     let _ = stop_rx.await;
@@ -126,6 +140,9 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
                 // Errors end up in the store's trace where possible; the console
                 // shows the scheduler as stopped by its missing ticks.
                 let _ = engine.run_live(shutdown, grace).await;
+                if let Some(api) = api {
+                    api.stop().await;
+                }
             });
         })
         .map_err(|e| {

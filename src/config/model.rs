@@ -23,6 +23,7 @@ pub struct Config {
     /// The folder relative paths resolve against.
     pub dir: PathBuf,
     pub scheduler: SchedulerConfig,
+    pub api: ApiConfig,
     pub calendars: BTreeMap<String, Arc<Calendar>>,
     pub tenants: BTreeMap<String, TenantConfig>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -58,6 +59,35 @@ pub struct SchedulerConfig {
     pub memory_runs: usize,
     /// How long a stopping scheduler waits for running attempts.
     pub shutdown_grace: Duration,
+    /// How often the scheduler refreshes its registry row; it counts as
+    /// alive while seen within three heartbeats.
+    pub heartbeat: Duration,
+    /// Where the HTTP API, probes and metrics listen (`--listen` overrides).
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// A listen address as `--listen` and `[scheduler] listen` take it: `IP:PORT`,
+/// or `:PORT` or a bare `PORT` for loopback (127.0.0.1): the server binds
+/// beyond this machine only when an address says so.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    let port = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "a listen address is IP:PORT like 127.0.0.1:9464 (or :9464 or 9464 for loopback), not {text:?}"
+        )
+    })
+}
+
+/// The `[api]` section: who may call the HTTP API.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApiConfig {
+    /// The bearer tokens file (see the README); none: only the probes and
+    /// `/metrics` answer.
+    pub tokens_file: Option<PathBuf>,
 }
 
 impl SchedulerConfig {
@@ -79,6 +109,8 @@ impl Default for SchedulerConfig {
             alert: None,
             memory_runs: 5,
             shutdown_grace: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            listen: None,
         }
     }
 }
@@ -437,4 +469,25 @@ pub struct MaintenanceConfig {
     /// Schedules it applies to; empty = all.
     pub schedules: Vec<String>,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod listen_tests {
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        for short in ["9464", ":9464", " 9464 "] {
+            assert_eq!(super::parse_listen(short).unwrap().to_string(), "127.0.0.1:9464");
+        }
+        assert_eq!(
+            super::parse_listen("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert_eq!(
+            super::parse_listen("[::1]:9464").unwrap().to_string(),
+            "[::1]:9464"
+        );
+        for bad in ["localhost:9464", "", "99999", "127.0.0.1"] {
+            assert!(super::parse_listen(bad).unwrap_err().contains("IP:PORT"), "{bad}");
+        }
+    }
 }

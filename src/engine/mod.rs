@@ -16,6 +16,9 @@ mod live;
 pub(crate) mod open;
 mod outcome;
 mod pipeline;
+mod registry;
+
+pub use registry::Registration;
 
 pub use decision::{Decision, Hold, SwitchCheck, Verdict};
 
@@ -54,6 +57,9 @@ pub struct EngineOptions {
     pub max_catchup_windows: usize,
     /// How often a `tick` event records that this scheduler is alive.
     pub tick_event_every: TimeDelta,
+    /// This scheduler's row in the registry; `None`: not registered
+    /// (rehearsals, tests that do not ask for it).
+    pub registry: Option<Registration>,
 }
 
 impl Default for EngineOptions {
@@ -63,22 +69,27 @@ impl Default for EngineOptions {
             log_limit: 64 * 1024,
             max_catchup_windows: 10_000,
             tick_event_every: TimeDelta::minutes(1),
+            registry: None,
         }
     }
 }
 
 /// `host:pid`, the lease owner of a live scheduler.
 pub fn default_owner() -> String {
+    format!("{}:{}", hostname(), std::process::id())
+}
+
+/// This machine's name (`localhost` if it cannot be read).
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into a valid buffer.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
+    if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     } else {
         "localhost".to_string()
-    };
-    format!("{host}:{}", std::process::id())
+    }
 }
 
 /// Why the engine itself stopped an attempt (the core's word for it).
@@ -144,6 +155,8 @@ pub struct Engine {
     pub(crate) quota_holds: std::cell::Cell<bool>,
     pub(crate) last_renewal: Option<DateTime<Utc>>,
     pub(crate) last_tick_event: Option<DateTime<Utc>>,
+    /// When this scheduler last refreshed its registry row.
+    pub(crate) registry_seen: Option<DateTime<Utc>>,
     pub(crate) last_ttl_check: Option<DateTime<Utc>>,
     /// The soonest `approval_ttl` deadline of a `needs_human` run known to us.
     pub(crate) next_ttl_deadline: Option<DateTime<Utc>>,
@@ -254,6 +267,7 @@ impl Engine {
             quota_holds: std::cell::Cell::new(true),
             last_renewal: None,
             last_tick_event: None,
+            registry_seen: None,
             last_ttl_check: None,
             next_ttl_deadline: None,
             backlog: std::cell::RefCell::new(HashMap::new()),
@@ -528,6 +542,8 @@ impl Engine {
     /// committed lease still holds. Must not run inside a [`Store::batch`]: a
     /// supervisor must never hear of a renewal that could still roll back.
     pub(crate) fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
+        // The registry heartbeat goes with the renewals: both say "alive".
+        self.refresh_registry(now)?;
         if self.running.is_empty() {
             self.last_renewal = Some(now);
             return Ok(());

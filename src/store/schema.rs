@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
@@ -108,6 +108,26 @@ UPDATE runs SET hold = CASE
 /// already known before are born when they were first evaluated.
 const V6: &str = r#"
 UPDATE schedule_state SET born_at = last_evaluated WHERE born_at IS NULL;
+"#;
+
+/// The scheduler registry (DESIGN.md "Status"): one row per scheduler process,
+/// keyed by its owner name (`host:pid`), refreshed every heartbeat; a clean
+/// stop sets `stopped_at`, a peer that sees it go silent sets `lost_at` (once:
+/// the update repeats the `last_seen` it saw). Instants are epoch ms.
+const V7: &str = r#"
+CREATE TABLE IF NOT EXISTS schedulers (
+    owner        TEXT PRIMARY KEY,
+    host         TEXT    NOT NULL,
+    pid          INTEGER NOT NULL,
+    version      TEXT    NOT NULL,
+    config_hash  TEXT    NOT NULL,
+    heartbeat_ms INTEGER NOT NULL,
+    started_at   INTEGER NOT NULL,
+    last_seen    INTEGER NOT NULL,
+    stopped_at   INTEGER,
+    lost_at      INTEGER,
+    lost_by      TEXT
+) WITHOUT ROWID;
 "#;
 
 const V1: &str = r#"

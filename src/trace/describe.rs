@@ -212,6 +212,12 @@ fn reading(e: &Event, style: Style) -> Option<String> {
         Event::ClockJump { from, to, .. } if style == Timeline => {
             format!("clock jumped from {} to {}", rfc3339(*from), rfc3339(*to))
         }
+        Event::SchedulerLost {
+            owner, last_seen, by, ..
+        } => format!(
+            "scheduler {owner} lost: silent since {} (seen by {by})",
+            rfc3339(*last_seen)
+        ),
         Event::StaleResult { token, .. } if style == Timeline => {
             format!("late result of token {token} ignored")
         }

@@ -89,6 +89,7 @@ pub fn load_str_with(text: &str, path: &Path, extra: &[&str]) -> Result<Config, 
 
 const TOP_KEYS: &[&str] = &[
     "scheduler",
+    "api",
     "calendars",
     "tenants",
     "agents",
@@ -213,6 +214,7 @@ impl<'s> Loader<'s> {
             .collect();
         self.check_keys(&root, &allowed, &[], None);
         let scheduler = self.scheduler(&root);
+        let api = self.api(&root);
         let calendars = self.calendars(&root);
         let tenants = self.tenants(&root);
         let agents = self.agents(&root);
@@ -228,6 +230,7 @@ impl<'s> Loader<'s> {
             path: self.abs_path.clone(),
             dir: self.dir.clone(),
             scheduler,
+            api,
             calendars,
             tenants,
             agents,

@@ -3,7 +3,7 @@
 
 use super::Loader;
 use super::table::{Kinds, Tbl};
-use crate::config::model::{AlertSink, SchedulerConfig};
+use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig};
 
 const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
@@ -15,6 +15,8 @@ const SCHEDULER_KEYS: &[&str] = &[
     "alert",
     "memory_runs",
     "shutdown_grace",
+    "heartbeat",
+    "listen",
 ];
 
 const ALERT_KINDS: Kinds = Kinds {
@@ -63,10 +65,30 @@ impl Loader<'_> {
         if let Some((d, _)) = self.opt_duration(&t, "shutdown_grace") {
             s.shutdown_grace = d;
         }
+        if let Some(d) = self.opt_positive_duration(&t, "heartbeat") {
+            s.heartbeat = d;
+        }
+        if let Some((text, at)) = self.opt_str(&t, "listen") {
+            match crate::config::model::parse_listen(&text) {
+                Ok(addr) => s.listen = Some(addr),
+                Err(e) => self.error(at, format!("`listen`: {e}")),
+            }
+        }
         if let Some(a) = self.opt_table(&t, "alert", "the `alert` table of [scheduler]".into()) {
             s.alert = self.alert(&a);
         }
         s
+    }
+
+    /// `[api]`: the bearer tokens file (read when the server starts).
+    pub(super) fn api(&mut self, root: &Tbl) -> ApiConfig {
+        let mut api = ApiConfig::default();
+        let Some(t) = self.opt_table(root, "api", "[api]".into()) else {
+            return api;
+        };
+        self.check_keys(&t, &["tokens_file"], &[], None);
+        api.tokens_file = self.opt_path(&t, "tokens_file");
+        api
     }
 
     fn alert(&mut self, t: &Tbl) -> Option<AlertSink> {

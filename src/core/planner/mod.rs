@@ -15,7 +15,7 @@ pub use operator::{Actor, Refused, RunAction, ScheduleAction, require_reason, ru
 
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
 use crate::core::decision::{Decision, HoldKind, Verdict};
-use crate::core::event::{Alert, Event};
+use crate::core::event::{Alert, Event, SkipCause};
 use crate::core::layers::gates::GateVerdict;
 use crate::core::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
 use crate::core::records::{AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
@@ -291,7 +291,7 @@ fn decided(
             });
         }
         Verdict::Skip => {
-            plan.event(Scope::Run, skipped(&d.reason));
+            plan.event(Scope::Run, skipped(&d.reason, SkipCause::of(&d)));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&d.reason),
@@ -404,7 +404,7 @@ fn catch_up_missed(plan: &mut Plan, run: &Run, p: &Policy<'_>, facts: &Facts, no
         }
         Catchup::Latest => {
             let why = "coalesced: a newer window runs instead (catchup = \"latest\")".to_string();
-            plan.event(Scope::Run, skipped(&why));
+            plan.event(Scope::Run, skipped(&why, SkipCause::Coalesced));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&why),
@@ -412,7 +412,7 @@ fn catch_up_missed(plan: &mut Plan, run: &Run, p: &Policy<'_>, facts: &Facts, no
         }
         _ => {
             let why = "missed and not caught up (catchup = \"none\")".to_string();
-            plan.event(Scope::Run, skipped(&why));
+            plan.event(Scope::Run, skipped(&why, SkipCause::NotCaughtUp));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&why),
@@ -756,9 +756,10 @@ fn park(plan: &mut Plan, s: &ScheduleConfig, now: DateTime<Utc>) {
 }
 
 /// A `skipped` event of a layer's decision (the run has the window facts).
-pub fn skipped(reason: &str) -> Event {
+pub fn skipped(reason: &str, cause: SkipCause) -> Event {
     Event::Skipped {
         reason: reason.to_string(),
+        cause: Some(cause),
         run_reason: None,
         window: None,
     }
