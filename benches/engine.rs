@@ -711,7 +711,10 @@ fn engine_lifecycles(runs: usize, schedules: usize) -> (usize, Spent) {
         succeeded as f64 / total.wall,
         succeeded as f64 / total.cpu.max(1e-9)
     );
-    println!("bench lifecycles: {:.0} per wall second", succeeded as f64 / total.wall);
+    println!(
+        "bench lifecycles: {:.0} per wall second",
+        succeeded as f64 / total.wall
+    );
     (succeeded, total)
 }
 
