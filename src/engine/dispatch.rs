@@ -156,6 +156,7 @@ impl Engine {
                 broken_result: None,
                 lease_until,
             },
+            run.due_at,
         ));
         self.after_start(idx, now);
         Ok(())
@@ -165,7 +166,9 @@ impl Engine {
     /// supervisor enforces the lease as committed: what is left of it now.
     pub(crate) fn start_pending(&mut self) {
         let kill_grace = self.lease_kill_grace();
-        for (mut spec, mut running) in std::mem::take(&mut self.pending_starts) {
+        let committed = self.clock.now();
+        for (mut spec, mut running, due) in std::mem::take(&mut self.pending_starts) {
+            self.commit_lateness.record(due, committed);
             spec.lease = Some(crate::agent::runner::AttemptLease {
                 valid_for: (running.lease_until - self.clock.now())
                     .to_std()
@@ -175,6 +178,41 @@ impl Engine {
             running.handle = self.runner.start(spec, self.reports_tx.clone());
             self.running.insert(running.run_id, running);
         }
+    }
+}
+
+/// How late claims committed (the batch's commit instant − the window's due
+/// instant), the newest [`CommitLateness::KEPT`]: what a claim's durable
+/// lateness really was, where the `claimed` event's stamp is the instant it
+/// was decided, a chunk (at most [`super::pipeline::CLAIM_CHUNK`] decisions)
+/// before its commit.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitLateness {
+    /// (due, committed), a ring once full.
+    samples: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    next: usize,
+}
+
+impl CommitLateness {
+    const KEPT: usize = 1 << 20;
+
+    fn record(&mut self, due: DateTime<Utc>, committed: DateTime<Utc>) {
+        if self.samples.len() < Self::KEPT {
+            self.samples.push((due, committed));
+        } else {
+            self.samples[self.next] = (due, committed);
+            self.next = (self.next + 1) % Self::KEPT;
+        }
+    }
+}
+
+impl Engine {
+    /// (due, committed) of the newest claims this engine made (up to about a
+    /// million, oldest first): how late each claim was durable, which the
+    /// lateness bench reports as commit − due.
+    pub fn claim_commits(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        let (s, next) = (&self.commit_lateness.samples, self.commit_lateness.next);
+        s[next..].iter().chain(&s[..next]).copied().collect()
     }
 }
 

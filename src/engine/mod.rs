@@ -143,7 +143,10 @@ pub struct Engine {
     pub(crate) running: HashMap<i64, Running>,
     /// Attempts claimed in the current batch, started once it has committed:
     /// an agent never runs on a claim that could still roll back.
-    pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running)>,
+    pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running, DateTime<Utc>)>,
+    /// How late each claim's transaction committed (commit − due), as
+    /// [`Engine::claim_commit_lateness`] reports it.
+    pub(crate) commit_lateness: dispatch::CommitLateness,
     /// Answers to side-effect steps, sent once the transaction that journaled
     /// the step has committed: (run id, fencing token, answer).
     pub(crate) pending_replies: Vec<(i64, i64, crate::agent::protocol::Reply)>,
@@ -260,6 +263,7 @@ impl Engine {
             cursor: vec![None; n],
             running: HashMap::new(),
             pending_starts: vec![],
+            commit_lateness: dispatch::CommitLateness::default(),
             pending_replies: vec![],
             reports_tx,
             reports_rx,

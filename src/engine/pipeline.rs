@@ -14,6 +14,11 @@ use crate::store::types::*;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
+/// Due runs decided and claimed per transaction: small enough that the
+/// first agents start a few milliseconds into a tick of thousands, large
+/// enough that a commit's page writes are shared by many claims.
+pub(crate) const CLAIM_CHUNK: usize = 256;
+
 /// Facts about layer 3 gathered once per tick; each run's
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
@@ -89,8 +94,19 @@ impl Engine {
                     self.submit_gates(idx, run, now)?;
                 }
             } else {
+                // Decided and claimed a chunk per transaction, each chunk's
+                // agents started right after its commit: the first agents
+                // start while later chunks are still being decided. The
+                // chunk is decided at the clock's instant (a tick of 10,000
+                // due runs takes a while), so its claims are stamped within
+                // one chunk of their commit.
+                let now = self.clock.now().max(now);
+                let mut n = 0;
                 store.batch(|| {
-                    while let Some(run) = due.next_if(|r| !needs_io(self, r)) {
+                    while n < CLAIM_CHUNK
+                        && let Some(run) = due.next_if(|r| !needs_io(self, r))
+                    {
+                        n += 1;
                         // A run of a schedule no longer in the config is left alone.
                         if let Some(&idx) = self.index.get(&run.schedule) {
                             self.evaluate_run(idx, run, now, &mut facts)?;
@@ -120,7 +136,7 @@ impl Engine {
         let used = self
             .running
             .values()
-            .chain(self.pending_starts.iter().map(|(_, r)| r))
+            .chain(self.pending_starts.iter().map(|(_, r, _)| r))
             .filter(|r| r.pool == pool)
             .count();
         (used, size)
