@@ -154,6 +154,7 @@ impl Engine {
                 last_heartbeat_event: None,
                 rate_limited: false,
                 broken_result: None,
+                journaled: false,
                 lease_until,
             },
             run.due_at,

@@ -110,6 +110,9 @@ pub(crate) struct Running {
     pub rate_limited: bool,
     /// The last result line was not a valid result: `(error, line)`.
     pub broken_result: Option<(String, String)>,
+    /// This attempt reported a step (the engine journals every one): without
+    /// one, a first attempt has no journal to read at its end.
+    pub journaled: bool,
     /// Until when the store holds this attempt's lease, as last renewed (and
     /// committed) by this scheduler; what is left of it is what the agent's
     /// supervisor enforces.

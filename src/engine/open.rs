@@ -85,7 +85,12 @@ impl Engine {
                 .collect();
             let mut deferred = 0;
             self.store.write(|tx| {
-                let existing = tx.backlog(&s.id)?;
+                // Only catch-up windows can join a backlog range.
+                let existing = if catch_ups.is_empty() {
+                    None
+                } else {
+                    tx.backlog(&s.id)?
+                };
                 // Behind an older backlog, every new catch-up window waits its turn.
                 let first = if existing.is_some() { 0 } else { slots };
                 let range = catch_ups.get(first).zip(catch_ups.last()).map(|(&a, &b)| a..=b);

@@ -124,6 +124,7 @@ impl Engine {
                 }
             }
             AgentLine::Step { name, status } => {
+                r.journaled = true;
                 let s = self.schedule(idx);
                 let delivery = s.deliveries.iter().any(|d| d.name == name);
                 let agent = self.cfg.agents.get(&s.agent);
@@ -254,9 +255,16 @@ impl Engine {
             s.default_error_class,
             s.budget.runtime_error_class,
         );
+        // A first attempt that reported no step has an empty journal (steps
+        // are journaled by attempts, and by the engine only).
+        let no_journal = r.attempt == 1 && !r.journaled;
         let reported = Reported {
             broken_result: r.broken_result.clone(),
-            unconfirmed_steps: self.unconfirmed_steps(&r)?,
+            unconfirmed_steps: if no_journal {
+                vec![]
+            } else {
+                self.unconfirmed_steps(&r)?
+            },
         };
         let mut outcome = honest(
             outcome,
@@ -333,7 +341,7 @@ impl Engine {
             verify_step: r.verify_step.clone(),
             verified: r.result.as_ref().and_then(|x| x.verified),
         };
-        self.apply_ended(now, r.run_id, r.schedule, ended)
+        self.apply_ended(now, r.run_id, r.schedule, ended, no_journal)
     }
 
     /// Side-effect steps this attempt journaled `started` and never finished.
@@ -362,13 +370,18 @@ impl Engine {
         run_id: i64,
         idx: usize,
         ended: Ended,
+        no_journal: bool,
     ) -> Result<()> {
         let (token, attempt) = (ended.token, ended.attempt);
         let Some(run) = self.store.read(|tx| tx.try_run(run_id))? else {
             return Ok(());
         };
         let facts = Facts {
-            uncertain_steps: self.store.read(|tx| tx.uncertain_steps(run_id))?,
+            uncertain_steps: if no_journal {
+                vec![]
+            } else {
+                self.store.read(|tx| tx.uncertain_steps(run_id))?
+            },
             ..Facts::default()
         };
         let plan = planner::plan(&run, Input::AttemptEnded(ended), &self.policy(idx), &facts, now);
