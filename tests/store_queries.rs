@@ -422,6 +422,15 @@ fn event_filters_select_and_order() {
                 ..EventFilter::default()
             };
             assert_eq!(ids(of_schedule), [e1, e2, e4]);
+            // The schedule's own events and its runs' are found through
+            // different indexes (schema 8): still one order, one limit.
+            let newest_of_schedule = EventFilter {
+                schedule: Some("s".into()),
+                newest_first: true,
+                limit: Some(2),
+                ..EventFilter::default()
+            };
+            assert_eq!(ids(newest_of_schedule), [e4, e2]);
             let gates = EventFilter {
                 kinds: vec!["gate".into(), "tick".into()],
                 ..EventFilter::default()
