@@ -717,8 +717,8 @@ fn the_migration_counts_the_runs_an_older_database_already_has() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_update; \
-             DROP TRIGGER run_counts_delete; DROP TABLE run_counts; \
+            "DROP TRIGGER IF EXISTS run_counts_insert; DROP TRIGGER IF EXISTS run_counts_update; \
+             DROP TRIGGER IF EXISTS run_counts_delete; DROP TABLE run_counts; \
              DROP INDEX runs_due_on_time; DROP INDEX runs_due_backfill; DROP INDEX runs_waiting; \
              DROP TABLE catchup_backlog; PRAGMA user_version = 1;",
         )

@@ -44,7 +44,7 @@ const ADD_USAGE: &str = "UPDATE attempts SET tokens = tokens + ?3, cost_usd = co
 const RUN_USAGE: &str =
     "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM attempts WHERE run_id = ?1";
 const SCHEDULE_COST: &str = "SELECT COALESCE(SUM(cost_usd), 0.0) FROM attempts \
-     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4";
+     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4 AND cost_usd <> 0";
 const LOG_OF_ATTEMPT: &str = "SELECT log_head, log_tail, log_dropped FROM attempts \
      WHERE run_id = ?1 AND fencing_token = ?2";
 const SET_LOG: &str = "UPDATE attempts SET log_head = ?2, log_tail = ?3, log_dropped = ?4 \
@@ -163,6 +163,7 @@ impl Tx<'_> {
         let Some(run) = run else {
             return Ok(None);
         };
+        self.counts.moved(Some(from), run.state);
         self.conn
             .prepare_cached(BUMP_FENCING)?
             .execute([run.fencing_token])?;

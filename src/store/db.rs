@@ -3,6 +3,7 @@
 //! write lock) and [`Store::read`] (a deferred read snapshot).
 
 use super::{Result, StoreError, schema};
+use crate::core::machine::RunState;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -44,6 +45,60 @@ const TUNING: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
 pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
+    counts: RunCounts,
+}
+
+/// How the open transaction changed the number of runs in each state: added
+/// to `run_counts` once, just before it commits (one statement per state
+/// that changed, not two trigger statements per run), dropped if it rolls
+/// back. Every change of a run's state goes through `insert_run`,
+/// `transition` or `claim`, which record it here.
+#[derive(Default)]
+pub(crate) struct RunCounts(Mutex<[i64; RunState::ALL.len()]>);
+
+impl RunCounts {
+    fn slot(state: RunState) -> usize {
+        RunState::ALL.iter().position(|s| *s == state).unwrap_or(0)
+    }
+
+    fn deltas(&self) -> MutexGuard<'_, [i64; RunState::ALL.len()]> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A run entered `to` (from `from`, or new).
+    pub(crate) fn moved(&self, from: Option<RunState>, to: RunState) {
+        if from == Some(to) {
+            return;
+        }
+        let mut d = self.deltas();
+        if let Some(from) = from {
+            d[Self::slot(from)] -= 1;
+        }
+        d[Self::slot(to)] += 1;
+    }
+
+    /// The open transaction's change to the count of `state`, not yet in
+    /// `run_counts`.
+    pub(crate) fn pending(&self, state: RunState) -> i64 {
+        self.deltas()[Self::slot(state)]
+    }
+
+    fn clear(&self) {
+        *self.deltas() = [0; RunState::ALL.len()];
+    }
+
+    /// Writes the changes into `run_counts` (inside the transaction) and
+    /// forgets them.
+    fn flush(&self, conn: &Connection) -> Result<()> {
+        let d = std::mem::take(&mut *self.deltas());
+        for (state, n) in RunState::ALL.iter().zip(d) {
+            if n != 0 {
+                conn.prepare_cached("UPDATE run_counts SET n = n + ?2 WHERE state = ?1")?
+                    .execute(rusqlite::params![state, n])?;
+            }
+        }
+        Ok(())
+    }
 }
 
 thread_local! {
@@ -79,6 +134,7 @@ fn begin_immediate(conn: &Connection) -> Result<()> {
 /// several in one atomic unit.
 pub struct Tx<'a> {
     pub(crate) conn: &'a Connection,
+    pub(crate) counts: &'a RunCounts,
 }
 
 impl fmt::Debug for Store {
@@ -223,6 +279,7 @@ impl Store {
         Store {
             conn: Mutex::new(conn),
             path,
+            counts: RunCounts::default(),
         }
     }
 
@@ -277,8 +334,14 @@ impl Store {
             }
         }
         let clear = Clear;
-        let out = f();
+        let mut out = f();
         drop(clear);
+        if out.is_ok()
+            && let Err(e) = self.counts.flush(&guard)
+        {
+            out = Err(E::from(e));
+        }
+        self.counts.clear();
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match guard.execute_batch(end) {
             Ok(()) => out,
@@ -311,7 +374,10 @@ impl Store {
             // the connection's mutex guard for the whole call of its closure, and
             // cleared before the guard is dropped; we are inside that closure.
             let conn = unsafe { &*conn };
-            return f(&Tx { conn });
+            return f(&Tx {
+                conn,
+                counts: &self.counts,
+            });
         }
         let mut conn = self.lock();
         let started = Instant::now();
@@ -335,7 +401,12 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         };
-        let out = f(&Tx { conn: &tx });
+        let out = f(&Tx {
+            conn: &tx,
+            counts: &self.counts,
+        })
+        .and_then(|v| self.counts.flush(&tx).map(|()| v));
+        self.counts.clear();
         match out {
             Ok(v) => match tx.commit() {
                 Ok(()) => Ok(v),
@@ -355,12 +426,16 @@ impl Store {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
             return f(&Tx {
                 conn: unsafe { &*conn },
+                counts: &self.counts,
             });
         }
         let mut conn = self.lock();
         let started = Instant::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        match f(&Tx { conn: &tx }) {
+        match f(&Tx {
+            conn: &tx,
+            counts: &self.counts,
+        }) {
             Ok(v) => {
                 tx.commit()?;
                 Ok(v)

@@ -192,6 +192,9 @@ impl Tx<'_> {
                 run_from_row,
             )
             .optional()?;
+        if let Some(r) = &run {
+            self.counts.moved(None, r.state);
+        }
         Ok(run)
     }
 
@@ -327,14 +330,18 @@ impl Tx<'_> {
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
         let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
-        let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
+        let mut stored: Vec<(RunState, i64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
         for row in rows {
             let (state, n) = row?;
-            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
-                slot.1 = u64::try_from(n).unwrap_or(0);
+            if let Some(slot) = stored.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = n;
             }
         }
-        Ok(counts)
+        // With what this transaction changed and has not written yet.
+        Ok(stored
+            .into_iter()
+            .map(|(s, n)| (s, u64::try_from(n + self.counts.pending(s)).unwrap_or(0)))
+            .collect())
     }
 
     /// The last `n` finished (terminal) runs of a schedule, newest window first:
@@ -447,6 +454,7 @@ impl Tx<'_> {
                 None => StoreError::RunNotFound(run_id),
             });
         };
+        self.counts.moved(Some(from), run.state);
         Ok(run)
     }
 
