@@ -86,12 +86,30 @@ fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
+/// Where a rehearsal bench keeps its database: in memory, as `rehearse`
+/// does, unless `AGENTCRON_BENCH_FILE=1` asks for the file (to compare).
+fn bench_db(dir: &std::path::Path) -> std::path::PathBuf {
+    if std::env::var("AGENTCRON_BENCH_FILE").is_ok_and(|v| v == "1") {
+        dir.join("bench.db")
+    } else {
+        agentcron::rehearsal::driver::memory_database(&format!("bench-{}", std::process::id()))
+    }
+}
+
+/// The database's size: its pages.
+fn db_mb(store: &agentcron::store::Store) -> f64 {
+    store
+        .read(|tx| tx.database_bytes())
+        .map(|b| b as f64 / 1e6)
+        .unwrap_or(0.0)
+}
+
 fn month(schedules: usize, days: i64) {
     let (dir, cfg) = config(schedules, 2, "72h");
     let start = t("2026-06-01T00:00:00Z");
     let mut d = Driver::new(
         cfg.clone(),
-        &dir.path().join("bench.db"),
+        &bench_db(dir.path()),
         start,
         agents(&cfg, TimeDelta::seconds(20)),
         Box::new(|c| c.schedules.iter().map(|_| vec![]).collect()),
@@ -118,14 +136,13 @@ fn month(schedules: usize, days: i64) {
         .find(|(s, _)| *s == RunState::Succeeded)
         .map_or(0, |(_, n)| *n);
     let (rss, peak) = rss_mb();
-    let db_mb = std::fs::metadata(dir.path().join("bench.db"))
-        .map(|m| m.len() as f64 / 1e6)
-        .unwrap_or(0.0);
+    let db_mb = db_mb(&store);
     println!(
         "month: {schedules} schedules × every 5 min × {days} days: {total} windows ({ok} succeeded) in {wall:.1} s wall \
          = {:.0} windows/s; RSS {rss:.0} MB, peak {peak:.0} MB; database {db_mb:.0} MB",
         total as f64 / wall
     );
+    println!("bench rehearsal-month {schedules} schedules {days} days: {total} windows in {wall:.1} s");
 }
 
 fn outage(schedules: usize, plan_only: bool) {
@@ -133,7 +150,7 @@ fn outage(schedules: usize, plan_only: bool) {
     let start = t("2026-06-01T00:00:00Z");
     let mut d = Driver::new(
         cfg.clone(),
-        &dir.path().join("bench.db"),
+        &bench_db(dir.path()),
         start,
         agents(&cfg, TimeDelta::seconds(1)),
         Box::new(|c| c.schedules.iter().map(|_| vec![]).collect()),
@@ -243,6 +260,7 @@ fn outage(schedules: usize, plan_only: bool) {
         pct(0.99),
         lateness.last().copied().unwrap_or(0)
     );
+    println!("bench outage {schedules} schedules: plan {plan:.2} s, drain {drain_wall:.1} s");
 }
 
 fn main() {

@@ -2,6 +2,7 @@
 //! contract; the module tree follows it.
 
 pub mod agent;
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod console;
@@ -13,6 +14,9 @@ pub mod operator;
 pub mod process;
 pub mod recovery;
 pub mod rehearsal;
+pub mod secrets;
+pub mod status;
 pub mod store;
+pub mod supervisor;
 pub mod time;
 pub mod trace;

@@ -27,9 +27,12 @@ struct Cli {
     /// Console that shows but never acts (and opens the database read-only).
     #[arg(long, global = true)]
     read_only: bool,
-    /// Times in UTC instead of each schedule's zone (runs, show, events, explain).
+    /// Times in UTC instead of each schedule's zone (runs, show, events, explain, status).
     #[arg(long, global = true)]
     utc: bool,
+    /// Serve the HTTP API, /metrics and probes here (run --headless and the console's scheduler).
+    #[arg(long, global = true, value_name = "ADDR")]
+    listen: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -243,6 +246,12 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// Is it working? Schedulers alive, kill switch, circuits, queues, next fires.
+    Status {
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Why did a window run, or not? Read from the events alone.
     Explain {
         /// Schedule id.
@@ -348,6 +357,15 @@ enum FoldArg {
 }
 
 fn main() {
+    // The per-attempt supervisor is this binary re-executed: handled before the
+    // CLI (it is no verb, and takes its own arguments).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("__supervise") {
+        std::process::exit(agentcron::supervisor::main(&args[2..]));
+    }
+    // Agents run under the supervisor; /proc/self/exe still names this binary
+    // if the file is replaced while the scheduler runs.
+    agentcron::process::set_supervisor("/proc/self/exe");
     let cli = Cli::parse();
     // A printing verb piped into `head` ends quietly when the pipe closes, as
     // Unix tools do, instead of panicking on a broken pipe. Not for the
@@ -362,6 +380,13 @@ fn main() {
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
+    }
+    let serves = matches!(cli.command, None | Some(Command::Run { .. }));
+    if cli.listen.is_some() && !serves {
+        eprintln!(
+            "agentcron: --listen applies to `agentcron run --headless` and the console's embedded scheduler"
+        );
+        std::process::exit(cli::exit::USAGE);
     }
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
@@ -409,7 +434,7 @@ fn main() {
                 LogFormatArg::Text => cli::run::LogFormat::Text,
                 LogFormatArg::Json => cli::run::LogFormat::Json,
             };
-            cli::run::run(&cli.config, cli.db.as_deref(), format)
+            cli::run::run(&cli.config, cli.db.as_deref(), format, cli.listen.as_deref())
         }
         Some(Command::Trigger { schedule, window }) => {
             cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
@@ -555,7 +580,7 @@ fn main() {
                     }
                 }
             } else {
-                cli::rehearse::run(files, *json, *quiet)
+                cli::rehearse::run(files, *json, *quiet, cli.db.as_deref())
             }
         }
         Some(Command::Runs {
@@ -603,6 +628,7 @@ fn main() {
                 utc: cli.utc,
             },
         ),
+        Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json, cli.utc),
         Some(Command::Explain {
             schedule,
             window,
@@ -626,6 +652,7 @@ fn main() {
             no_color: cli.no_color,
             read_only: cli.read_only,
             attach: *attach,
+            listen: cli.listen.as_deref(),
         }),
         None => cli::console::run(cli::console::Options {
             config: &cli.config,
@@ -634,6 +661,7 @@ fn main() {
             no_color: cli.no_color,
             read_only: cli.read_only,
             attach: false,
+            listen: cli.listen.as_deref(),
         }),
     };
     // exit() ends every thread: give alerts the scheduler queued (webhooks,

@@ -14,9 +14,18 @@
 //! [`run`] is the blocking entry (gates, alert and delivery commands) and keeps on
 //! the caller's thread; [`start`] is the async one (agents) and keeps on a thread
 //! of its own. Both feed the keeper the same [`Note`]s, so the deadline and the
-//! stop policy exist once. A per-attempt supervisor (a child subreaper that also
-//! takes the tree down when the scheduler dies or a lease lapses) can take the
-//! keeper's place behind the same notes, with one more for a moved deadline.
+//! stop policy exist once. [`start_with`] adds a lease: the program is also
+//! stopped when the lease passes without a [`Renewer::renew`].
+//!
+//! In the `agentcron` binary ([`set_supervisor`]) agents do not run under the
+//! in-process keeper but under a per-attempt supervisor process
+//! (`crate::supervisor`, the binary re-executed): a child subreaper that keeps
+//! every descendant of the agent, and ends the whole tree at the deadline, on
+//! stop, when the lease lapses without renewal — which a frozen scheduler
+//! cannot prevent — and when the scheduler dies (its control socket closes).
+//! `supervised` is the scheduler's side of that conversation.
+
+mod supervised;
 
 use crate::time::duration::format_duration;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -136,8 +145,50 @@ pub enum Exit {
     TimedOut,
     /// [`Stopper::stop`] came first.
     Stopped,
+    /// Its lease passed without a [`Renewer::renew`]: whoever started it may
+    /// no longer own the work, so it was stopped before anyone takes it over.
+    LeaseExpired,
     /// We lost track of it (waiting failed).
     Lost(io::Error),
+}
+
+/// How long a program started by [`start_with`] may run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    /// The first lease; `None`: no lease, only the timeout.
+    pub lease: Option<Duration>,
+    /// TERM → KILL grace when the lease lapses or the scheduler is gone: short,
+    /// because another scheduler takes the work over soon after (the takeover
+    /// grace). Other stops give [`KILL_GRACE`].
+    pub lease_kill_grace: Duration,
+}
+
+impl Limits {
+    pub fn timeout(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            lease: None,
+            lease_kill_grace: KILL_GRACE,
+        }
+    }
+}
+
+/// The `agentcron` binary to run as the per-attempt supervisor, once set.
+static SUPERVISOR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs every program started by [`start`] / [`start_with`] under the
+/// supervisor (`binary __supervise …`, see `crate::supervisor`) from now on.
+/// The `agentcron` binary calls it at start; a library user (tests) may call
+/// it with the path of a built `agentcron`. Without it the in-process keeper
+/// keeps them. The first call wins.
+pub fn set_supervisor(binary: impl Into<PathBuf>) {
+    let _ = SUPERVISOR.set(binary.into());
+}
+
+/// The supervisor binary, if [`set_supervisor`] was called.
+pub fn supervisor() -> Option<&'static Path> {
+    SUPERVISOR.get().map(PathBuf::as_path)
 }
 
 // ---------------------------------------------------------------------------
@@ -227,6 +278,8 @@ pub fn run(program: &Program, stdin: Option<Vec<u8>>, timeout: Duration) -> Resu
     let keeper = Keeper {
         group,
         deadline,
+        lease: None,
+        lease_kill_grace: KILL_GRACE,
         notes: rx,
         outputs,
     };
@@ -238,8 +291,8 @@ pub fn run(program: &Program, stdin: Option<Vec<u8>>, timeout: Duration) -> Resu
             stderr_line: line(stderr),
         }),
         Exit::TimedOut => Err(ProcessError::TimedOut(timeout)),
-        // Nobody holds a stopper of a blocking run; kept total anyway.
-        Exit::Stopped => Err(ProcessError::Wait {
+        // Nobody holds a stopper or a lease of a blocking run; kept total anyway.
+        Exit::Stopped | Exit::LeaseExpired => Err(ProcessError::Wait {
             program: program.name(),
             source: io::Error::other("stopped"),
         }),
@@ -326,6 +379,11 @@ impl Running {
         self.stopper.clone()
     }
 
+    /// Extends the lease of a process started with one ([`Limits::lease`]).
+    pub fn renewer(&self) -> Renewer {
+        Renewer(self.stopper.0.clone())
+    }
+
     /// Resolves once the process ended and its group was stopped.
     pub async fn ended(self) -> Exit {
         self.ended
@@ -337,6 +395,17 @@ impl Running {
 /// Starts `program` with all three pipes, ending it at `timeout` at the latest.
 /// Must be called inside a tokio runtime.
 pub async fn start(program: &Program, timeout: Duration) -> Result<(Pipes, Running), ProcessError> {
+    start_with(program, Limits::timeout(timeout)).await
+}
+
+/// [`start`] with a lease: the program is also stopped when `limits.lease`
+/// (then each [`Renewer::renew`]) passes without a renewal. Under the
+/// supervisor when one is set ([`set_supervisor`]), else under the keeper.
+pub async fn start_with(program: &Program, limits: Limits) -> Result<(Pipes, Running), ProcessError> {
+    if let Some(binary) = supervisor() {
+        return supervised::start(binary, program, limits).await;
+    }
+    let timeout = limits.timeout;
     let deadline = Instant::now().checked_add(timeout);
     let mut cmd = tokio::process::Command::from(program.command());
     cmd.stdin(Stdio::piped())
@@ -366,6 +435,8 @@ pub async fn start(program: &Program, timeout: Duration) -> Result<(Pipes, Runni
     let keeper = Keeper {
         group,
         deadline,
+        lease: limits.lease.and_then(|l| Instant::now().checked_add(l)),
+        lease_kill_grace: limits.lease_kill_grace,
         notes: rx,
         outputs: 1,
     };
@@ -411,6 +482,17 @@ impl Stopper {
     }
 }
 
+/// Extends the lease of a started process. After the end it does nothing.
+#[derive(Clone)]
+pub struct Renewer(mpsc::Sender<Note>);
+
+impl Renewer {
+    /// The lease now ends `valid_for` from now (`ZERO`: at once).
+    pub fn renew(&self, valid_for: Duration) {
+        let _ = self.0.send(Note::Renew(valid_for));
+    }
+}
+
 /// One output of a kept process still being read; dropping it says it is closed.
 pub struct OutputOpen(mpsc::Sender<Note>);
 
@@ -430,6 +512,10 @@ enum Note {
     /// One output reached EOF (every holder of that pipe is gone).
     OutputClosed,
     Stop,
+    /// The lease now ends this long from now.
+    Renew(Duration),
+    /// The supervisor's word on how the program ended (its tree is gone).
+    Reported(Exit),
 }
 
 /// Owns one process group from spawn until it is gone.
@@ -437,6 +523,9 @@ struct Keeper {
     group: Option<Group>,
     /// `None`: a timeout too large to represent, i.e. never.
     deadline: Option<Instant>,
+    /// When the lease ends without a renewal; `None`: no lease.
+    lease: Option<Instant>,
+    lease_kill_grace: Duration,
     notes: mpsc::Receiver<Note>,
     /// Outputs not yet closed.
     outputs: usize,
@@ -451,7 +540,11 @@ impl Keeper {
     fn keep(mut self) -> Exit {
         let mut leader_gone = false;
         let exit = loop {
-            let note = match self.deadline {
+            let next = match (self.deadline, self.lease) {
+                (Some(d), Some(l)) => Some(d.min(l)),
+                (d, l) => d.or(l),
+            };
+            let note = match next {
                 Some(deadline) => self
                     .notes
                     .recv_timeout(deadline.saturating_duration_since(Instant::now())),
@@ -468,15 +561,31 @@ impl Keeper {
                 }
                 Ok(Note::OutputClosed) => self.outputs = self.outputs.saturating_sub(1),
                 Ok(Note::Stop) => break Exit::Stopped,
-                Err(RecvTimeoutError::Timeout) => break Exit::TimedOut,
+                Ok(Note::Renew(valid_for)) => {
+                    if self.lease.is_some() {
+                        self.lease = Instant::now().checked_add(valid_for);
+                    }
+                }
+                // Only the supervisor's watcher hears reports.
+                Ok(Note::Reported(_)) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.lease.is_some_and(|l| Instant::now() >= l) {
+                        break Exit::LeaseExpired;
+                    }
+                    break Exit::TimedOut;
+                }
                 // Every waiter is gone without a word (a panic): nobody will reap it.
                 Err(RecvTimeoutError::Disconnected) => {
                     break Exit::Lost(io::Error::other("lost track of the process"));
                 }
             }
         };
+        let grace = match exit {
+            Exit::LeaseExpired => self.lease_kill_grace,
+            _ => KILL_GRACE,
+        };
         Group::signal(self.group, libc::SIGTERM);
-        self.settle(&mut leader_gone, KILL_GRACE);
+        self.settle(&mut leader_gone, grace);
         Group::signal(self.group, libc::SIGKILL);
         self.settle(&mut leader_gone, KILL_GRACE);
         exit
@@ -492,7 +601,7 @@ impl Keeper {
             {
                 Ok(Note::Exited(_)) => *leader_gone = true,
                 Ok(Note::OutputClosed) => self.outputs = self.outputs.saturating_sub(1),
-                Ok(Note::Stop) => {}
+                Ok(Note::Stop | Note::Renew(_) | Note::Reported(_)) => {}
                 // Out of time, or nobody left to tell us anything.
                 Err(_) => return,
             }

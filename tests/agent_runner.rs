@@ -67,11 +67,14 @@ fn spec(kind: AgentKind, config_dir: PathBuf, timeout: Duration) -> AttemptSpec 
             env: BTreeMap::from([("CHANNEL".to_string(), "ops".to_string())]),
             verify: false,
             steps: vec![],
+            handshake: false,
+            headers: BTreeMap::new(),
         },
         envelope: envelope(),
         timeout,
         config_dir,
         log_limit: 64 * 1024,
+        lease: None,
     }
 }
 

@@ -93,12 +93,15 @@ fn state_writers_outside_apply() -> Vec<String> {
         let text = std::fs::read_to_string(&file).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            let calls = [".transition(", ".transition_fenced(", ".claim("]
+            let calls = [".transition(", ".transition_fenced(", ".claim(", ".claim_row("]
                 .iter()
                 .any(|c| code.contains(c));
-            // `Tx::transition` itself is `transition_fenced` plus its events.
-            let delegation = rel == "store/runs.rs"
-                && code.contains("self.transition_fenced(run_id, from, to, change, None, now)");
+            // `Tx::transition` itself is `transition_fenced` plus its events,
+            // `Tx::claim` is `claim_row` plus its event.
+            let delegation = (rel == "store/runs.rs"
+                && code.contains("self.transition_fenced(run_id, from, to, change, None, now)"))
+                || (rel == "store/attempts.rs"
+                    && code.contains("self.claim_row(run_id, from, owner, lease_until, reason, now)"));
             if calls && !delegation {
                 found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
             }

@@ -237,6 +237,13 @@ fn explain_and_events_print_one_zone_per_block() {
     one_zone("show", &show.stdout, "+08:00");
     let show = cli(&dir, &["show", &broken.last().unwrap().id.to_string(), "--utc"]);
     one_zone("show --utc", &show.stdout, "+00:00");
+
+    // status: the scheduler's zone for every schedule's next fire, or UTC.
+    let st = cli(&dir, &["status"]);
+    assert!(st.stdout.contains("NEXT FIRE"), "{}", st.stdout);
+    one_zone("status", &st.stdout, "+08:00");
+    let st = cli(&dir, &["status", "--utc"]);
+    one_zone("status --utc", &st.stdout, "+00:00");
 }
 
 #[test]

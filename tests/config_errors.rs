@@ -590,6 +590,7 @@ fn full_config_parses_with_defaults_and_resolved_paths() {
             status,
             json_pointer,
             expect,
+            ..
         } => {
             assert_eq!(url, "https://example.com/health");
             assert_eq!(*status, 200);

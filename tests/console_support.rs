@@ -461,6 +461,7 @@ pub fn fixed_snapshot() -> Snapshot {
             (RunState::Dead, 2),
             (RunState::Missed, 1),
         ],
+        liveness: None,
         backlogs: vec![],
         schedules,
         lanes,
@@ -591,6 +592,7 @@ fn schedule_row(
         paused,
         paused_reason: paused.then(|| "mailbox migration".to_string()),
         max_attempts: 3,
+        overdue: None,
         catchup_window: Duration::hours(72),
     }
 }

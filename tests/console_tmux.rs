@@ -715,3 +715,133 @@ fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+#[test]
+fn attach_read_only_works_on_a_database_nobody_may_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        &dir,
+        &format!(
+            "{BASE}{}",
+            r#"
+[[schedule]]
+id = "frozen-report"
+agent = "sim"
+on_event = "go"
+"#
+        ),
+    );
+    let out = cli(dir.path(), &["trigger", "frozen-report", "--window", "w1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // A 0444 file in a 0555 folder; as root (whom mode bits do not stop) the
+    // console runs as `nobody`.
+    let db = dir.path().join("test.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    struct Unlock(PathBuf);
+    impl Drop for Unlock {
+        fn drop(&mut self) {
+            let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    let _unlock = Unlock(dir.path().to_path_buf());
+    let console = console_command(dir.path(), &["console", "--attach", "--read-only"]);
+    // SAFETY: geteuid(2) only reads our id.
+    let command = if unsafe { libc::geteuid() } == 0 {
+        format!("setpriv --reuid=65534 --regid=65534 --clear-groups -- {console}")
+    } else {
+        console
+    };
+    let tm = Tmux::start(dir.path(), &command);
+    let screen = tm.wait_for("frozen-report");
+    assert!(!screen.contains("cannot open"), "{screen}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
+
+#[test]
+fn the_header_says_when_no_scheduler_is_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        &dir,
+        &format!(
+            "{}{}",
+            BASE.replace("[scheduler]\n", "[scheduler]\nheartbeat = \"500ms\"\n"),
+            r#"
+[[schedule]]
+id = "every-second"
+agent = "sim"
+every = "1s"
+"#
+        ),
+    );
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(dir.path().join("test.db"))
+        .args(["run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let mut headless = Headless(child);
+    let deadline = Instant::now() + DEADLINE;
+    while !dir.path().join("test.db").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the headless scheduler made no database"
+        );
+        std::thread::sleep(POLL);
+    }
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["console", "--attach"]));
+    tm.wait_for(" LIVE · 1 scheduler ");
+    // The scheduler dies without a word: after three heartbeats the header
+    // says so in the error style, and the schedule's missed fire is overdue.
+    headless.0.kill().expect("kill -9");
+    let _ = headless.0.wait();
+    // 120 columns: the short form of the header.
+    let screen = tm.wait_for("NO SCHEDULER ALIVE (seen ");
+    assert!(screen.contains(" due) "), "{screen}");
+    tm.wait_for("⚠ overdue");
+    let out = cli(dir.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("NO SCHEDULER ALIVE"), "{}", text(&out));
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
+
+#[test]
+fn the_console_s_embedded_scheduler_serves_with_listen_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["--listen", &listen]));
+    tm.wait_for(" LIVE · 1 scheduler ");
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    for path in ["/livez", "/readyz", "/metrics"] {
+        let resp = http.get(&format!("http://{listen}{path}")).call().expect(path);
+        assert_eq!(resp.status(), 200, "{path}");
+    }
+    assert_eq!(cli(dir.path(), &["status"]).status.code(), Some(0));
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+    // Quitting stopped the scheduler cleanly: nobody is alive, and nothing listens.
+    let out = cli(dir.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("stopped"), "{}", text(&out));
+    assert!(
+        http.get(&format!("http://{listen}/livez")).call().is_err(),
+        "the server stopped with it"
+    );
+}

@@ -66,6 +66,7 @@ fn get(
         status,
         json_pointer: json_pointer.map(str::to_string),
         expect,
+        headers: Default::default(),
     };
     let gate = gates::build(&gate("api", kind));
     gates::evaluate(gate.as_ref(), OnFail::Fail, &env.ctx())

@@ -307,6 +307,7 @@ fn build_makes_one_gate_per_kind_with_its_name() {
             status: 200,
             json_pointer: None,
             expect: None,
+            headers: Default::default(),
         },
         GateKind::CredentialValid {
             source: agentcron::config::model::CredentialSource::File("t".into()),

@@ -678,9 +678,9 @@ retry = { max_attempts = 3, backoff = "fixed", initial = "200ms", max = "200ms",
     let failed = wait_state(d, "late", "l1", RunState::Failed);
     assert_eq!(failed.attempts, 2);
     std::fs::write(d.join("release"), "").unwrap();
-    wait_for("attempt 1 to print its result", || {
-        d.join("printed").exists().then_some(())
-    });
+    // Issue 14: the stalled scheduler's agent no longer gets to print its
+    // result: its supervisor ended it when the lease passed without renewal.
+    // Its late word is that end, and it must still change nothing.
     stalled.signal(libc::SIGCONT);
 
     let stale = wait_for("the late result to be recorded", || {
@@ -694,6 +694,10 @@ retry = { max_attempts = 3, backoff = "fixed", initial = "200ms", max = "200ms",
     let after = run_of(d, "late", "l1").unwrap();
     assert_eq!((after.state, after.attempts), (RunState::Failed, 2));
     assert!(!kinds(d, run.id).contains(&"succeeded".to_string()));
+    assert!(
+        !d.join("printed").exists(),
+        "the agent of the stalled scheduler was stopped at its lease's end"
+    );
 }
 
 /// SIGSTOPs `scheduler`, making sure it is not holding the database's write

@@ -445,14 +445,15 @@ async fn a_lost_attempts_late_result_does_not_change_the_run() {
     let run = run_by_key(&h.store, "report", "2026-06-06");
     let token1 = h.run(run.id).fencing_token;
 
-    // Scheduler a stalls past its lease; scheduler b finds the zombie.
+    // Scheduler a stalls past its lease; scheduler b finds the zombie once
+    // the takeover grace (lease / 3 = 20 s, issue 14) has passed too.
     let mut b = h.second_engine("b");
-    h.clock.set(t("2026-06-06T09:01:01Z"));
+    h.clock.set(t("2026-06-06T09:01:21Z"));
     b.tick().unwrap();
     let lost = h.run(run.id);
     assert_eq!(lost.state, RunState::RetryWait);
     assert_eq!(h.attempts(run.id)[0].status, AttemptStatus::Lost);
-    h.clock.set(t("2026-06-06T09:02:01Z"));
+    h.clock.set(t("2026-06-06T09:02:21Z"));
     b.tick().unwrap();
     assert_eq!(b.running_count(), 1, "b claimed attempt 2");
     let token2 = h.run(run.id).fencing_token;

@@ -189,3 +189,43 @@ fn a_bad_scenario_is_a_located_error_and_exit_2() {
     let missing = rehearse(&["/nonexistent/scenario.toml"]);
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// A rehearsal's database is in memory unless `--db FILE` asks for one to
+/// inspect afterwards: then the file holds the rehearsal's runs and events.
+#[test]
+fn rehearse_keeps_its_database_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("reh.db");
+    let out = Command::cargo_bin("agentcron")
+        .unwrap()
+        .args(["rehearse", "--quiet", "--db"])
+        .arg(&db)
+        .arg("sample-config/rehearsals/short-downtime.toml")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = Command::cargo_bin("agentcron")
+        .unwrap()
+        .args(["runs", "--json", "--limit", "0", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(runs.status.success(), "{}", String::from_utf8_lossy(&runs.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 31, "the half hour's windows");
+    // Asked again on the same file: refused, the file untouched.
+    let again = rehearse(&[
+        "--db",
+        db.to_str().unwrap(),
+        "sample-config/rehearsals/short-downtime.toml",
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    // Two files cannot share one kept database.
+    let two = rehearse(&[
+        "--db",
+        dir.path().join("x.db").to_str().unwrap(),
+        "sample-config/rehearsals/short-downtime.toml",
+        "sample-config/rehearsals/normal-trigger.toml",
+    ]);
+    assert_eq!(two.status.code(), Some(2));
+}

@@ -422,6 +422,15 @@ fn event_filters_select_and_order() {
                 ..EventFilter::default()
             };
             assert_eq!(ids(of_schedule), [e1, e2, e4]);
+            // The schedule's own events and its runs' are found through
+            // different indexes (schema 8): still one order, one limit.
+            let newest_of_schedule = EventFilter {
+                schedule: Some("s".into()),
+                newest_first: true,
+                limit: Some(2),
+                ..EventFilter::default()
+            };
+            assert_eq!(ids(newest_of_schedule), [e4, e2]);
             let gates = EventFilter {
                 kinds: vec!["gate".into(), "tick".into()],
                 ..EventFilter::default()
@@ -708,8 +717,8 @@ fn the_migration_counts_the_runs_an_older_database_already_has() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_update; \
-             DROP TRIGGER run_counts_delete; DROP TABLE run_counts; \
+            "DROP TRIGGER IF EXISTS run_counts_insert; DROP TRIGGER IF EXISTS run_counts_update; \
+             DROP TRIGGER IF EXISTS run_counts_delete; DROP TABLE run_counts; \
              DROP INDEX runs_due_on_time; DROP INDEX runs_due_backfill; DROP INDEX runs_waiting; \
              DROP TABLE catchup_backlog; PRAGMA user_version = 1;",
         )

@@ -13,7 +13,8 @@ agentcron starts the agent with ONE JSON envelope on stdin:
      "completed_steps",            # steps journaled as done by earlier attempts
      "uncertain_steps",            # steps started but never confirmed
      "verify_step",                # null unless reason == "verify"
-     "payload"}
+     "payload",
+     "protocol": 2, "acks": true}  # only for agents with `handshake = true`
 
 and reads JSON lines from the agent's stdout:
 
@@ -25,6 +26,15 @@ and reads JSON lines from the agent's stdout:
 
 Anything else (stderr, non-JSON stdout) ends up in the attempt's log.
 
+The step handshake (protocol 2; `handshake = true` on the agent): the envelope
+is one line and stdin stays open. After printing `started` for a side-effect
+step the agent waits for one line on stdin:
+
+    {"event":"ack","step":"deliver","fence":N}     go ahead: agentcron journaled
+                                                   the step under a valid lease
+    {"event":"deny","step":"deliver","reason":…}   do not act (the attempt lost
+                                                   its lease); EOF means the same
+
 What agentkit does for you
 --------------------------
 * `Agent()` reads and parses the envelope (an empty stdin counts as `{}`, so an
@@ -34,7 +44,11 @@ What agentkit does for you
     - a side-effect step in `uncertain_steps` is check-then-act: `verify()` asks
       the outside world whether it already landed; if yes the step is reported
       `done` without acting again, if no it runs normally;
-    - otherwise `started`, the work, `done`.
+    - otherwise `started`, the work, `done`;
+    - with `"acks": true` in the envelope, a side-effect step's work runs only
+      after agentcron's ack (`agent.await_ack(name)`, called for you): on a deny
+      or EOF the agent reports a retryable failure and exits without acting.
+      That one call is the whole handshake.
   Each side-effect step that really acted appends `"<idempotency_key> <step>"` to
   the file named by AGENT_LEDGER (if set), so tests can prove nothing ran twice.
   (`completed_steps` / `uncertain_steps` may hold plain names or objects with a
@@ -61,6 +75,7 @@ AGENT_FAULT_AT=POINT       where the faults above fire (default `start`):
                              STEP           just before STEP begins (no `started` event)
                              STEP:started   after STEP's `started` event, before its work
                                             (an uncertain step that did NOT land)
+                             STEP:acked     after the ack of STEP, before its work
                              STEP:landed    after STEP's work, before its `done` event
                                             (an uncertain step that DID land)
                              verify         in verify mode, before answering
@@ -138,7 +153,15 @@ class Agent:
         self._lock = threading.Lock()
         self._stop_heartbeat = threading.Event()
         self.finished = False
-        raw = (stdin or sys.stdin).read()
+        self._in = stdin or sys.stdin
+        # The envelope is the first line; stdin may stay open after it (the
+        # handshake), so only a file that is not one line of JSON (an envelope
+        # pretty-printed by hand) is read to its end.
+        raw = self._in.readline()
+        try:
+            json.loads(raw)
+        except ValueError:
+            raw += self._in.read()
         try:
             env = json.loads(raw) if raw.strip() else {}
             if not isinstance(env, dict):
@@ -165,6 +188,8 @@ class Agent:
             self.payload = {"value": self.payload}
         self.completed_steps = set(_step_names(env.get("completed_steps")))
         self.uncertain_steps = set(_step_names(env.get("uncertain_steps")))
+        self.acks = env.get("acks") is True
+        self.fences = {}
         self.verify_step = env.get("verify_step")
         if isinstance(self.verify_step, dict):
             self.verify_step = self.verify_step.get("name")
@@ -264,12 +289,43 @@ class Agent:
             self.log(f"agentkit: uncertain step {name} did not land; running it")
         self.emit({"event": "step", "name": name, "status": "started"})
         self.fault_point(f"{name}:started")
+        if side_effect and self.acks:
+            self.await_ack(name)
+            self.fault_point(f"{name}:acked")
         value = work()
         if side_effect and self.ledger:
             append_line(self.ledger, f"{self.idempotency_key} {name}")
         self.fault_point(f"{name}:landed")
         self.emit({"event": "step", "name": name, "status": "done"})
         return value
+
+    def await_ack(self, name):
+        """The handshake: waits for agentcron's answer to step `name`'s `started`.
+
+        Returns the fence of the ack. On a deny (or stdin closed: agentcron is
+        gone) it reports a retryable failure and exits WITHOUT acting, so the
+        side effect happens only when agentcron has the step journaled."""
+        while True:
+            line = self._in.readline()
+            if not line:
+                reason = "stdin closed before an ack (agentcron is gone)"
+                break
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict) or msg.get("step") != name:
+                continue
+            if msg.get("event") == "ack":
+                self.fences[name] = msg.get("fence")
+                return msg.get("fence")
+            if msg.get("event") == "deny":
+                reason = f"denied: {msg.get('reason', '')}"
+                break
+        self.log(f"agentkit: step {name} not acked ({reason}); not acting")
+        self.result("failure", error_class="retryable",
+                    summary=f"step {name} was not acked", message=reason)
+        sys.exit(0)
 
     def verify_mode(self, verifiers):
         """Handles reason == "verify"; returns True if it did (and printed the result)."""

@@ -114,13 +114,25 @@ pub fn deliver(
             }
         }
         DeliveryKind::Webhook { url, headers } => {
+            // Shown without its userinfo; header values never shown.
+            let shown = crate::secrets::redact_url(url);
+            let (headers, redactor) = match crate::secrets::resolve_headers(headers, config_dir) {
+                Ok(resolved) => resolved,
+                Err(e) => {
+                    return Delivered::Failed {
+                        class: ErrorClass::NonRetryable,
+                        reason: format!("delivery {}: POST {shown}: {e}", d.name),
+                    };
+                }
+            };
             // Resending under the same Idempotency-Key is the check: the receiver dedupes.
             let mut req = crate::http::post(url, timeout)
                 .header("Content-Type", "application/json")
                 .header("Idempotency-Key", &key);
-            for (k, v) in headers {
+            for (k, v) in &headers {
                 req = req.header(k, v);
             }
+            let url = &shown;
             match req.send(body.to_string().as_bytes()) {
                 Ok(resp) => {
                     let status = resp.status().as_u16();
@@ -142,7 +154,7 @@ pub fn deliver(
                 }
                 Err(e) => Delivered::Failed {
                     class: ErrorClass::Retryable,
-                    reason: format!("delivery {}: POST {url}: {e}", d.name),
+                    reason: redactor.redact(&format!("delivery {}: POST {url}: {e}", d.name)),
                 },
             }
         }

@@ -10,6 +10,33 @@ use serde_json::{Map, Value};
 /// Longest line parsed as protocol; longer lines are kept (truncated) as log.
 pub const MAX_LINE: usize = 1024 * 1024;
 
+/// The protocol version the envelope announces (`"protocol": 2`). Version 2
+/// adds the side-effect step handshake: with `"acks": true` in the envelope,
+/// stdin stays open after the envelope line and carries [`Reply`] lines.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// agentcron's answer to a side-effect step's `started` line, one JSON line on
+/// the agent's stdin (DESIGN.md "Side-effect handshake").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Reply {
+    /// Go ahead: the `started` step is journaled and the attempt's fence
+    /// (its fencing token) still held its lease, in one transaction.
+    Ack { step: String, fence: i64 },
+    /// Do not act: the step could not be journaled under a valid fence.
+    Deny { step: String, reason: String },
+}
+
+impl Reply {
+    /// The line written to the agent (newline included).
+    pub fn line(&self) -> String {
+        // A plain enum of strings and an integer always serializes.
+        let mut line = serde_json::to_string(self).unwrap_or_default();
+        line.push('\n');
+        line
+    }
+}
+
 /// What one line of agent output means.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentLine {
@@ -26,8 +53,23 @@ pub enum AgentLine {
     Result(AgentResult),
     /// Not protocol: plain text, or JSON without an `event` field.
     Log(String),
-    /// JSON with an `event` field that is not a valid event.
-    Malformed { line: String, error: String },
+    /// JSON with an `event` field that is not a valid event. `event` is the
+    /// kind it claimed to be (`"result"` also for an HTTP agent's bare result
+    /// object), so a broken result is told from other noise without reading
+    /// the error text: it is a protocol error that fails the attempt.
+    Malformed {
+        line: String,
+        error: String,
+        event: Option<String>,
+    },
+}
+
+impl AgentLine {
+    /// A line that meant to be the result and is not a valid one (unknown
+    /// `status` or `error_class`, missing `status`): a protocol error.
+    pub fn is_broken_result(&self) -> bool {
+        matches!(self, AgentLine::Malformed { event: Some(e), .. } if e == "result")
+    }
 }
 
 /// The agent's own verdict on its attempt.
@@ -94,16 +136,17 @@ pub fn parse_line(line: &str) -> AgentLine {
     let Some(event) = object.get("event") else {
         return AgentLine::Log(line.to_string());
     };
-    let malformed = |error: String| AgentLine::Malformed {
+    let malformed = |error: String, event: Option<String>| AgentLine::Malformed {
         line: line.to_string(),
         error,
+        event,
     };
     let Some(kind) = event.as_str().map(str::to_owned) else {
-        return malformed(format!("`event` must be a string, got {event}"));
+        return malformed(format!("`event` must be a string, got {event}"), None);
     };
     match parse_event(&kind, object) {
         Ok(parsed) => parsed,
-        Err(error) => malformed(error),
+        Err(error) => malformed(error, Some(kind)),
     }
 }
 
@@ -227,7 +270,33 @@ mod tests {
                 matches!(parse_line(line), AgentLine::Malformed { .. }),
                 "{line} should be malformed"
             );
+            assert_eq!(
+                parse_line(line).is_broken_result(),
+                line.contains(r#""event":"result""#),
+                "{line}: only results are broken results"
+            );
         }
+    }
+
+    #[test]
+    fn replies_are_one_json_line_each() {
+        let ack = Reply::Ack {
+            step: "deliver".into(),
+            fence: 7,
+        };
+        assert_eq!(
+            ack.line(),
+            "{\"event\":\"ack\",\"step\":\"deliver\",\"fence\":7}\n"
+        );
+        let deny = Reply::Deny {
+            step: "deliver".into(),
+            reason: "lease lost".into(),
+        };
+        assert_eq!(
+            deny.line(),
+            "{\"event\":\"deny\",\"step\":\"deliver\",\"reason\":\"lease lost\"}\n"
+        );
+        assert_eq!(serde_json::from_str::<Reply>(ack.line().trim()).unwrap(), ack);
     }
 
     #[test]

@@ -12,9 +12,9 @@
 
 use crate::agent::envelope::Envelope;
 use crate::agent::log::ReportedLog;
-use crate::agent::protocol::{self, AgentLine, MAX_LINE};
+use crate::agent::protocol::{self, AgentLine, MAX_LINE, PROTOCOL_VERSION, Reply};
 use crate::config::model::{AgentConfig, AgentKind};
-use crate::process::{self, Exit, ProcessError, Program};
+use crate::process::{self, Exit, Limits, ProcessError, Program};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,20 @@ pub struct AttemptSpec {
     pub config_dir: PathBuf,
     /// Max bytes of non-protocol output kept.
     pub log_limit: usize,
+    /// The attempt's lease as the agent's supervisor enforces it: the agent's
+    /// tree is ended when it passes without [`AttemptHandle::renew`]. `None`:
+    /// only the timeout.
+    pub lease: Option<AttemptLease>,
+}
+
+/// See [`AttemptSpec::lease`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptLease {
+    /// How long the lease is still valid when the attempt starts.
+    pub valid_for: Duration,
+    /// TERM → KILL grace when it lapses: the tree must be gone before another
+    /// scheduler may take the attempt over (within the takeover grace).
+    pub kill_grace: Duration,
 }
 
 pub use crate::core::records::Ending;
@@ -72,13 +86,23 @@ pub trait AgentRunner: Send + Sync {
     fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle;
 }
 
-/// Lets the engine cancel a running attempt (overlap `cancel_previous`, kill switch).
-/// Dropping the handle does not cancel.
+/// Lets the engine cancel a running attempt (overlap `cancel_previous`, kill
+/// switch), renew the lease its supervisor enforces, and answer its
+/// side-effect steps. Dropping the handle does not cancel (but closes a
+/// handshake agent's stdin).
 #[derive(Clone)]
 pub struct AttemptHandle {
     cancel: Option<Arc<watch::Sender<bool>>>,
+    control: Option<mpsc::UnboundedSender<Control>>,
     /// Simulated runners cancel by callback.
     on_cancel: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// What the engine tells a running attempt besides cancel.
+#[derive(Debug, Clone, PartialEq)]
+enum Control {
+    Renew(Duration),
+    Reply(Reply),
 }
 
 impl std::fmt::Debug for AttemptHandle {
@@ -93,14 +117,17 @@ impl std::fmt::Debug for AttemptHandle {
 }
 
 impl AttemptHandle {
-    fn new() -> (Self, watch::Receiver<bool>) {
+    fn new() -> (Self, watch::Receiver<bool>, mpsc::UnboundedReceiver<Control>) {
         let (tx, rx) = watch::channel(false);
+        let (control, control_rx) = mpsc::unbounded_channel();
         (
             Self {
                 cancel: Some(Arc::new(tx)),
+                control: Some(control),
                 on_cancel: None,
             },
             rx,
+            control_rx,
         )
     }
 
@@ -109,6 +136,7 @@ impl AttemptHandle {
     pub fn detached() -> Self {
         Self {
             cancel: None,
+            control: None,
             on_cancel: None,
         }
     }
@@ -117,7 +145,23 @@ impl AttemptHandle {
     pub fn from_fn(f: impl Fn() + Send + Sync + 'static) -> Self {
         Self {
             cancel: None,
+            control: None,
             on_cancel: Some(Arc::new(f)),
+        }
+    }
+
+    /// The lease is valid for `valid_for` from now: the supervisor ends the
+    /// agent's tree if that passes without another renewal.
+    pub fn renew(&self, valid_for: Duration) {
+        if let Some(tx) = &self.control {
+            let _ = tx.send(Control::Renew(valid_for));
+        }
+    }
+
+    /// Answers a side-effect step of a handshake agent (a line on its stdin).
+    pub fn reply(&self, reply: Reply) {
+        if let Some(tx) = &self.control {
+            let _ = tx.send(Control::Reply(reply));
         }
     }
 
@@ -198,20 +242,43 @@ pub struct ProcessRunner;
 
 impl AgentRunner for ProcessRunner {
     fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
-        let (handle, cancel) = AttemptHandle::new();
+        let (handle, cancel, control) = AttemptHandle::new();
         let reporter = Reporter::new(&spec, reports);
         tokio::spawn(async move {
-            let (ending, log) = run_process(spec, &reporter, cancel).await;
+            let (ending, log) = run_process(spec, &reporter, cancel, control).await;
             reporter.ended(ending, log);
         });
         handle
     }
 }
 
+/// The envelope as sent: one line of JSON. A handshake agent's also says the
+/// protocol version and that side-effect steps are answered on stdin
+/// (`"protocol": 2, "acks": true`) — facts of the transport, so the runner adds
+/// them. Other agents get the version-1 envelope unchanged: without `acks`
+/// nobody answers, and an agent that parses envelopes strictly keeps working.
+pub fn envelope_line(envelope: &crate::agent::envelope::Envelope, acks: bool) -> Vec<u8> {
+    // Serializing plain structs and a serde_json::Value cannot fail.
+    let mut value = serde_json::to_value(envelope).unwrap_or_default();
+    if acks && let Some(map) = value.as_object_mut() {
+        map.insert("protocol".into(), PROTOCOL_VERSION.into());
+        map.insert("acks".into(), true.into());
+    }
+    let mut body = serde_json::to_vec(&value).unwrap_or_default();
+    body.push(b'\n');
+    body
+}
+
+/// Whether the attempt's stdin stays open for step replies.
+fn handshake(spec: &AttemptSpec) -> bool {
+    spec.agent.handshake && matches!(spec.agent.kind, AgentKind::Command { .. })
+}
+
 async fn run_process(
     spec: AttemptSpec,
     reporter: &Reporter,
     cancel: watch::Receiver<bool>,
+    mut control: mpsc::UnboundedReceiver<Control>,
 ) -> (Ending, String) {
     let log = Arc::new(Mutex::new(ReportedLog::new(spec.log_limit)));
     let (pipes, running) = match spawn(&spec).await {
@@ -219,17 +286,39 @@ async fn run_process(
         Err(message) => return (Ending::SpawnFailed(message), String::new()),
     };
 
+    let acks = handshake(&spec);
+    let (replies, mut replies_rx) = mpsc::unbounded_channel::<Reply>();
     let stdin_task = pipes.stdin.map(|mut stdin| {
-        // Serializing plain structs and a serde_json::Value cannot fail.
-        let mut body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
-        body.push(b'\n');
+        let body = envelope_line(&spec.envelope, acks);
         // An agent that never reads stdin (or exits early) must not break the
         // attempt: write errors such as EPIPE are ignored, and the writer runs on
-        // its own task so a full pipe cannot block us.
+        // its own task so a full pipe cannot block us. A handshake agent's
+        // stdin stays open for the replies to its side-effect steps, in order.
         tokio::spawn(async move {
             let _ = stdin.write_all(&body).await;
+            if acks {
+                let _ = stdin.flush().await;
+                while let Some(reply) = replies_rx.recv().await {
+                    if stdin.write_all(reply.line().as_bytes()).await.is_err() {
+                        break;
+                    }
+                    let _ = stdin.flush().await;
+                }
+            }
             let _ = stdin.shutdown().await;
         })
+    });
+    // Renewals go straight to the supervisor (never behind a blocked stdin).
+    let renewer = running.renewer();
+    let control_task = tokio::spawn(async move {
+        while let Some(order) = control.recv().await {
+            match order {
+                Control::Renew(valid_for) => renewer.renew(valid_for),
+                Control::Reply(reply) => {
+                    let _ = replies.send(reply);
+                }
+            }
+        }
     });
     // Both pipes are read on one task, so one abort stops all reading; the task
     // holds `output_open` until EOF of both, i.e. until every process holding
@@ -273,6 +362,7 @@ async fn run_process(
     });
     let exit = running.ended().await;
     cancel_task.abort();
+    control_task.abort();
 
     let ending = match exit {
         Exit::Exited(status) => {
@@ -291,6 +381,7 @@ async fn run_process(
         }
         Exit::TimedOut => Ending::TimedOut,
         Exit::Stopped => Ending::Cancelled,
+        Exit::LeaseExpired => Ending::LeaseExpired,
     };
 
     // A process that escaped the group (setsid) could hold the pipes forever, so
@@ -334,7 +425,12 @@ async fn spawn(spec: &AttemptSpec) -> Result<(process::Pipes, process::Running),
         .env("AGENTCRON_RUN_ID", spec.run_id.to_string())
         .env("AGENTCRON_IDEMPOTENCY_KEY", &spec.envelope.idempotency_key)
         .env("AGENTCRON_ATTEMPT", spec.attempt.to_string());
-    process::start(&agent, spec.timeout).await.map_err(|e| match e {
+    let limits = Limits {
+        timeout: spec.timeout,
+        lease: spec.lease.map(|l| l.valid_for),
+        lease_kill_grace: spec.lease.map_or(process::KILL_GRACE, |l| l.kill_grace),
+    };
+    process::start_with(&agent, limits).await.map_err(|e| match e {
         ProcessError::Spawn { source, .. } => match source.kind() {
             io::ErrorKind::NotFound => format!("agent command `{program}` not found: {source}"),
             io::ErrorKind::PermissionDenied => {
@@ -415,7 +511,8 @@ pub struct HttpRunner;
 
 impl AgentRunner for HttpRunner {
     fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
-        let (handle, cancel) = AttemptHandle::new();
+        // An HTTP call has no channel for renewals or replies: they are dropped.
+        let (handle, cancel, _control) = AttemptHandle::new();
         let reporter = Reporter::new(&spec, reports);
         tokio::spawn(async move {
             let AgentKind::Http { url } = &spec.agent.kind else {
@@ -424,12 +521,22 @@ impl AgentRunner for HttpRunner {
                 return;
             };
             let url = url.clone();
+            let (headers, redactor) =
+                match crate::secrets::resolve_headers(&spec.agent.headers, &spec.config_dir) {
+                    Ok(resolved) => resolved,
+                    Err(e) => {
+                        let message = format!("http agent `{}`: {e}", spec.agent.id);
+                        reporter.ended(Ending::SpawnFailed(message), String::new());
+                        return;
+                    }
+                };
             let timeout = spec.timeout;
             let log_limit = spec.log_limit;
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
             let body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
-            let call = tokio::task::spawn_blocking(move || post(&url, &key, attempt, body, timeout));
+            let call =
+                tokio::task::spawn_blocking(move || post(&url, &headers, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.
             let outcome = tokio::select! {
                 biased;
@@ -464,7 +571,7 @@ impl AgentRunner for HttpRunner {
                 }
                 HttpAnswer::Failed(error) => Ending::Http {
                     status: None,
-                    error: Some(error),
+                    error: Some(redactor.redact(&error)),
                 },
                 HttpAnswer::TimedOut => Ending::TimedOut,
                 HttpAnswer::Cancelled => Ending::Cancelled,
@@ -482,12 +589,24 @@ enum HttpAnswer {
     Cancelled,
 }
 
-fn post(url: &str, key: &str, attempt: u32, body: Vec<u8>, timeout: Duration) -> HttpAnswer {
-    let response = crate::http::post(url, timeout)
+fn post(
+    url: &str,
+    headers: &[(String, String)],
+    key: &str,
+    attempt: u32,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> HttpAnswer {
+    let mut request = crate::http::post(url, timeout)
         .header("Content-Type", "application/json")
         .header("Idempotency-Key", key)
-        .header("X-Agentcron-Attempt", attempt.to_string())
-        .send(&body[..]);
+        .header("X-Agentcron-Attempt", attempt.to_string());
+    for (k, v) in headers {
+        request = request.header(k, v);
+    }
+    let response = request.send(&body[..]);
+    // Errors name the URL without its userinfo.
+    let url = &crate::secrets::redact_url(url);
     match response {
         Ok(mut response) => {
             let status = response.status().as_u16();
@@ -522,6 +641,7 @@ fn parse_body(body: &str) -> Vec<AgentLine> {
             Err(error) => AgentLine::Malformed {
                 line: body.trim().to_string(),
                 error,
+                event: Some("result".into()),
             },
         }];
     }
@@ -562,6 +682,9 @@ mod tests {
 
         let bad = parse_body("{\"hello\":1}");
         assert!(matches!(&bad[..], [AgentLine::Malformed { .. }]));
+        // A bare object with an unknown status is a broken result, not noise.
+        let maybe = parse_body("{\"status\":\"maybe\"}");
+        assert!(maybe[0].is_broken_result(), "{maybe:?}");
         assert!(parse_body("").is_empty());
     }
 

@@ -5,7 +5,7 @@
 use super::exit;
 use crate::agent::runner::DefaultRunner;
 use crate::console::{self, ConsoleOptions, EmbeddedScheduler};
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{Engine, EngineOptions, Registration};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -19,6 +19,8 @@ pub struct Options<'a> {
     pub read_only: bool,
     /// Attach to a database another process schedules: no embedded scheduler.
     pub attach: bool,
+    /// `--listen ADDR`: the embedded scheduler also serves the HTTP API.
+    pub listen: Option<&'a str>,
 }
 
 pub fn run(o: Options<'_>) -> i32 {
@@ -46,8 +48,14 @@ pub fn run(o: Options<'_>) -> i32 {
     if let Err(code) = console::preflight(&options(&cfg, &o, db.clone())) {
         return code;
     }
+    if !embedded && o.listen.is_some() {
+        eprintln!(
+            "agentcron: --listen serves with a scheduler: use it with `agentcron` or `agentcron run --headless`, not --attach"
+        );
+        return exit::USAGE;
+    }
     let scheduler = if embedded {
-        match start_embedded(cfg.clone()) {
+        match start_embedded(cfg.clone(), o.listen) {
             Ok(s) => Some(Arc::new(s)),
             Err(code) => return code,
         }
@@ -148,8 +156,9 @@ impl console::EmbeddedScheduler for Embedded {
 
 /// Runs the engine on its own thread and runtime; it stops when told (the
 /// console quit): it waits for running attempts within the grace period, or
-/// stops them at once so they retry.
-fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
+/// stops them at once so they retry. With `listen` it also serves the HTTP
+/// API until the engine has stopped.
+fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Embedded, i32> {
     let store = match Store::open(&cfg.scheduler.database) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -157,10 +166,15 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
             return Err(exit::USAGE);
         }
     };
+    let cfg = Arc::new(cfg);
+    let server = super::run::bind_api(&cfg, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (now_tx, now_rx) = tokio::sync::watch::channel(false);
     let grace = cfg.scheduler.shutdown_grace;
-    let opts = EngineOptions::default();
+    let opts = EngineOptions {
+        registry: Some(Registration::of_this_process(&cfg)),
+        ..EngineOptions::default()
+    };
     let owner = opts.owner.clone();
     let handle = std::thread::Builder::new()
         .name("scheduler".into())
@@ -169,8 +183,9 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
                 return;
             };
             rt.block_on(async move {
+                let api = server.map(super::run::spawn_api);
                 let mut engine = Engine::new(
-                    Arc::new(cfg),
+                    cfg.clone(),
                     store,
                     Arc::new(SystemClock),
                     Arc::new(DefaultRunner),
@@ -182,6 +197,9 @@ fn start_embedded(cfg: crate::config::Config) -> Result<Embedded, i32> {
                 // Errors end up in the store's trace where possible; the console
                 // shows the scheduler as stopped by its missing ticks.
                 let _ = engine.run_live_until(shutdown, grace, Some(now_rx)).await;
+                if let Some(api) = api {
+                    api.stop().await;
+                }
             });
         })
         .map_err(|e| {

@@ -191,10 +191,13 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Prints `value` as pretty JSON on stdout; a serialization failure (not
-/// expected for plain values) is reported and becomes exit 1.
+/// Prints `value` as pretty JSON on stdout (URL userinfo masked in every
+/// string, for rows written before the writers masked it); a serialization
+/// failure (not expected for plain values) is reported and becomes exit 1.
 pub fn print_json(verb: &str, value: &serde_json::Value) -> i32 {
-    match serde_json::to_string_pretty(value) {
+    let mut value = value.clone();
+    crate::secrets::redact_json(&mut value);
+    match serde_json::to_string_pretty(&value) {
         Ok(s) => {
             println!("{s}");
             exit::OK

@@ -12,6 +12,7 @@ pub mod rehearse;
 pub mod run;
 pub mod runs;
 pub mod show;
+pub mod status;
 pub mod trigger;
 
 /// Exit codes of DESIGN.md "Command line".

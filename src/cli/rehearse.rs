@@ -5,7 +5,11 @@ use super::exit;
 use crate::rehearsal::{Rehearsal, Report, scenario};
 use std::path::PathBuf;
 
-pub fn run(files: &[PathBuf], json: bool, quiet: bool) -> i32 {
+pub fn run(files: &[PathBuf], json: bool, quiet: bool, db: Option<&std::path::Path>) -> i32 {
+    if db.is_some() && files.len() > 1 {
+        eprintln!("agentcron rehearse: --db keeps one rehearsal's database; give one file");
+        return exit::USAGE;
+    }
     let mut worst = exit::OK;
     for file in files {
         let sc = match scenario::load(file) {
@@ -16,6 +20,17 @@ pub fn run(files: &[PathBuf], json: bool, quiet: bool) -> i32 {
                 continue;
             }
         };
+        let mut sc = sc;
+        if let Some(db) = db {
+            if db.exists() {
+                eprintln!(
+                    "agentcron rehearse: {} exists; --db writes a new database",
+                    db.display()
+                );
+                return exit::USAGE;
+            }
+            sc.keep_db = Some(db.to_path_buf());
+        }
         let name = sc.name.clone();
         let tz = sc.config.scheduler.timezone;
         let mut r = match Rehearsal::new(sc) {

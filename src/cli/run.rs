@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{Engine, EngineOptions, Registration};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -27,7 +27,7 @@ pub fn init_logging(format: LogFormat) {
     };
 }
 
-pub fn run(config: &Path, db: Option<&Path>, format: LogFormat) -> i32 {
+pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&str>) -> i32 {
     init_logging(format);
     let mut cfg = match super::load_config(config) {
         Ok(c) => c,
@@ -52,13 +52,21 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat) -> i32 {
     };
     let grace = cfg.scheduler.shutdown_grace;
     let cfg = Arc::new(cfg);
+    let server = match bind_api(&cfg, listen) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     runtime.block_on(async move {
+        let api = server.map(spawn_api);
         let mut engine = Engine::new(
             cfg.clone(),
             store,
             Arc::new(SystemClock),
             Arc::new(DefaultRunner),
-            EngineOptions::default(),
+            EngineOptions {
+                registry: Some(Registration::of_this_process(&cfg)),
+                ..EngineOptions::default()
+            },
         );
         tracing::info!(
             owner = engine.owner(),
@@ -66,7 +74,11 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat) -> i32 {
             database = %cfg.scheduler.database.display(),
             "agentcron scheduler started"
         );
-        match engine.run_live(shutdown_signal(), grace).await {
+        let outcome = engine.run_live(shutdown_signal(), grace).await;
+        if let Some(api) = api {
+            api.stop().await;
+        }
+        match outcome {
             Ok(()) => {
                 tracing::info!("stopped");
                 exit::OK
@@ -78,6 +90,67 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat) -> i32 {
             }
         }
     })
+}
+
+/// Binds the HTTP server when asked to (`--listen` wins over the config), so
+/// a taken port or a bad tokens file stops the command before the scheduler
+/// starts (exit 2).
+pub(crate) fn bind_api(
+    cfg: &Arc<crate::config::Config>,
+    listen: Option<&str>,
+) -> Result<Option<crate::api::Server>, i32> {
+    let addr = match listen.map(crate::config::model::parse_listen).transpose() {
+        Ok(a) => a.or(cfg.scheduler.listen),
+        Err(e) => {
+            eprintln!("agentcron: --listen: {e}");
+            return Err(exit::USAGE);
+        }
+    };
+    let Some(addr) = addr else { return Ok(None) };
+    match crate::api::Server::bind(addr, cfg.clone(), Arc::new(SystemClock)) {
+        Ok(s) => {
+            let at = s.local_addr().map_or(addr.to_string(), |a| a.to_string());
+            tracing::info!(address = %at, api_tokens = s.has_tokens(), "HTTP server listening");
+            if !addr.ip().is_loopback() {
+                tracing::warn!(address = %at, "listening beyond this machine: /livez, /readyz{} answer anyone who can reach it",
+                    if s.has_tokens() { "" } else { " and /metrics" });
+            }
+            Ok(Some(s))
+        }
+        Err(e) => {
+            eprintln!("agentcron: {e}");
+            Err(exit::USAGE)
+        }
+    }
+}
+
+/// The HTTP server running on the current runtime.
+pub(crate) struct ApiTask {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// How long open connections get to finish when the scheduler stops.
+const API_STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl ApiTask {
+    /// Stops accepting, lets open requests finish (briefly), then ends it.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(API_STOP_WITHIN, self.task).await.is_err() {
+            abort.abort();
+        }
+    }
+}
+
+/// Starts serving on the current tokio runtime.
+pub(crate) fn spawn_api(server: crate::api::Server) -> ApiTask {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.serve(async move {
+        let _ = stopped.await;
+    }));
+    ApiTask { stop, task }
 }
 
 /// Resolves on SIGINT or SIGTERM.

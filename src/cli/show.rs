@@ -37,14 +37,7 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let got = store.read(|tx| {
-        let run = tx.run(id)?;
-        let events = tx.events(&EventFilter {
-            run_id: Some(id),
-            ..EventFilter::default()
-        })?;
-        Ok((run, tx.attempts(id)?, tx.steps(id)?, events))
-    });
+    let got = store.read(|tx| read(tx, id));
     let (run, attempts, steps, events) = match got {
         Ok(x) => x,
         Err(StoreError::RunNotFound(_)) => {
@@ -64,8 +57,22 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     exit::OK
 }
 
+/// A run, its attempts, its step journal and its events.
+pub type Shown = (Run, Vec<Attempt>, Vec<Step>, Vec<Event>);
+
+/// A run with its attempts, steps and events, as `show` (and `GET
+/// /api/v1/runs/{id}`) shows it; [`StoreError::RunNotFound`] when there is none.
+pub fn read(tx: &crate::store::Tx<'_>, id: i64) -> crate::store::Result<Shown> {
+    let run = tx.run(id)?;
+    let events = tx.events(&EventFilter {
+        run_id: Some(id),
+        ..EventFilter::default()
+    })?;
+    Ok((run, tx.attempts(id)?, tx.steps(id)?, events))
+}
+
 /// The `runs` object plus the run's other fields, `attempt_list`, `steps`, `events`.
-fn show_json(run: &Run, attempts: &[Attempt], steps: &[Step], events: &[Event]) -> Value {
+pub fn show_json(run: &Run, attempts: &[Attempt], steps: &[Step], events: &[Event]) -> Value {
     let mut v = run_json(run);
     let extra = json!({
         "window_start": db::rfc3339(run.window_start),

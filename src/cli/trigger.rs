@@ -119,38 +119,8 @@ pub fn post_event(
     // An event nobody listens to would be stored and never run: say so.
     match &cfg {
         Some(cfg) => {
-            let listeners: Vec<&str> = cfg
-                .schedules
-                .iter()
-                .filter(|s| match &s.trigger {
-                    crate::config::model::TriggerConfig::OnEvent { event }
-                    | crate::config::model::TriggerConfig::AfterEvent { event, .. } => event == name,
-                    _ => false,
-                })
-                .map(|s| s.id.as_str())
-                .collect();
-            if listeners.is_empty() {
-                let mut names: Vec<&str> = cfg
-                    .schedules
-                    .iter()
-                    .filter_map(|s| match &s.trigger {
-                        crate::config::model::TriggerConfig::OnEvent { event }
-                        | crate::config::model::TriggerConfig::AfterEvent { event, .. } => {
-                            Some(event.as_str())
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                names.sort_unstable();
-                names.dedup();
-                eprintln!(
-                    "agentcron event post: no schedule listens to event `{name}`; nothing was posted{}",
-                    if names.is_empty() {
-                        " (no schedule has an event trigger)".to_string()
-                    } else {
-                        format!(" (events listened to: {})", names.join(", "))
-                    }
-                );
+            if let Err(why) = operator::listeners(cfg, name) {
+                eprintln!("agentcron event post: {why}");
                 return exit::DOES_NOT_HOLD;
             }
         }

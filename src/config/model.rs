@@ -23,6 +23,7 @@ pub struct Config {
     /// The folder relative paths resolve against.
     pub dir: PathBuf,
     pub scheduler: SchedulerConfig,
+    pub api: ApiConfig,
     pub calendars: BTreeMap<String, Arc<Calendar>>,
     pub tenants: BTreeMap<String, TenantConfig>,
     pub agents: BTreeMap<String, AgentConfig>,
@@ -49,11 +50,51 @@ pub struct SchedulerConfig {
     pub backfill_workers: usize,
     /// Lease length of a running attempt; renewed every `lease / 3`.
     pub lease: Duration,
+    /// How long past a lease's expiry another scheduler waits before it takes
+    /// the attempt over (marks it lost): time for the lost attempt's
+    /// supervisor to end the agent's tree first. `None`: `lease / 3`.
+    pub takeover_grace: Option<Duration>,
     pub alert: Option<AlertSink>,
     /// How many past runs go into an envelope's execution memory.
     pub memory_runs: usize,
     /// How long a stopping scheduler waits for running attempts.
     pub shutdown_grace: Duration,
+    /// How often the scheduler refreshes its registry row; it counts as
+    /// alive while seen within three heartbeats.
+    pub heartbeat: Duration,
+    /// Where the HTTP API, probes and metrics listen (`--listen` overrides).
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// A listen address as `--listen` and `[scheduler] listen` take it: `IP:PORT`,
+/// or `:PORT` or a bare `PORT` for loopback (127.0.0.1): the server binds
+/// beyond this machine only when an address says so.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    let port = text.strip_prefix(':').unwrap_or(text);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "a listen address is IP:PORT like 127.0.0.1:9464 (or :9464 or 9464 for loopback), not {text:?}"
+        )
+    })
+}
+
+/// The `[api]` section: who may call the HTTP API.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApiConfig {
+    /// The bearer tokens file (see the README); none: only the probes and
+    /// `/metrics` answer.
+    pub tokens_file: Option<PathBuf>,
+}
+
+impl SchedulerConfig {
+    /// `takeover_grace`, or `lease / 3` when not set.
+    pub fn takeover_grace(&self) -> Duration {
+        self.takeover_grace.unwrap_or(self.lease / 3)
+    }
 }
 
 impl Default for SchedulerConfig {
@@ -64,9 +105,12 @@ impl Default for SchedulerConfig {
             workers: 8,
             backfill_workers: 4,
             lease: Duration::from_secs(60),
+            takeover_grace: None,
             alert: None,
             memory_runs: 5,
             shutdown_grace: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(5),
+            listen: None,
         }
     }
 }
@@ -76,8 +120,11 @@ impl Default for SchedulerConfig {
 pub enum AlertSink {
     /// One JSON object per line appended to `path`.
     File { path: PathBuf },
-    /// POST of the alert JSON.
-    Webhook { url: String },
+    /// POST of the alert JSON, with extra headers (secret values as for agents).
+    Webhook {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
     /// argv; the alert JSON arrives on stdin.
     Command { command: Vec<String> },
 }
@@ -96,6 +143,12 @@ pub struct AgentConfig {
     /// Can the agent check whether an uncertain side effect landed?
     pub verify: bool,
     pub steps: Vec<StepConfig>,
+    /// Command agents: the agent waits for an ack on stdin before acting on a
+    /// side-effect step (the step handshake); stdin stays open for it.
+    pub handshake: bool,
+    /// HTTP agents: extra request headers; values may name secrets
+    /// (`${ENV:NAME}`, `${FILE:path}`), read at each call and never shown.
+    pub headers: BTreeMap<String, String>,
 }
 
 impl AgentConfig {
@@ -143,6 +196,9 @@ pub struct ScheduleConfig {
     pub catchup: Catchup,
     pub catchup_window: Duration,
     pub default_error_class: ErrorClass,
+    /// Class of an attempt whose result line is not a valid result (unknown
+    /// `status` or `error_class`): a protocol error, `non_retryable` by default.
+    pub protocol_error_class: ErrorClass,
     pub retry: RetryPolicy,
     pub circuit: CircuitPolicy,
     pub budget: BudgetPolicy,
@@ -325,6 +381,8 @@ pub enum GateKind {
         status: u16,
         json_pointer: Option<String>,
         expect: Option<Expect>,
+        /// Request headers; values may name secrets (`${ENV:NAME}`, `${FILE:path}`).
+        headers: BTreeMap<String, String>,
     },
     CredentialValid {
         source: CredentialSource,
@@ -411,4 +469,25 @@ pub struct MaintenanceConfig {
     /// Schedules it applies to; empty = all.
     pub schedules: Vec<String>,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod listen_tests {
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        for short in ["9464", ":9464", " 9464 "] {
+            assert_eq!(super::parse_listen(short).unwrap().to_string(), "127.0.0.1:9464");
+        }
+        assert_eq!(
+            super::parse_listen("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert_eq!(
+            super::parse_listen("[::1]:9464").unwrap().to_string(),
+            "[::1]:9464"
+        );
+        for bad in ["localhost:9464", "", "99999", "127.0.0.1"] {
+            assert!(super::parse_listen(bad).unwrap_err().contains("IP:PORT"), "{bad}");
+        }
+    }
 }

@@ -104,6 +104,20 @@ pub struct Snapshot {
     pub kill_held: Vec<Run>,
     /// The selected run, with its events and latest decision.
     pub focus: Option<FocusRun>,
+    /// Who schedules this database (the registry); `None` when no scheduler
+    /// has ever registered in it (a rehearsal's store, an older database).
+    pub liveness: Option<Liveness>,
+}
+
+/// The scheduler registry at a glance, for the header.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Liveness {
+    pub alive: usize,
+    /// The newest heartbeat of any scheduler.
+    pub last_seen: Option<DateTime<Utc>>,
+    /// With none alive: windows due since then, over all schedules (at most
+    /// [`crate::status::MAX_COUNTED`]).
+    pub due_since: usize,
 }
 
 impl Snapshot {
@@ -164,6 +178,8 @@ pub struct ScheduleRow {
     pub paused_reason: Option<String>,
     pub max_attempts: u32,
     pub catchup_window: Duration,
+    /// In view and no scheduler alive: the fires that passed unevaluated.
+    pub overdue: Option<crate::status::Overdue>,
 }
 
 /// A schedule's unresolved trouble, from which the schedules pane names the
@@ -498,6 +514,14 @@ fn load_fast(
             .collect(),
     };
 
+    let registry = tx.schedulers()?;
+    let summary = crate::core::registry::summarize(&registry, now);
+    let none_alive = !registry.is_empty() && summary.alive == 0;
+    // Bounded over all schedules: after a long outage the count says "at
+    // least", it never costs the poller more than this many fires.
+    let mut due_budget = crate::status::MAX_COUNTED;
+    let mut due_since = 0;
+
     let mut schedules: Vec<ScheduleRow> = Vec::with_capacity(cfg.schedules.len());
     let mut lanes = Vec::with_capacity(cfg.schedules.len());
     for s in &cfg.schedules {
@@ -522,6 +546,15 @@ fn load_fast(
                 &default_state
             }
         };
+        let overdue = if none_alive && due_budget > 0 {
+            crate::status::overdue(cfg, s, st.last_evaluated, now, due_budget)
+        } else {
+            None
+        };
+        if let Some(o) = &overdue {
+            due_since += o.windows;
+            due_budget -= o.windows.min(due_budget);
+        }
         schedules.push(ScheduleRow {
             id: s.id.clone(),
             loaded,
@@ -551,6 +584,7 @@ fn load_fast(
             paused_reason: st.paused_reason.clone(),
             max_attempts: s.retry.max_attempts,
             catchup_window: to_delta(s.catchup_window),
+            overdue: overdue.filter(|_| loaded),
         });
         lanes.push(Lane {
             schedule: s.id.clone(),
@@ -652,6 +686,11 @@ fn load_fast(
         running,
         kill_held,
         focus,
+        liveness: (!registry.is_empty()).then_some(Liveness {
+            alive: summary.alive,
+            last_seen: summary.last_seen,
+            due_since,
+        }),
     })
 }
 

@@ -186,6 +186,37 @@ fn width(spans: &[Span]) -> usize {
     spans.iter().map(Span::width).sum()
 }
 
+/// The mode with the registry's word on it: `LIVE · 2 schedulers`, or, in the
+/// error style, that none is alive, since when and what fell due since.
+fn liveness_span(
+    m: &Model,
+    t: &Theme,
+    l: &crate::console::snapshot::Liveness,
+    mode_style: &ratatui::style::Style,
+    wide: bool,
+) -> Span<'static> {
+    if l.alive > 0 {
+        let noun = if l.alive == 1 { "scheduler" } else { "schedulers" };
+        return Span::styled(format!(" {} · {} {noun} ", m.mode_label, l.alive), *mode_style);
+    }
+    let seen = l
+        .last_seen
+        .map(|at| at.with_timezone(&m.tz).format("%H:%M:%S").to_string());
+    let text = match (seen, wide) {
+        (Some(at), true) => format!(
+            " NO SCHEDULER ALIVE (last seen {at}, {} windows due since) ",
+            l.due_since
+        ),
+        (Some(at), false) => format!(" NO SCHEDULER ALIVE (seen {at}, {} due) ", l.due_since),
+        (None, _) => " NO SCHEDULER ALIVE ".to_string(),
+    };
+    Span::styled(
+        text,
+        t.style(Token::Error)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+    )
+}
+
 fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
     let w = usize::from(w);
     let wide = w >= usize::from(WIDE_WIDTH);
@@ -195,7 +226,10 @@ fn header_line(m: &Model, t: &Theme, w: u16) -> Line<'static> {
         t.style(Token::Warn)
             .add_modifier(Modifier::BOLD | Modifier::REVERSED)
     };
-    let mut spans = vec![Span::styled(format!(" {} ", m.mode_label), mode_style)];
+    let mut spans = match m.snapshot.liveness.as_ref().filter(|_| m.rehearsal.is_none()) {
+        Some(l) => vec![liveness_span(m, t, l, &mode_style, wide)],
+        None => vec![Span::styled(format!(" {} ", m.mode_label), mode_style)],
+    };
     if m.read_only {
         spans.push(Span::styled("READ-ONLY ", t.style(Token::Warn)));
     }

@@ -179,6 +179,66 @@ pub enum Stopped {
     Budget,
 }
 
+/// Why a window was skipped, for machines (metrics labels): the switch that
+/// skipped it, a gate with `on_fail = "skip"`, or the catch-up policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum SkipCause {
+    Switch(SwitchName),
+    Gate,
+    /// `catchup = "latest"`: a newer window runs instead.
+    Coalesced,
+    /// `catchup = "none"`.
+    NotCaughtUp,
+}
+
+impl SkipCause {
+    /// The cause of a decision that skips: its holding switch, else its gate.
+    pub fn of(d: &Decision) -> SkipCause {
+        match d.switches.iter().find(|c| c.held) {
+            Some(c) => SkipCause::Switch(c.name),
+            None => SkipCause::Gate,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipCause::Switch(n) => n.as_str(),
+            SkipCause::Gate => "gate",
+            SkipCause::Coalesced => "coalesced",
+            SkipCause::NotCaughtUp => "not_caught_up",
+        }
+    }
+}
+
+impl From<SkipCause> for String {
+    fn from(c: SkipCause) -> String {
+        c.as_str().to_string()
+    }
+}
+
+impl TryFrom<String> for SkipCause {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        let switches = [
+            SwitchName::Kill,
+            SwitchName::Paused,
+            SwitchName::Circuit,
+            SwitchName::Maintenance,
+            SwitchName::Budget,
+            SwitchName::OnTime,
+            SwitchName::Overlap,
+            SwitchName::Quota,
+        ];
+        switches
+            .into_iter()
+            .map(SkipCause::Switch)
+            .chain([SkipCause::Gate, SkipCause::Coalesced, SkipCause::NotCaughtUp])
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("unknown skip cause {s:?}"))
+    }
+}
+
 /// Every event kind agentcron writes. See DESIGN.md "Trace" for what each means.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -195,6 +255,17 @@ pub enum Event {
     Tick {
         owner: String,
         running: usize,
+    },
+    /// A peer scheduler went silent without a clean stop (seen by `by`).
+    SchedulerLost {
+        owner: String,
+        #[serde(with = "instant")]
+        last_seen: DateTime<Utc>,
+        by: String,
+        #[serde(default)]
+        host: String,
+        #[serde(default)]
+        pid: u32,
     },
     ClockJump {
         #[serde(with = "instant")]
@@ -228,6 +299,11 @@ pub enum Event {
     /// settled (calendar, coalesced, not caught up) with its window facts.
     Skipped {
         reason: String,
+        /// What decided it, as a word (`overlap`, `circuit`, `gate`,
+        /// `coalesced`, `not_caught_up` …; see [`SkipCause`]); absent in rows
+        /// written before it existed and for windows created already settled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cause: Option<SkipCause>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_reason: Option<RunReason>,
         #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
@@ -525,6 +601,7 @@ fn known_kind(e: &Event) -> &'static str {
         Event::SchedulerStarted { .. } => "scheduler_started",
         Event::SchedulerStopped { .. } => "scheduler_stopped",
         Event::Tick { .. } => "tick",
+        Event::SchedulerLost { .. } => "scheduler_lost",
         Event::ClockJump { .. } => "clock_jump",
         Event::CatchupPlanned { .. } => "catchup_planned",
         Event::WindowOpened { .. } => "window_opened",
@@ -617,6 +694,7 @@ mod tests {
             reason,
             run_reason,
             window,
+            ..
         } = Event::from_row("skipped", &old)
         else {
             panic!("typed")

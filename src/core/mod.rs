@@ -11,6 +11,7 @@
 //! - [`event`]: the trace, typed.
 //! - [`layers`]: the layers as values and functions.
 //! - [`recovery`]: classification, retries, circuit breaker, catch-up.
+//! - [`registry`]: the scheduler registry's rows and who is alive.
 
 pub mod decision;
 pub mod event;
@@ -20,3 +21,4 @@ pub mod plan;
 pub mod planner;
 pub mod records;
 pub mod recovery;
+pub mod registry;

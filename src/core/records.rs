@@ -399,6 +399,10 @@ pub enum Ending {
     TimedOut,
     /// `AttemptHandle::cancel` was called; the agent was killed.
     Cancelled,
+    /// Its lease passed without a renewal from the scheduler (frozen, or
+    /// unable to write the database): the supervisor ended the agent's tree
+    /// before another scheduler could take the attempt over.
+    LeaseExpired,
     /// The agent could not be started at all (missing binary, permission, bad config).
     SpawnFailed(String),
     /// An HTTP agent answered with `status`, or the request failed with `error`.

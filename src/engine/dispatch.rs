@@ -9,7 +9,7 @@ use crate::agent::envelope::{
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::core::event::Event;
-use crate::store::types::{Claim, NewEvent, RunReason};
+use crate::store::types::{Claim, NewEvent, RunMemory, RunReason};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -32,33 +32,35 @@ impl Engine {
     }
 
     pub(crate) fn dispatch(&mut self, idx: usize, claim: Claim, now: DateTime<Utc>) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let run = &claim.run;
         let Some(agent) = self.cfg.agents.get(&s.agent).cloned() else {
             // The loader guarantees the agent exists; be safe anyway.
             return Ok(());
         };
         let memory_n = self.cfg.scheduler.memory_runs;
-        let (completed, uncertain, memory, state) = self.store.read(|tx| {
+        let (completed, uncertain, state) = self.store.read(|tx| {
             // Steps are journalled by attempts: a first attempt has none yet.
             let (completed, uncertain) = if claim.attempt > 1 {
                 (tx.completed_steps(run.id)?, tx.uncertain_steps(run.id)?)
             } else {
                 (vec![], vec![])
             };
-            let memory: Vec<MemoryEntry> = tx
-                .execution_memory(&run.tenant, &run.schedule, memory_n)?
-                .into_iter()
-                .filter(|m| m.run_id != run.id)
-                .map(|m| MemoryEntry {
-                    window: m.window_key,
-                    state: m.state,
-                    summary: m.summary,
-                })
-                .collect();
             let state = tx.schedule_state(&run.schedule)?;
-            Ok((completed, uncertain, memory, state))
+            Ok((completed, uncertain, state))
         })?;
+        let memory: Vec<MemoryEntry> = self
+            .memory_of(idx, run, memory_n, now)?
+            .into_iter()
+            .filter(|m| m.run_id != run.id)
+            .map(|m| MemoryEntry {
+                window: m.window_key,
+                state: m.state,
+                summary: m.summary,
+            })
+            .collect();
         let verify_step = self.verify_step(idx, &uncertain);
         let reason = if verify_step.is_some() {
             RunReason::Verify
@@ -133,7 +135,10 @@ impl Engine {
             timeout,
             config_dir: self.cfg.dir.clone(),
             log_limit: self.opts.log_limit,
+            // Set when it starts, from the lease then left (see start_pending).
+            lease: None,
         };
+        let lease_until = run.lease_expires.unwrap_or(now + self.lease());
         self.pending_starts.push((
             spec,
             Running {
@@ -148,17 +153,150 @@ impl Engine {
                 cancel: None,
                 last_heartbeat_event: None,
                 rate_limited: false,
+                broken_result: None,
+                journaled: false,
+                lease_until,
             },
+            run.due_at,
         ));
         self.after_start(idx, now);
         Ok(())
     }
 
-    /// Starts the attempts claimed by a batch that has committed.
+    /// Starts the attempts claimed by a batch that has committed. Each agent's
+    /// supervisor enforces the lease as committed: what is left of it now.
     pub(crate) fn start_pending(&mut self) {
-        for (spec, mut running) in std::mem::take(&mut self.pending_starts) {
+        let kill_grace = self.lease_kill_grace();
+        let committed = self.clock.now();
+        for (mut spec, mut running, due) in std::mem::take(&mut self.pending_starts) {
+            self.commit_lateness.record(due, committed);
+            spec.lease = Some(crate::agent::runner::AttemptLease {
+                valid_for: (running.lease_until - self.clock.now())
+                    .to_std()
+                    .unwrap_or_default(),
+                kill_grace,
+            });
             running.handle = self.runner.start(spec, self.reports_tx.clone());
             self.running.insert(running.run_id, running);
         }
+    }
+}
+
+/// How late claims committed (the batch's commit instant − the window's due
+/// instant), the newest [`CommitLateness::KEPT`]: what a claim's durable
+/// lateness really was, where the `claimed` event's stamp is the instant it
+/// was decided, a chunk (at most [`super::pipeline::CLAIM_CHUNK`] decisions)
+/// before its commit.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitLateness {
+    /// (due, committed), a ring once full.
+    samples: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    next: usize,
+}
+
+impl CommitLateness {
+    const KEPT: usize = 1 << 20;
+
+    fn record(&mut self, due: DateTime<Utc>, committed: DateTime<Utc>) {
+        if self.samples.len() < Self::KEPT {
+            self.samples.push((due, committed));
+        } else {
+            self.samples[self.next] = (due, committed);
+            self.next = (self.next + 1) % Self::KEPT;
+        }
+    }
+}
+
+impl Engine {
+    /// (due, committed) of the newest claims this engine made (up to about a
+    /// million, oldest first): how late each claim was durable, which the
+    /// lateness bench reports as commit − due.
+    pub fn claim_commits(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        let (s, next) = (&self.commit_lateness.samples, self.commit_lateness.next);
+        s[next..].iter().chain(&s[..next]).copied().collect()
+    }
+}
+
+/// How long a schedule's execution memory is trusted before it is read
+/// again (clock time): this scheduler's own runs update it as they finish,
+/// other schedulers' finishes show up within this.
+const MEMORY_TTL: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
+/// A schedule's execution memory as last read, with the windows' starts (to
+/// keep it in window order as this scheduler's runs finish).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Memory {
+    read_at: Option<DateTime<Utc>>,
+    entries: Vec<(DateTime<Utc>, RunMemory)>,
+}
+
+impl Engine {
+    /// The last `n` finished runs of schedule `idx` for an envelope: from
+    /// memory (kept up to date by this scheduler's own finishes, read again
+    /// after [`MEMORY_TTL`]), one query per schedule instead of one per
+    /// dispatch.
+    fn memory_of(
+        &mut self,
+        idx: usize,
+        run: &crate::store::types::Run,
+        n: usize,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RunMemory>> {
+        let fresh = self
+            .memory
+            .get(&idx)
+            .and_then(|m| m.read_at)
+            .is_some_and(|at| now >= at && now - at < MEMORY_TTL);
+        if !fresh {
+            let read = self.store.read(|tx| {
+                let rows = tx.execution_memory(&run.tenant, &run.schedule, n)?;
+                let mut entries = vec![];
+                for m in rows {
+                    let start = tx.try_run(m.run_id)?.map_or(now, |r| r.window_start);
+                    entries.push((start, m));
+                }
+                Ok(entries)
+            })?;
+            self.memory.insert(
+                idx,
+                Memory {
+                    read_at: Some(now),
+                    entries: read,
+                },
+            );
+        }
+        Ok(self
+            .memory
+            .get(&idx)
+            .map(|m| m.entries.iter().take(n).map(|(_, e)| e.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    /// A run of schedule `idx` finished here: it joins the schedule's memory
+    /// (if memory is kept for it), newest window first.
+    pub(crate) fn remember(&mut self, idx: usize, run: &crate::store::types::Run, summary: Option<String>) {
+        let n = self.cfg.scheduler.memory_runs;
+        let Some(m) = self.memory.get_mut(&idx) else {
+            return;
+        };
+        m.entries.retain(|(_, e)| e.run_id != run.id);
+        let at = m
+            .entries
+            .iter()
+            .position(|(start, _)| *start < run.window_start)
+            .unwrap_or(m.entries.len());
+        m.entries.insert(
+            at,
+            (
+                run.window_start,
+                RunMemory {
+                    run_id: run.id,
+                    window_key: run.window_key.clone(),
+                    state: run.state,
+                    summary,
+                },
+            ),
+        );
+        m.entries.truncate(n.max(1));
     }
 }

@@ -192,8 +192,7 @@ impl Engine {
             }
             // Between answers: the attempts this process runs keep their leases.
             let now = self.clock.now();
-            let store = self.store.clone();
-            store.batch(|| self.renew_leases(now))?;
+            self.renew_leases(now)?;
         }
         if answered.is_empty() {
             return Ok(());

@@ -177,6 +177,7 @@ impl Engine {
         };
         self.store
             .write(|tx| tx.append_event(&NewEvent::of(now, stopped)).map(|_| ()))?;
+        self.registry_stopped(now)?;
         self.log_events(log_after)?;
         self.abandon_running();
         Ok(())
@@ -275,7 +276,7 @@ impl Engine {
                 tracing::debug!(kind = %e.kind, schedule, run, %detail, "event");
             } else if matches!(
                 e.kind.as_str(),
-                "failed" | "dead_lettered" | "alert" | "lost" | "circuit_opened"
+                "failed" | "dead_lettered" | "alert" | "lost" | "circuit_opened" | "scheduler_lost"
             ) {
                 tracing::warn!(kind = %e.kind, schedule, run, %detail, "event");
             } else {

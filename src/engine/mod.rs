@@ -16,6 +16,9 @@ mod live;
 pub(crate) mod open;
 mod outcome;
 mod pipeline;
+mod registry;
+
+pub use registry::Registration;
 
 pub use decision::{Decision, Hold, SwitchCheck, Verdict};
 
@@ -54,6 +57,9 @@ pub struct EngineOptions {
     pub max_catchup_windows: usize,
     /// How often a `tick` event records that this scheduler is alive.
     pub tick_event_every: TimeDelta,
+    /// This scheduler's row in the registry; `None`: not registered
+    /// (rehearsals, tests that do not ask for it).
+    pub registry: Option<Registration>,
 }
 
 impl Default for EngineOptions {
@@ -63,22 +69,27 @@ impl Default for EngineOptions {
             log_limit: 64 * 1024,
             max_catchup_windows: 10_000,
             tick_event_every: TimeDelta::minutes(1),
+            registry: None,
         }
     }
 }
 
 /// `host:pid`, the lease owner of a live scheduler.
 pub fn default_owner() -> String {
+    format!("{}:{}", hostname(), std::process::id())
+}
+
+/// This machine's name (`localhost` if it cannot be read).
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into a valid buffer.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let host = if rc == 0 {
+    if rc == 0 {
         let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         String::from_utf8_lossy(&buf[..end]).into_owned()
     } else {
         "localhost".to_string()
-    };
-    format!("{host}:{}", std::process::id())
+    }
 }
 
 /// Why the engine itself stopped an attempt (the core's word for it).
@@ -97,6 +108,15 @@ pub(crate) struct Running {
     pub cancel: Option<CancelCause>,
     pub last_heartbeat_event: Option<DateTime<Utc>>,
     pub rate_limited: bool,
+    /// The last result line was not a valid result: `(error, line)`.
+    pub broken_result: Option<(String, String)>,
+    /// This attempt reported a step (the engine journals every one): without
+    /// one, a first attempt has no journal to read at its end.
+    pub journaled: bool,
+    /// Until when the store holds this attempt's lease, as last renewed (and
+    /// committed) by this scheduler; what is left of it is what the agent's
+    /// supervisor enforces.
+    pub lease_until: DateTime<Utc>,
 }
 
 /// The scheduler core. See the module docs.
@@ -111,6 +131,9 @@ pub struct Engine {
     pub(crate) gates: gating::ScheduleGates,
     /// IO gates being checked off the loop.
     pub(crate) gate_pool: gating::GatePool,
+    /// Execution memory per schedule, newest window first, as of when it was
+    /// read (see `dispatch::memory_of`).
+    pub(crate) memory: HashMap<usize, dispatch::Memory>,
     pub(crate) index: HashMap<String, usize>,
     /// Whether any schedule has an `on_event` / `after_event` trigger, and any an
     /// `approval_ttl`: asked every tick, so not answered by walking every schedule.
@@ -123,7 +146,13 @@ pub struct Engine {
     pub(crate) running: HashMap<i64, Running>,
     /// Attempts claimed in the current batch, started once it has committed:
     /// an agent never runs on a claim that could still roll back.
-    pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running)>,
+    pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running, DateTime<Utc>)>,
+    /// How late each claim's transaction committed (commit − due), as
+    /// [`Engine::claim_commit_lateness`] reports it.
+    pub(crate) commit_lateness: dispatch::CommitLateness,
+    /// Answers to side-effect steps, sent once the transaction that journaled
+    /// the step has committed: (run id, fencing token, answer).
+    pub(crate) pending_replies: Vec<(i64, i64, crate::agent::protocol::Reply)>,
     pub(crate) reports_tx: mpsc::UnboundedSender<AttemptReport>,
     pub(crate) reports_rx: mpsc::UnboundedReceiver<AttemptReport>,
     pub(crate) posted_seq: i64,
@@ -132,6 +161,8 @@ pub struct Engine {
     pub(crate) quota_holds: std::cell::Cell<bool>,
     pub(crate) last_renewal: Option<DateTime<Utc>>,
     pub(crate) last_tick_event: Option<DateTime<Utc>>,
+    /// When this scheduler last refreshed its registry row.
+    pub(crate) registry_seen: Option<DateTime<Utc>>,
     pub(crate) last_ttl_check: Option<DateTime<Utc>>,
     /// The soonest `approval_ttl` deadline of a `needs_human` run known to us.
     pub(crate) next_ttl_deadline: Option<DateTime<Utc>>,
@@ -227,6 +258,7 @@ impl Engine {
             rules,
             gates: Arc::new(gates),
             gate_pool: gating::GatePool::new(),
+            memory: HashMap::new(),
             index,
             has_event_triggers,
             has_approval_ttls,
@@ -234,12 +266,15 @@ impl Engine {
             cursor: vec![None; n],
             running: HashMap::new(),
             pending_starts: vec![],
+            commit_lateness: dispatch::CommitLateness::default(),
+            pending_replies: vec![],
             reports_tx,
             reports_rx,
             posted_seq: 0,
             quota_holds: std::cell::Cell::new(true),
             last_renewal: None,
             last_tick_event: None,
+            registry_seen: None,
             last_ttl_check: None,
             next_ttl_deadline: None,
             backlog: std::cell::RefCell::new(HashMap::new()),
@@ -346,8 +381,10 @@ impl Engine {
         // hundreds of runs writes their pages once, not once per run.
         let store = self.store.clone();
         self.drain_reports()?;
+        // Its own transaction: a supervisor hears of a renewal only once it
+        // is committed, so it never keeps an agent past the stored lease.
+        self.renew_leases(now)?;
         store.batch(|| {
-            self.renew_leases(now)?;
             self.sweep_zombies(now)?;
             if !self.stopping {
                 self.open_due_windows(now)?;
@@ -370,7 +407,7 @@ impl Engine {
     /// Handles every agent report already received, in one transaction.
     pub fn drain_reports(&mut self) -> Result<usize> {
         let store = self.store.clone();
-        store.batch(|| {
+        let handled = store.batch(|| {
             let mut n = 0;
             while let Ok(report) = self.reports_rx.try_recv() {
                 let now = self.clock.now();
@@ -378,7 +415,29 @@ impl Engine {
                 n += 1;
             }
             Ok::<usize, EngineError>(n)
-        })
+        });
+        self.send_replies(handled.is_ok());
+        handled
+    }
+
+    /// Sends the answers to side-effect steps whose journal entry has now
+    /// committed; `committed = false` (the transaction rolled back) turns
+    /// every ack into a deny: the step is not journaled, so it must not happen.
+    pub(crate) fn send_replies(&mut self, committed: bool) {
+        use crate::agent::protocol::Reply;
+        for (run_id, token, reply) in std::mem::take(&mut self.pending_replies) {
+            let Some(r) = self.running.get(&run_id).filter(|r| r.token == token) else {
+                continue;
+            };
+            let reply = match reply {
+                Reply::Ack { step, .. } if !committed => Reply::Deny {
+                    step,
+                    reason: "the step could not be journaled (the transaction failed)".into(),
+                },
+                other => other,
+            };
+            r.handle.reply(reply);
+        }
     }
 
     /// Waits (in real time) for the next agent report and handles it. For tests
@@ -387,7 +446,9 @@ impl Engine {
         match self.reports_rx.recv().await {
             Some(report) => {
                 let now = self.clock.now();
-                self.handle_report(now, report)?;
+                let handled = self.handle_report(now, report);
+                self.send_replies(handled.is_ok());
+                handled?;
                 Ok(true)
             }
             None => Ok(false),
@@ -402,7 +463,9 @@ impl Engine {
     /// Handles one report (from [`Engine::recv_report`]).
     pub fn handle(&mut self, report: AttemptReport) -> Result<()> {
         let now = self.clock.now();
-        self.handle_report(now, report)
+        let handled = self.handle_report(now, report);
+        self.send_replies(handled.is_ok());
+        handled
     }
 
     /// The sender simulated runners use to report on the engine's channel.
@@ -440,10 +503,12 @@ impl Engine {
             let every = self.renew_every();
             consider(Some(self.last_renewal.map_or(self.clock.now(), |t| t + every)));
         }
+        // A lost lease is taken over only after its takeover grace.
+        let grace = self.takeover_grace();
         consider(
             self.store
                 .read(|tx| tx.next_lease_expiry())?
-                .map(|t| t + TimeDelta::milliseconds(1)),
+                .map(|t| t + grace + TimeDelta::milliseconds(1)),
         );
         consider(self.next_ttl_deadline);
         Ok(next)
@@ -468,7 +533,24 @@ impl Engine {
         (self.lease() / 3).max(TimeDelta::milliseconds(10))
     }
 
+    /// `[scheduler] takeover_grace` (default lease / 3).
+    pub(crate) fn takeover_grace(&self) -> TimeDelta {
+        crate::time::duration::to_delta(self.cfg.scheduler.takeover_grace())
+    }
+
+    /// The TERM → KILL grace of an agent whose lease lapsed: half the takeover
+    /// grace (at most the usual grace), so its tree is gone before a takeover.
+    pub(crate) fn lease_kill_grace(&self) -> std::time::Duration {
+        (self.cfg.scheduler.takeover_grace() / 2).min(crate::process::KILL_GRACE)
+    }
+
+    /// Renews the leases of this process's attempts (every lease / 3) in a
+    /// transaction of its own, then tells each agent's supervisor how long the
+    /// committed lease still holds. Must not run inside a [`Store::batch`]: a
+    /// supervisor must never hear of a renewal that could still roll back.
     pub(crate) fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
+        // The registry heartbeat goes with the renewals: both say "alive".
+        self.refresh_registry(now)?;
         if self.running.is_empty() {
             self.last_renewal = Some(now);
             return Ok(());
@@ -496,14 +578,16 @@ impl Engine {
             .filter(|r| r.cancel != Some(CancelCause::Fenced))
             .map(|r| (r.run_id, r.token))
             .collect();
-        let lost = self.store.write(|tx| {
-            let mut lost = vec![];
+        let (renewed, lost) = self.store.write(|tx| {
+            let (mut renewed, mut lost) = (vec![], vec![]);
             for (run, token) in &pairs {
-                if !tx.renew_lease(*run, *token, until)? {
+                if tx.renew_lease(*run, *token, until)? {
+                    renewed.push(*run);
+                } else {
                     lost.push(*run);
                 }
             }
-            Ok(lost)
+            Ok((renewed, lost))
         })?;
         for run in lost {
             // Someone declared our attempt lost (we stalled past the lease): stop it;
@@ -511,6 +595,14 @@ impl Engine {
             if let Some(r) = self.running.get_mut(&run) {
                 r.cancel = Some(CancelCause::Fenced);
                 r.handle.cancel();
+            }
+        }
+        // Measured after the commit: the supervisor's deadline is the stored one.
+        let valid_for = (until - self.clock.now()).to_std().unwrap_or_default();
+        for run in renewed {
+            if let Some(r) = self.running.get_mut(&run) {
+                r.lease_until = until;
+                r.handle.renew(valid_for);
             }
         }
         Ok(())

@@ -26,14 +26,16 @@ impl Engine {
             }
             // Popped only once the window is durably opened: a failed write (a
             // locked database) leaves it due for the next tick.
-            let s = self.schedule(idx).clone();
+            // The config is shared (an Arc), not copied per run.
+            let cfg = self.cfg.clone();
+            let s = &cfg.schedules[idx];
             if let TriggerConfig::Every {
                 anchor: Anchor::LastStart,
                 ..
             } = s.trigger
             {
                 // One window now; the next is scheduled when this one starts.
-                self.open_last_start_window(idx, &s, at, now)?;
+                self.open_last_start_window(idx, s, at, now)?;
                 self.heap.pop();
                 continue;
             }
@@ -83,7 +85,12 @@ impl Engine {
                 .collect();
             let mut deferred = 0;
             self.store.write(|tx| {
-                let existing = tx.backlog(&s.id)?;
+                // Only catch-up windows can join a backlog range.
+                let existing = if catch_ups.is_empty() {
+                    None
+                } else {
+                    tx.backlog(&s.id)?
+                };
                 // Behind an older backlog, every new catch-up window waits its turn.
                 let first = if existing.is_some() { 0 } else { slots };
                 let range = catch_ups.get(first).zip(catch_ups.last()).map(|(&a, &b)| a..=b);
@@ -92,7 +99,7 @@ impl Engine {
                         deferred += 1;
                         continue;
                     }
-                    let new = new_run_for(&s, &p.fire, p.disposition, now);
+                    let new = new_run_for(s, &p.fire, p.disposition, now);
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };

@@ -3,12 +3,12 @@
 //! breaker, zombies found by lease, alerts.
 
 use super::{CancelCause, Engine, Result, Running};
-use crate::agent::protocol::{AgentLine, ResultStatus};
+use crate::agent::protocol::{AgentLine, Reply, ResultStatus};
 use crate::agent::runner::{AttemptReport, AttemptSignal, Ending};
 use crate::config::model::ErrorClass;
 use crate::core::event::Event;
 use crate::core::planner::{self, Ended, Facts, Input};
-use crate::recovery::classify::{Outcome, classify, is_rate_limited};
+use crate::recovery::classify::{Outcome, Reported, classify, honest, is_rate_limited};
 use crate::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashMap;
@@ -29,6 +29,16 @@ impl Engine {
                 self.handle_line(now, run_id, token, line)
             }
             AttemptSignal::Ended { ending, log } => {
+                // Self-fencing: an attempt whose lease lapsed on our side (its
+                // supervisor ended it for want of a renewal: we were frozen or
+                // could not write) or was taken over is lost here.
+                if let Some(r) = self.running.get(&run_id).filter(|r| r.token == token)
+                    && (r.cancel == Some(CancelCause::Fenced) || ending == Ending::LeaseExpired)
+                {
+                    let attempt = r.attempt;
+                    self.running.remove(&run_id);
+                    return self.record_fenced_end(now, run_id, token, attempt, &ending, log);
+                }
                 let Some(r) = self.running.remove(&run_id).filter(|r| r.token == token) else {
                     let stale = Event::StaleResult {
                         token,
@@ -50,12 +60,48 @@ impl Engine {
         }
     }
 
+    /// The end of an attempt that is lost on our side (its lease lapsed here,
+    /// or another scheduler took it over): recorded as `stale_result`, its log
+    /// kept, and nothing planned: the run is swept as lost (after the takeover
+    /// grace) like any attempt whose scheduler vanished.
+    fn record_fenced_end(
+        &mut self,
+        now: DateTime<Utc>,
+        run_id: i64,
+        token: i64,
+        attempt: u32,
+        ending: &Ending,
+        log: String,
+    ) -> Result<()> {
+        let stale = Event::StaleResult {
+            token,
+            attempt: Some(attempt),
+            ending: Some(format!("{ending:?}")),
+            note: Some(
+                "the attempt's lease lapsed on this scheduler (not renewed before it expired) \
+                 or was taken over: its agent was stopped and its result is not applied"
+                    .into(),
+            ),
+        };
+        let log_limit = self.opts.log_limit;
+        self.store.write(|tx| {
+            let mut ev = NewEvent::of(now, stale).with_run_id(run_id);
+            if let Some(run) = tx.try_run(run_id)? {
+                ev = ev.for_run(&run);
+            }
+            tx.append_attempt_log(run_id, token, &log, log_limit)?;
+            tx.append_event(&ev).map(|_| ())
+        })?;
+        Ok(())
+    }
+
     fn handle_line(&mut self, now: DateTime<Utc>, run_id: i64, token: i64, line: AgentLine) -> Result<()> {
         let Some(r) = self.running.get_mut(&run_id) else {
             return Ok(());
         };
         let idx = r.schedule;
         let attempt = r.attempt;
+        let fenced = r.cancel == Some(CancelCause::Fenced);
         let (tenant, sched) = {
             let s = &self.cfg.schedules[idx];
             (s.tenant.clone(), s.id.clone())
@@ -78,13 +124,17 @@ impl Engine {
                 }
             }
             AgentLine::Step { name, status } => {
+                r.journaled = true;
                 let s = self.schedule(idx);
-                let side_effect = s.deliveries.iter().any(|d| d.name == name)
-                    || self
-                        .cfg
-                        .agents
-                        .get(&s.agent)
-                        .is_some_and(|a| a.is_side_effect(&name));
+                let delivery = s.deliveries.iter().any(|d| d.name == name);
+                let agent = self.cfg.agents.get(&s.agent);
+                let side_effect = delivery || agent.is_some_and(|a| a.is_side_effect(&name));
+                // The handshake: a handshake agent's side-effect step waits for
+                // our answer (deliveries are agentcron's own, never asked).
+                let asks = !delivery
+                    && side_effect
+                    && status == StepStatus::Started
+                    && agent.is_some_and(|a| a.handshake);
                 let ev = NewEvent::of(
                     now,
                     Event::Step {
@@ -97,15 +147,43 @@ impl Engine {
                 )
                 .with_run_id(run_id)
                 .for_schedule(&tenant, &sched);
-                self.store.write(|tx| {
-                    if tx.record_step(run_id, token, attempt, &name, status, side_effect, now)? {
-                        tx.append_event(&ev)?;
-                    }
-                    Ok(())
-                })?;
+                let journaled = if asks && fenced {
+                    false
+                } else {
+                    self.store.write(|tx| {
+                        let journaled = if asks {
+                            tx.record_step_fenced(run_id, token, attempt, &name, status, side_effect, now)?
+                        } else {
+                            tx.record_step(run_id, token, attempt, &name, status, side_effect, now)?
+                        };
+                        if journaled {
+                            tx.append_event(&ev)?;
+                        }
+                        Ok(journaled)
+                    })?
+                };
+                if asks {
+                    let reply = if journaled {
+                        Reply::Ack {
+                            step: name,
+                            fence: token,
+                        }
+                    } else {
+                        Reply::Deny {
+                            step: name,
+                            reason: format!(
+                                "attempt {attempt} no longer holds its lease (fence {token}): do not act"
+                            ),
+                        }
+                    };
+                    // Sent once this transaction has committed.
+                    self.pending_replies.push((run_id, token, reply));
+                }
             }
             AgentLine::Usage { tokens, cost_usd } => {
-                let s = self.schedule(idx).clone();
+                // The config is shared (an Arc), not copied per run.
+                let cfg = self.cfg.clone();
+                let s = &cfg.schedules[idx];
                 let totals = self
                     .store
                     .write(|tx| tx.add_usage(run_id, token, tokens.unwrap_or(0), cost_usd.unwrap_or(0.0)))?;
@@ -137,9 +215,18 @@ impl Engine {
             AgentLine::Result(res) => {
                 if let Some(r) = self.running.get_mut(&run_id) {
                     r.result = Some(res);
+                    r.broken_result = None;
                 }
             }
-            AgentLine::Malformed { line, error } => {
+            AgentLine::Malformed { line, error, event } => {
+                // The last result line counts, a broken one too: it is a
+                // protocol error, never an exit-code success.
+                if event.as_deref() == Some("result")
+                    && let Some(r) = self.running.get_mut(&run_id)
+                {
+                    r.result = None;
+                    r.broken_result = Some((error.clone(), line.clone()));
+                }
                 let ev = NewEvent::of(
                     now,
                     Event::AgentOutput {
@@ -158,14 +245,33 @@ impl Engine {
     }
 
     fn finish(&mut self, now: DateTime<Utc>, r: Running, ending: Ending, log: String) -> Result<()> {
-        let s = self.schedule(r.schedule).clone();
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[r.schedule];
         let rate_limited =
             r.rate_limited || is_rate_limited(&ending) || r.result.as_ref().is_some_and(rate_limited_result);
-        let mut outcome = classify(
+        let outcome = classify(
             r.result.as_ref(),
             &ending,
             s.default_error_class,
             s.budget.runtime_error_class,
+        );
+        // A first attempt that reported no step has an empty journal (steps
+        // are journaled by attempts, and by the engine only).
+        let no_journal = r.attempt == 1 && !r.journaled;
+        let reported = Reported {
+            broken_result: r.broken_result.clone(),
+            unconfirmed_steps: if no_journal {
+                vec![]
+            } else {
+                self.unconfirmed_steps(&r)?
+            },
+        };
+        let mut outcome = honest(
+            outcome,
+            r.result.as_ref(),
+            &ending,
+            &reported,
+            s.protocol_error_class,
         );
         match &r.cancel {
             Some(CancelCause::Budget(why)) => {
@@ -244,7 +350,24 @@ impl Engine {
             verify_step: r.verify_step.clone(),
             verified: r.result.as_ref().and_then(|x| x.verified),
         };
-        self.apply_ended(now, r.run_id, r.schedule, ended)
+        self.apply_ended(now, r.run_id, r.schedule, ended, no_journal)
+    }
+
+    /// Side-effect steps this attempt journaled `started` and never finished.
+    fn unconfirmed_steps(&self, r: &Running) -> Result<Vec<String>> {
+        let steps = self.store.read(|tx| tx.steps(r.run_id))?;
+        let mut latest: Vec<(String, StepStatus, bool)> = Vec::new();
+        for st in steps.into_iter().filter(|st| st.attempt == r.attempt) {
+            match latest.iter_mut().find(|(name, _, _)| *name == st.name) {
+                Some(slot) => slot.1 = st.status,
+                None => latest.push((st.name, st.status, st.side_effect)),
+            }
+        }
+        Ok(latest
+            .into_iter()
+            .filter(|(_, status, side_effect)| *side_effect && *status == StepStatus::Started)
+            .map(|(name, _, _)| name)
+            .collect())
     }
 
     /// Records an attempt's end and moves its run on per the recovery rules
@@ -256,13 +379,18 @@ impl Engine {
         run_id: i64,
         idx: usize,
         ended: Ended,
+        no_journal: bool,
     ) -> Result<()> {
         let (token, attempt) = (ended.token, ended.attempt);
         let Some(run) = self.store.read(|tx| tx.try_run(run_id))? else {
             return Ok(());
         };
         let facts = Facts {
-            uncertain_steps: self.store.read(|tx| tx.uncertain_steps(run_id))?,
+            uncertain_steps: if no_journal {
+                vec![]
+            } else {
+                self.store.read(|tx| tx.uncertain_steps(run_id))?
+            },
             ..Facts::default()
         };
         let plan = planner::plan(&run, Input::AttemptEnded(ended), &self.policy(idx), &facts, now);
@@ -288,8 +416,13 @@ impl Engine {
 
     /// Runs claimed by anyone whose lease expired: the attempt is lost (crash or
     /// hang) and the run goes to retry, or to a human if a side effect is uncertain.
+    /// A lease counts as lost only `takeover_grace` after it expired: the lost
+    /// attempt's supervisor ends the agent's tree at expiry, and that must be
+    /// done before a retry starts.
     pub(crate) fn sweep_zombies(&mut self, now: DateTime<Utc>) -> Result<()> {
-        let expired = self.store.read(|tx| tx.expired_leases(now))?;
+        let expired = self
+            .store
+            .read(|tx| tx.expired_leases(now - self.takeover_grace()))?;
         for run in expired {
             let Some(&idx) = self.index.get(&run.schedule) else {
                 continue;

@@ -14,6 +14,11 @@ use crate::store::types::*;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
+/// Due runs decided and claimed per transaction: small enough that the
+/// first agents start a few milliseconds into a tick of thousands, large
+/// enough that a commit's page writes are shared by many claims.
+pub(crate) const CLAIM_CHUNK: usize = 256;
+
 /// Facts about layer 3 gathered once per tick; each run's
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
@@ -89,8 +94,19 @@ impl Engine {
                     self.submit_gates(idx, run, now)?;
                 }
             } else {
+                // Decided and claimed a chunk per transaction, each chunk's
+                // agents started right after its commit: the first agents
+                // start while later chunks are still being decided. The
+                // chunk is decided at the clock's instant (a tick of 10,000
+                // due runs takes a while), so its claims are stamped within
+                // one chunk of their commit.
+                let now = self.clock.now().max(now);
+                let mut n = 0;
                 store.batch(|| {
-                    while let Some(run) = due.next_if(|r| !needs_io(self, r)) {
+                    while n < CLAIM_CHUNK
+                        && let Some(run) = due.next_if(|r| !needs_io(self, r))
+                    {
+                        n += 1;
                         // A run of a schedule no longer in the config is left alone.
                         if let Some(&idx) = self.index.get(&run.schedule) {
                             self.evaluate_run(idx, run, now, &mut facts)?;
@@ -120,7 +136,7 @@ impl Engine {
         let used = self
             .running
             .values()
-            .chain(self.pending_starts.iter().map(|(_, r)| r))
+            .chain(self.pending_starts.iter().map(|(_, r, _)| r))
             .filter(|r| r.pool == pool)
             .count();
         (used, size)
@@ -187,8 +203,10 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &mut TickFacts,
     ) -> Result<Option<Gated>> {
-        let s = self.schedule(idx).clone();
-        let time = match time::check(run, &s, now) {
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
+        let time = match time::check(run, s, now) {
             TimeLayer::NotYetDue(not_before) => {
                 let plan = planner::plan(
                     run,
@@ -228,7 +246,9 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &mut TickFacts,
     ) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let d = Decision::from_gates(gated.time, gated.switches, gates);
         if d.verdict == Verdict::Claim {
             facts.count_claim(run);
@@ -254,7 +274,9 @@ impl Engine {
         now: DateTime<Utc>,
         facts: &TickFacts,
     ) -> Result<SwitchOutcome> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let default_state = ScheduleState::new(&s.id);
         let state = facts.states.get(&s.id).unwrap_or(&default_state);
         let running = facts.by_schedule.get(&s.id).copied().unwrap_or(0);
@@ -317,7 +339,7 @@ impl Engine {
             pool_used,
             pool_size,
         };
-        let outcome = switches::check(run, &s, &switch_facts, now);
+        let outcome = switches::check(run, s, &switch_facts, now);
         if outcome.cancel_running {
             // The schedule's running on-time windows are superseded: this
             // process stops its own; another scheduler's attempt gets a cancel
@@ -363,7 +385,9 @@ impl Engine {
     /// Plans a decision with the core and applies it: the plan's events,
     /// the run's step and the schedule delta in one write, then its effects.
     fn apply(&mut self, idx: usize, run: &Run, d: Decision, probe: bool, now: DateTime<Utc>) -> Result<()> {
-        let s = self.schedule(idx).clone();
+        // The config is shared (an Arc), not copied per run.
+        let cfg = self.cfg.clone();
+        let s = &cfg.schedules[idx];
         let mut facts = Facts::default();
         if d.verdict == Verdict::Claim && run.state == RunState::RetryWait {
             facts.uncertain_steps = self.store.read(|tx| tx.uncertain_steps(run.id))?;
@@ -410,9 +434,30 @@ impl Engine {
             return Ok(None);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
-        let Applied::Done { claim, effects, .. } = &applied else {
+        let Applied::Done { claim, effects, run } = &applied else {
             return Ok(None);
         };
+        // A finished run joins the schedule's execution memory: its attempt's
+        // summary (or message), else why it ended.
+        if let Some(r) = run
+            && r.state.is_terminal()
+        {
+            let ended = plan.steps.iter().find_map(|s| match s {
+                crate::core::plan::Step::EndAttempt { end, .. } => {
+                    Some(end.summary.clone().or(end.message.clone()))
+                }
+                _ => None,
+            });
+            match ended {
+                Some(summary) => self.remember(idx, r, summary.or_else(|| r.state_reason.clone())),
+                None if r.attempts == 0 => self.remember(idx, r, r.state_reason.clone()),
+                // Ended without an attempt's word (a requeued run's gate):
+                // read again next time.
+                None => {
+                    self.memory.remove(&idx);
+                }
+            }
+        }
         let mut claim = claim.clone();
         for effect in effects.clone() {
             match effect {

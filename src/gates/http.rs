@@ -1,6 +1,8 @@
 //! `http`: a readiness endpoint answers the expected status (default 200) and,
 //! optionally, a JSON pointer into its body meets `expect`. This gate never fails:
 //! an endpoint that is down or says "not yet" means not ready, so it waits.
+//! Its `headers` may name secrets (`${ENV:NAME}`, `${FILE:path}`), read at each
+//! check; reasons name the URL without its userinfo and never a header value.
 
 use super::{Gate, GateContext, GateOutcome, compare, expect_text, value_text};
 use crate::config::model::Expect;
@@ -15,6 +17,9 @@ pub struct HttpGate {
     status: u16,
     json_pointer: Option<String>,
     expect: Option<Expect>,
+    headers: std::collections::BTreeMap<String, String>,
+    /// Where `${FILE:…}` header values are read from (the config's folder).
+    dir: std::path::PathBuf,
 }
 
 impl HttpGate {
@@ -31,7 +36,20 @@ impl HttpGate {
             status,
             json_pointer,
             expect,
+            headers: Default::default(),
+            dir: std::path::PathBuf::from("."),
         }
+    }
+
+    /// Sends `headers` (templates resolved against `dir` at each check).
+    pub fn with_headers(
+        mut self,
+        headers: std::collections::BTreeMap<String, String>,
+        dir: &std::path::Path,
+    ) -> Self {
+        self.headers = headers;
+        self.dir = dir.to_path_buf();
+        self
     }
 }
 
@@ -45,8 +63,27 @@ impl Gate for HttpGate {
     }
 
     fn check(&self, ctx: &GateContext<'_>) -> GateOutcome {
-        let url = &self.url;
-        let mut response = match crate::http::get(url, ctx.timeout).call() {
+        let (headers, redactor) = match crate::secrets::resolve_headers(&self.headers, &self.dir) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                return GateOutcome::wait(format!("GET {}: {e}", crate::secrets::redact_url(&self.url)));
+            }
+        };
+        let mut outcome = self.ask(ctx, &headers);
+        outcome.reason = redactor.redact(&outcome.reason);
+        outcome
+    }
+}
+
+impl HttpGate {
+    fn ask(&self, ctx: &GateContext<'_>, headers: &[(String, String)]) -> GateOutcome {
+        // Shown without its userinfo; requested with it.
+        let url = &crate::secrets::redact_url(&self.url);
+        let mut request = crate::http::get(&self.url, ctx.timeout);
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        let mut response = match request.call() {
             Ok(r) => r,
             Err(ureq::Error::Timeout(_)) => {
                 return GateOutcome::wait(format!(

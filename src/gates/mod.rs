@@ -67,6 +67,22 @@ pub fn build_in(cfg: &GateConfig, config_dir: &std::path::Path) -> Box<dyn Gate>
             credential_valid::CredentialValid::new(cfg.name.clone(), source.clone(), *min_remaining)
                 .in_dir(config_dir),
         ),
+        GateKind::Http {
+            url,
+            status,
+            json_pointer,
+            expect,
+            headers,
+        } => Box::new(
+            http::HttpGate::new(
+                cfg.name.clone(),
+                url.clone(),
+                *status,
+                json_pointer.clone(),
+                expect.clone(),
+            )
+            .with_headers(headers.clone(), config_dir),
+        ),
         _ => build(cfg),
     }
 }
@@ -102,13 +118,11 @@ pub fn build(cfg: &GateConfig) -> Box<dyn Gate> {
             status,
             json_pointer,
             expect,
-        } => Box::new(http::HttpGate::new(
-            name,
-            url.clone(),
-            *status,
-            json_pointer.clone(),
-            expect.clone(),
-        )),
+            headers,
+        } => Box::new(
+            http::HttpGate::new(name, url.clone(), *status, json_pointer.clone(), expect.clone())
+                .with_headers(headers.clone(), std::path::Path::new(".")),
+        ),
         GateKind::CredentialValid {
             source,
             min_remaining,

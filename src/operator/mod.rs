@@ -191,6 +191,37 @@ pub fn trigger(
         .map_err(ActionError::Refused)
 }
 
+/// The schedules of `cfg` that listen to event `name` (`on_event` /
+/// `after_event`); none is a refusal naming the events that are listened to,
+/// since a posted event nobody listens to would be stored and never run.
+pub fn listeners<'a>(cfg: &'a Config, name: &str) -> std::result::Result<Vec<&'a str>, String> {
+    use crate::config::model::TriggerConfig;
+    let event_of = |s: &'a crate::config::ScheduleConfig| match &s.trigger {
+        TriggerConfig::OnEvent { event } | TriggerConfig::AfterEvent { event, .. } => Some(event.as_str()),
+        _ => None,
+    };
+    let found: Vec<&str> = cfg
+        .schedules
+        .iter()
+        .filter(|s| event_of(s) == Some(name))
+        .map(|s| s.id.as_str())
+        .collect();
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let mut names: Vec<&str> = cfg.schedules.iter().filter_map(event_of).collect();
+    names.sort_unstable();
+    names.dedup();
+    Err(format!(
+        "no schedule listens to event `{name}`; nothing was posted{}",
+        if names.is_empty() {
+            " (no schedule has an event trigger)".to_string()
+        } else {
+            format!(" (events listened to: {})", names.join(", "))
+        }
+    ))
+}
+
 /// `event post NAME [--id ID] [--payload JSON]`: deduped by id. Returns the id
 /// and whether it was new.
 pub fn post_event(

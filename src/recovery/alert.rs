@@ -148,16 +148,22 @@ fn send_within(sink: &AlertSink, alert: &Value, config_dir: &Path, timeout: Dura
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             writeln!(f, "{line}").map_err(|e| format!("{}: {e}", path.display()))
         }
-        AlertSink::Webhook { url } => {
-            let resp = crate::http::post(url, timeout)
-                .header("Content-Type", "application/json")
+        AlertSink::Webhook { url, headers } => {
+            let shown = crate::secrets::redact_url(url);
+            let (headers, redactor) = crate::secrets::resolve_headers(headers, config_dir)
+                .map_err(|e| format!("POST {shown}: {e}"))?;
+            let mut request = crate::http::post(url, timeout).header("Content-Type", "application/json");
+            for (k, v) in &headers {
+                request = request.header(k, v);
+            }
+            let resp = request
                 .send(line.as_bytes())
-                .map_err(|e| format!("POST {url}: {e}"))?;
+                .map_err(|e| redactor.redact(&format!("POST {shown}: {e}")))?;
             let status = resp.status().as_u16();
             if (200..300).contains(&status) {
                 Ok(())
             } else {
-                Err(format!("POST {url} → {status}"))
+                Err(format!("POST {shown} → {status}"))
             }
         }
         AlertSink::Command { command } => {

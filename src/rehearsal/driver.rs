@@ -27,6 +27,9 @@ pub struct Driver {
     pub sim: SimRunner,
     pub cfg: Arc<Config>,
     db: PathBuf,
+    /// Holds the database open while every scheduler is down (a crash), so
+    /// an in-memory one survives until the restart.
+    keeper: Store,
     gates: GateFactory,
     pub schedulers: Vec<Scheduler>,
     /// Safety valve: work items handled at one instant before giving up.
@@ -38,7 +41,9 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// A driver with one scheduler named `main` on the database file `db`.
+    /// A driver with one scheduler named `main` on the database `db`: a file,
+    /// or an in-memory database shared by the driver's schedulers
+    /// ([`memory_database`]).
     pub fn new(
         cfg: Arc<Config>,
         db: &Path,
@@ -48,11 +53,13 @@ impl Driver {
     ) -> Result<Self, EngineError> {
         let clock = VirtualClock::new(start);
         let sim = SimRunner::new(Arc::new(clock.clone()), agents);
+        let keeper = Store::open(db)?;
         let mut d = Self {
             clock,
             sim,
             cfg,
             db: db.to_path_buf(),
+            keeper,
             gates,
             schedulers: vec![],
             max_rounds_per_instant: 10_000,
@@ -107,6 +114,11 @@ impl Driver {
     /// The process starts again: the database is reopened, nothing else survives.
     pub fn restart(&mut self, name: &str) -> Result<(), EngineError> {
         self.add_scheduler(name)
+    }
+
+    /// The database the schedulers share (for expectations, kept open).
+    pub fn keeper(&self) -> &Store {
+        &self.keeper
     }
 
     /// A store handle for expectations and scripted operator actions.
@@ -205,4 +217,11 @@ impl Driver {
         }
         self.settle()
     }
+}
+
+/// An in-memory SQLite database the schedulers of one rehearsal share (one
+/// process, several connections, shared cache): the real schema and store,
+/// without a file's writes and syncs. `name` must be unique per rehearsal.
+pub fn memory_database(name: &str) -> PathBuf {
+    PathBuf::from(format!("file:{name}?mode=memory&cache=shared"))
 }

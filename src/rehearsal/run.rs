@@ -74,6 +74,11 @@ pub struct Rehearsal {
 
 impl Drop for Rehearsal {
     fn drop(&mut self) {
+        // An in-memory database goes with its last connection; a file asked
+        // for (`--db`) is kept.
+        if self.scenario.keep_db.is_some() {
+            return;
+        }
         for suffix in ["", "-wal", "-shm"] {
             let mut p = self.db.clone().into_os_string();
             p.push(suffix);
@@ -197,7 +202,13 @@ impl Rehearsal {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let db = std::env::temp_dir().join(format!("agentcron-rehearsal-{}-{nanos}.db", std::process::id()));
+        // In memory unless asked for a file to inspect afterwards.
+        let db = match &scenario.keep_db {
+            Some(file) => file.clone(),
+            None => {
+                super::driver::memory_database(&format!("agentcron-rehearsal-{}-{nanos}", std::process::id()))
+            }
+        };
         let mut cfg = scenario.config.clone();
         cfg.scheduler.database = db.clone();
         // Alerts go to the trace only: a rehearsal never writes to the real sink.

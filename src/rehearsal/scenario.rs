@@ -266,6 +266,9 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     pub actions: Vec<ActionSpec>,
     pub expect: Vec<ExpectSpec>,
+    /// Run on this database file and keep it (`rehearse --db FILE`); by
+    /// default a rehearsal's database is in memory and gone when it ends.
+    pub keep_db: Option<PathBuf>,
 }
 
 /// An instant as a scenario writes it (RFC 3339). Parsed while the file is read,
@@ -483,6 +486,7 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
         faults: doc.fault,
         actions: doc.action,
         expect: doc.expect,
+        keep_db: None,
     })
 }
 

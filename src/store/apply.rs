@@ -33,33 +33,122 @@ impl Applied {
 }
 
 impl Tx<'_> {
-    /// Applies `plan` at `now` in one savepoint of this transaction. A plan
-    /// about a run that does not exist → `RunNotFound`; one the state machine
-    /// refuses → `IllegalTransition` (a planner bug, never rolled forward).
+    /// Applies `plan` at `now`. The run's first step is the conditional write
+    /// that decides: if the run is no longer what the plan expected, nothing
+    /// has been written and the answer is a conflict. Later steps follow from
+    /// the first (an attempt that just ended was its run's current one), so
+    /// one of them conflicting is a broken invariant: an error, which rolls
+    /// the caller's whole transaction back. A plan about a run that does not
+    /// exist → `RunNotFound`; one the state machine refuses →
+    /// `IllegalTransition` (a planner bug).
     pub fn apply(&self, plan: &Plan, now: DateTime<Utc>) -> Result<Applied> {
-        self.conn.execute_batch("SAVEPOINT agentcron_apply")?;
-        match self.apply_steps(plan, now) {
-            Ok(Applied::Conflict { run_id, why }) => {
-                self.conn
-                    .execute_batch("ROLLBACK TO agentcron_apply; RELEASE agentcron_apply")?;
-                Ok(Applied::Conflict { run_id, why })
+        let mut run = None;
+        let mut claim = None;
+        if let Some(t) = &plan.target {
+            let mut state = t.state;
+            // An attempt's end writes the attempt before the run: check the
+            // run's state and fence first, so a conflict writes nothing.
+            if matches!(plan.steps.first(), Some(Step::EndAttempt { .. })) {
+                let (actual, token) = self.state_and_token(t.run_id)?;
+                if actual != t.state || t.token.is_some_and(|tok| tok != token) {
+                    return Ok(Applied::Conflict {
+                        run_id: t.run_id,
+                        why: format!("run is {actual} (token {token}), not {}", t.state),
+                    });
+                }
             }
-            Ok(done) => {
-                self.conn.execute_batch("RELEASE agentcron_apply")?;
-                Ok(done)
+            for (i, step) in plan.steps.iter().enumerate() {
+                let held = match step {
+                    Step::Transition { to, change } => {
+                        match self.transition_fenced(t.run_id, state, *to, change, t.token, now) {
+                            Ok(r) => {
+                                state = r.state;
+                                run = Some(Box::new(r));
+                                Ok(())
+                            }
+                            Err(StoreError::StateConflict { actual, .. }) => {
+                                Err(format!("run is {actual}, not {state}"))
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    Step::Claim {
+                        owner,
+                        lease_until,
+                        reason,
+                        due,
+                    } => match self.claim_row(t.run_id, state, owner, *lease_until, *reason, now)? {
+                        Some(r) => {
+                            state = RunState::Running;
+                            claim = Some(Box::new(Claim {
+                                attempt: r.attempts,
+                                fencing_token: r.fencing_token,
+                                run: r.clone(),
+                            }));
+                            run = Some(Box::new(r));
+                            let _ = due;
+                            Ok(())
+                        }
+                        None => Err("claimed by someone else first".to_string()),
+                    },
+                    Step::Recheck { at, why } => {
+                        let why = why.as_ref().map(|(reason, hold)| (reason.as_str(), *hold));
+                        if self.recheck(t.run_id, state, *at, why)? {
+                            Ok(())
+                        } else {
+                            Err("no longer waiting".into())
+                        }
+                    }
+                    Step::EndAttempt {
+                        attempt,
+                        end,
+                        verified,
+                    } => {
+                        let token = t.token.unwrap_or_default();
+                        let journaled = match verified {
+                            Some((step, landed)) => {
+                                let status = if *landed {
+                                    StepStatus::Done
+                                } else {
+                                    StepStatus::Failed
+                                };
+                                self.record_step(t.run_id, token, *attempt, step, status, true, now)?
+                            }
+                            None => true,
+                        };
+                        if !journaled {
+                            Err("the attempt is no longer current".into())
+                        } else if !self.end_attempt(t.run_id, token, end, now)? {
+                            Err("the attempt already ended".into())
+                        } else {
+                            Ok(())
+                        }
+                    }
+                };
+                match held {
+                    Ok(()) => {}
+                    // Nothing written yet: the run moved on first.
+                    Err(why) if i == 0 => {
+                        return Ok(Applied::Conflict {
+                            run_id: t.run_id,
+                            why,
+                        });
+                    }
+                    Err(why) => {
+                        return Err(StoreError::Invariant(format!(
+                            "run {}: step {} of a plan did not hold after the first did: {why}",
+                            t.run_id,
+                            i + 1
+                        )));
+                    }
+                }
             }
-            Err(e) => {
-                let _ = self
-                    .conn
-                    .execute_batch("ROLLBACK TO agentcron_apply; RELEASE agentcron_apply");
-                Err(e)
+            if let Some(a) = &plan.approval {
+                self.record_approval(a)?;
             }
         }
-    }
-
-    fn apply_steps(&self, plan: &Plan, now: DateTime<Utc>) -> Result<Applied> {
-        // Events first: they precede the rows they explain in the trace (a
-        // decision before its claim), and roll back with them.
+        // Events: the plan's (a decision before the claim it led to), then
+        // the claim's own.
         for (scope, event) in &plan.events {
             let mut ev = NewEvent::of(now, event.clone());
             match (scope, &plan.target, &plan.schedule) {
@@ -72,73 +161,11 @@ impl Tx<'_> {
             }
             self.append_event(&ev)?;
         }
-        let mut run = None;
-        let mut claim = None;
-        if let Some(t) = &plan.target {
-            let conflict = |why: String| Applied::Conflict {
-                run_id: t.run_id,
-                why,
-            };
-            let mut state = t.state;
-            for step in &plan.steps {
-                match step {
-                    Step::Transition { to, change } => {
-                        match self.transition_fenced(t.run_id, state, *to, change, t.token, now) {
-                            Ok(r) => {
-                                state = r.state;
-                                run = Some(Box::new(r));
-                            }
-                            Err(StoreError::StateConflict { actual, .. }) => {
-                                return Ok(conflict(format!("run is {actual}, not {state}")));
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    Step::Claim {
-                        owner,
-                        lease_until,
-                        reason,
-                        due,
-                    } => match self.claim(t.run_id, state, owner, *lease_until, *reason, *due, now)? {
-                        Some(c) => {
-                            state = RunState::Running;
-                            run = Some(Box::new(c.run.clone()));
-                            claim = Some(Box::new(c));
-                        }
-                        None => return Ok(conflict("claimed by someone else first".into())),
-                    },
-                    Step::Recheck { at, why } => {
-                        let why = why.as_ref().map(|(reason, hold)| (reason.as_str(), *hold));
-                        let held = self.recheck(t.run_id, state, *at, why)?;
-                        if !held {
-                            return Ok(conflict("no longer waiting".into()));
-                        }
-                    }
-                    Step::EndAttempt {
-                        attempt,
-                        end,
-                        verified,
-                    } => {
-                        let token = t.token.unwrap_or_default();
-                        if let Some((step, landed)) = verified {
-                            let status = if *landed {
-                                StepStatus::Done
-                            } else {
-                                StepStatus::Failed
-                            };
-                            if !self.record_step(t.run_id, token, *attempt, step, status, true, now)? {
-                                return Ok(conflict("the attempt is no longer current".into()));
-                            }
-                        }
-                        if !self.end_attempt(t.run_id, token, end, now)? {
-                            return Ok(conflict("the attempt already ended".into()));
-                        }
-                    }
-                }
-            }
-            if let Some(a) = &plan.approval {
-                self.record_approval(a)?;
-            }
+        if let (Some(c), Some(Step::Claim { owner, due, .. })) = (
+            &claim,
+            plan.steps.iter().find(|s| matches!(s, Step::Claim { .. })),
+        ) {
+            self.append_claimed(&c.run, owner, *due, now)?;
         }
         let mut effects = plan.effects.clone();
         if let Some(delta) = &plan.schedule {

@@ -44,7 +44,7 @@ const ADD_USAGE: &str = "UPDATE attempts SET tokens = tokens + ?3, cost_usd = co
 const RUN_USAGE: &str =
     "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM attempts WHERE run_id = ?1";
 const SCHEDULE_COST: &str = "SELECT COALESCE(SUM(cost_usd), 0.0) FROM attempts \
-     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4";
+     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4 AND cost_usd <> 0";
 const LOG_OF_ATTEMPT: &str = "SELECT log_head, log_tail, log_dropped FROM attempts \
      WHERE run_id = ?1 AND fencing_token = ?2";
 const SET_LOG: &str = "UPDATE attempts SET log_head = ?2, log_tail = ?3, log_dropped = ?4 \
@@ -55,6 +55,14 @@ const RECORD_STEP: &str = "INSERT INTO steps (run_id, attempt, name, status, sid
      SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
        SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
        WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 \
+         AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
+/// [`RECORD_STEP`] under the fence: also only while the attempt's lease has
+/// not expired at ?8. A frozen scheduler that wakes after its lease expired
+/// cannot journal (and so cannot ack) a step, even before anyone swept it.
+const RECORD_STEP_FENCED: &str = "INSERT INTO steps (run_id, attempt, name, status, side_effect, at) \
+     SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
+       SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
+       WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 AND r.lease_expires > ?8 \
          AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
 const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
      WHERE run_id = ?1 ORDER BY id";
@@ -73,6 +81,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("schedule_cost_between", SCHEDULE_COST),
     ("attempt log", LOG_OF_ATTEMPT),
     ("record_step", RECORD_STEP),
+    ("record_step_fenced", RECORD_STEP_FENCED),
     ("steps", STEPS_OF_RUN),
 ];
 
@@ -113,6 +122,28 @@ impl Tx<'_> {
         due: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>> {
+        let Some(run) = self.claim_row(run_id, from, owner, lease_until, reason, now)? else {
+            return Ok(None);
+        };
+        self.append_claimed(&run, owner, due, now)?;
+        Ok(Some(Claim {
+            attempt: run.attempts,
+            fencing_token: run.fencing_token,
+            run,
+        }))
+    }
+
+    /// [`Tx::claim`] without its `claimed` event (the writer appends it after
+    /// the decision that led to it).
+    pub(crate) fn claim_row(
+        &self,
+        run_id: i64,
+        from: RunState,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        reason: RunReason,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
         let claimable = matches!(from, RunState::Pending | RunState::RetryWait);
         if !claimable || !from.can_become(RunState::Running, false) {
             return Err(StoreError::IllegalTransition {
@@ -132,6 +163,7 @@ impl Tx<'_> {
         let Some(run) = run else {
             return Ok(None);
         };
+        self.counts.moved(Some(from), run.state);
         self.conn
             .prepare_cached(BUMP_FENCING)?
             .execute([run.fencing_token])?;
@@ -147,21 +179,28 @@ impl Tx<'_> {
                 reason,
                 Ms(now),
             ])?;
-        let lateness_ms = (now - due).num_milliseconds();
+        Ok(Some(run))
+    }
+
+    /// The `claimed` event of a claim: due, claimed at, owner, attempt, token,
+    /// lateness.
+    pub(crate) fn append_claimed(
+        &self,
+        run: &Run,
+        owner: &str,
+        due: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
         let claimed = Event::Claimed {
             due,
             claimed: now,
             owner: owner.to_string(),
             attempt: run.attempts,
             token: run.fencing_token,
-            lateness_ms,
+            lateness_ms: (now - due).num_milliseconds(),
         };
-        self.append_event_for(&NewEvent::of(now, claimed), &run)?;
-        Ok(Some(Claim {
-            attempt: run.attempts,
-            fencing_token: run.fencing_token,
-            run,
-        }))
+        self.append_event_for(&NewEvent::of(now, claimed), run)?;
+        Ok(())
     }
 
     /// Extends the lease to `until` if `token` is still the run's token and
@@ -328,6 +367,36 @@ impl Tx<'_> {
             name,
             status,
             side_effect,
+            Ms(now)
+        ])?;
+        Ok(changed == 1)
+    }
+
+    /// The step handshake's one store operation: journals step `name` of the
+    /// live attempt holding `token` only if that attempt still holds its lease
+    /// at `now` (run running, token current, attempt not ended, lease not
+    /// expired), in one statement of the caller's transaction. `true` = the
+    /// step is journaled and the agent may be acked once this commits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_step_fenced(
+        &self,
+        run_id: i64,
+        token: i64,
+        attempt: u32,
+        name: &str,
+        status: StepStatus,
+        side_effect: bool,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(RECORD_STEP_FENCED)?;
+        let changed = stmt.execute(rusqlite::params![
+            run_id,
+            token,
+            attempt,
+            name,
+            status,
+            side_effect,
+            Ms(now),
             Ms(now)
         ])?;
         Ok(changed == 1)

@@ -3,6 +3,7 @@
 //! write lock) and [`Store::read`] (a deferred read snapshot).
 
 use super::{Result, StoreError, schema};
+use crate::core::machine::RunState;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -32,15 +33,72 @@ const STATEMENT_CACHE: usize = 128;
 /// writes hot pages (the due index, the fencing row) far less often; the WAL is
 /// cut back to 64 MiB after a checkpoint. A 16 MiB page cache keeps the hot
 /// indexes in memory.
+/// Statement journals (a statement that fails midway rolls back alone) are
+/// kept in memory, not in a temporary file: they were a fifth of a
+/// lifecycle's time.
 const TUNING: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
      PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; \
-     PRAGMA cache_size = -16384;";
+     PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;";
 
 /// The SQLite store. `Send + Sync`: share one across threads (calls serialize on
 /// its connection) or open one per thread/process on the same file.
 pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
+    counts: RunCounts,
+}
+
+/// How the open transaction changed the number of runs in each state: added
+/// to `run_counts` once, just before it commits (one statement per state
+/// that changed, not two trigger statements per run), dropped if it rolls
+/// back. Every change of a run's state goes through `insert_run`,
+/// `transition` or `claim`, which record it here.
+#[derive(Default)]
+pub(crate) struct RunCounts(Mutex<[i64; RunState::ALL.len()]>);
+
+impl RunCounts {
+    fn slot(state: RunState) -> usize {
+        RunState::ALL.iter().position(|s| *s == state).unwrap_or(0)
+    }
+
+    fn deltas(&self) -> MutexGuard<'_, [i64; RunState::ALL.len()]> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A run entered `to` (from `from`, or new).
+    pub(crate) fn moved(&self, from: Option<RunState>, to: RunState) {
+        if from == Some(to) {
+            return;
+        }
+        let mut d = self.deltas();
+        if let Some(from) = from {
+            d[Self::slot(from)] -= 1;
+        }
+        d[Self::slot(to)] += 1;
+    }
+
+    /// The open transaction's change to the count of `state`, not yet in
+    /// `run_counts`.
+    pub(crate) fn pending(&self, state: RunState) -> i64 {
+        self.deltas()[Self::slot(state)]
+    }
+
+    fn clear(&self) {
+        *self.deltas() = [0; RunState::ALL.len()];
+    }
+
+    /// Writes the changes into `run_counts` (inside the transaction) and
+    /// forgets them.
+    fn flush(&self, conn: &Connection) -> Result<()> {
+        let d = std::mem::take(&mut *self.deltas());
+        for (state, n) in RunState::ALL.iter().zip(d) {
+            if n != 0 {
+                conn.prepare_cached("UPDATE run_counts SET n = n + ?2 WHERE state = ?1")?
+                    .execute(rusqlite::params![state, n])?;
+            }
+        }
+        Ok(())
+    }
 }
 
 thread_local! {
@@ -76,6 +134,7 @@ fn begin_immediate(conn: &Connection) -> Result<()> {
 /// several in one atomic unit.
 pub struct Tx<'a> {
     pub(crate) conn: &'a Connection,
+    pub(crate) counts: &'a RunCounts,
 }
 
 impl fmt::Debug for Store {
@@ -123,6 +182,35 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// Whether we may create files beside `path` (its `-shm`, `-wal`).
+fn folder_writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) with a valid NUL-terminated path; it only checks.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// `file:PATH?immutable=1`, with the characters a URI path cannot hold escaped.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ if b.is_ascii() && !b.is_ascii_control() => uri.push(char::from(b)),
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
 impl Store {
     /// Opens (creating if missing) the file: WAL, synchronous=NORMAL,
     /// foreign_keys, busy_timeout 5 s, then brings the schema up to date.
@@ -134,7 +222,10 @@ impl Store {
         let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
             conn.busy_timeout(busy_timeout())?;
-            // The first statement that reads the file: a non-database fails here.
+            // Whose file is it? Asked by reading only (a non-database fails
+            // here): another program's database is refused before anything —
+            // not even the switch to WAL — is written to it.
+            schema::check_owner_read(&conn, &name)?;
             let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             conn.execute_batch(TUNING)?;
             schema::migrate(&mut conn, &name)
@@ -146,16 +237,32 @@ impl Store {
     /// Opens an existing file for reading only (`--read-only` consoles, CLI
     /// reads): nothing is migrated or written. A missing file, a file without
     /// the schema, or an older schema → [`StoreError::Open`] saying so.
+    ///
+    /// A WAL database needs its `-shm` file even to be read; in a folder the
+    /// user cannot write (a `0444` file in a `0555` folder) it cannot be made,
+    /// so such a file is read as immutable: a snapshot without locks, which
+    /// is right for it — nobody who could change it can have it open there
+    /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
         let name = display(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
-        let setup = (|| -> Result<()> {
-            conn.busy_timeout(busy_timeout())?;
-            conn.execute_batch("PRAGMA query_only = ON;")?;
-            schema::check_read_only(&conn, &name)
-        })();
-        setup.map_err(|e| open_error(&name, e))?;
+        let open = |target: &str, flags: OpenFlags| -> Result<Connection> {
+            let conn = Connection::open_with_flags(target, flags).map_err(|e| open_error(&name, e.into()))?;
+            let setup = (|| -> Result<()> {
+                conn.busy_timeout(busy_timeout())?;
+                conn.execute_batch("PRAGMA query_only = ON;")?;
+                schema::check_read_only(&conn, &name)
+            })();
+            setup.map_err(|e| open_error(&name, e))?;
+            Ok(conn)
+        };
+        let conn = match open(&name, flags) {
+            Ok(conn) => conn,
+            Err(StoreError::Open { .. } | StoreError::Sqlite(_)) if !folder_writable(path) => {
+                open(&immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)?
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Self::from_conn(conn, Some(path.to_path_buf())))
     }
 
@@ -172,6 +279,7 @@ impl Store {
         Store {
             conn: Mutex::new(conn),
             path,
+            counts: RunCounts::default(),
         }
     }
 
@@ -194,9 +302,12 @@ impl Store {
     }
 
     /// Runs `f` with every [`Store::write`] and [`Store::read`] it makes (on
-    /// this thread, on this store) inside ONE `BEGIN IMMEDIATE` transaction:
-    /// each write becomes a savepoint that rolls back alone when it fails, and
-    /// the whole batch commits at the end (or rolls back if `f` fails).
+    /// this thread, on this store) inside ONE `BEGIN IMMEDIATE` transaction,
+    /// which commits at the end (or rolls back if `f` fails). A write inside
+    /// the batch is no savepoint of its own (savepoints were a fifth of a
+    /// lifecycle's time): a write that fails fails the batch, and the one
+    /// writer that may find a conflict ([`Tx::apply`]) decides it with its
+    /// first statement, before it has written anything.
     ///
     /// Why: every SQLite commit rewrites each page it touched; a tick that opens
     /// or finishes hundreds of runs in one commit writes those pages once. Other
@@ -223,8 +334,14 @@ impl Store {
             }
         }
         let clear = Clear;
-        let out = f();
+        let mut out = f();
         drop(clear);
+        if out.is_ok()
+            && let Err(e) = self.counts.flush(&guard)
+        {
+            out = Err(E::from(e));
+        }
+        self.counts.clear();
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match guard.execute_batch(end) {
             Ok(()) => out,
@@ -249,29 +366,18 @@ impl Store {
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction; commits on `Ok`, rolls back
     /// on `Err`. When another process holds the write lock beyond busy_timeout,
     /// the BEGIN is retried a few times with growing backoff, then
-    /// [`StoreError::Locked`]. Inside a [`Store::batch`] it is a savepoint.
+    /// [`StoreError::Locked`]. Inside a [`Store::batch`] it joins the batch's
+    /// transaction (an error fails the batch).
     pub fn write<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
         if let Some(conn) = self.batch_conn() {
             // SAFETY: the pointer is set by `batch` on this thread while it holds
             // the connection's mutex guard for the whole call of its closure, and
             // cleared before the guard is dropped; we are inside that closure.
             let conn = unsafe { &*conn };
-            let run = |sql: &str| -> Result<()> {
-                conn.prepare_cached(sql)?.execute([])?;
-                Ok(())
-            };
-            run("SAVEPOINT agentcron_write")?;
-            return match f(&Tx { conn }) {
-                Ok(v) => {
-                    run("RELEASE agentcron_write")?;
-                    Ok(v)
-                }
-                Err(e) => {
-                    let _ = run("ROLLBACK TO agentcron_write");
-                    let _ = run("RELEASE agentcron_write");
-                    Err(e)
-                }
-            };
+            return f(&Tx {
+                conn,
+                counts: &self.counts,
+            });
         }
         let mut conn = self.lock();
         let started = Instant::now();
@@ -295,7 +401,12 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         };
-        let out = f(&Tx { conn: &tx });
+        let out = f(&Tx {
+            conn: &tx,
+            counts: &self.counts,
+        })
+        .and_then(|v| self.counts.flush(&tx).map(|()| v));
+        self.counts.clear();
         match out {
             Ok(v) => match tx.commit() {
                 Ok(()) => Ok(v),
@@ -315,12 +426,16 @@ impl Store {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
             return f(&Tx {
                 conn: unsafe { &*conn },
+                counts: &self.counts,
             });
         }
         let mut conn = self.lock();
         let started = Instant::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        match f(&Tx { conn: &tx }) {
+        match f(&Tx {
+            conn: &tx,
+            counts: &self.counts,
+        }) {
             Ok(v) => {
                 tx.commit()?;
                 Ok(v)

@@ -42,18 +42,31 @@ impl Tx<'_> {
                    ORDER BY window_start, id LIMIT ?3)"
             )
         };
-        let mut woken = self
+        // Most ends free a slot nobody waits for: one read of the index
+        // answers that, where the UPDATEs open write cursors on every index
+        // of `runs` even when they change nothing.
+        let waiting = self
             .conn
-            .prepare_cached(&own)?
-            .execute(rusqlite::params![Ms(now), schedule])?;
-        woken += self
-            .conn
-            .prepare_cached(&with_limit(
-                &oldest("runs_waiting", &format!("schedule = ?2 AND {SLOT_HOLDS}")),
-                "?3",
-                backfill,
-            ))?
-            .execute(rusqlite::params![Ms(now), schedule])?;
+            .prepare_cached(
+                "SELECT 1 FROM runs INDEXED BY runs_waiting \
+                 WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND next_check_at > ?1 LIMIT 1",
+            )?
+            .exists(rusqlite::params![Ms(now), schedule])?;
+        let mut woken = 0;
+        if waiting {
+            woken += self
+                .conn
+                .prepare_cached(&own)?
+                .execute(rusqlite::params![Ms(now), schedule])?;
+            woken += self
+                .conn
+                .prepare_cached(&with_limit(
+                    &oldest("runs_waiting", &format!("schedule = ?2 AND {SLOT_HOLDS}")),
+                    "?3",
+                    backfill,
+                ))?
+                .execute(rusqlite::params![Ms(now), schedule])?;
+        }
         let mut by_quota = 0;
         if quota {
             by_quota += self

@@ -52,8 +52,13 @@ fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
         sql.push_str(&format!(" AND run_id = ?{}", params.len()));
     }
     if let Some(schedule) = &filter.schedule {
+        // The schedule's own events, and its runs' (see schema V8).
         params.push(Value::Text(schedule.clone()));
-        sql.push_str(&format!(" AND schedule = ?{}", params.len()));
+        let k = params.len();
+        sql.push_str(&format!(
+            " AND id IN (SELECT id FROM events WHERE run_id IS NULL AND schedule = ?{k} \
+             UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id WHERE r.schedule = ?{k})"
+        ));
     }
     if !filter.kinds.is_empty() {
         let mut marks = Vec::with_capacity(filter.kinds.len());
@@ -120,6 +125,13 @@ impl Tx<'_> {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(params), event_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The database's size in bytes (its pages), in memory or on disk.
+    pub fn database_bytes(&self) -> Result<i64> {
+        let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let size: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        Ok(pages * size)
     }
 
     /// The id of the newest event, 0 when there is none.

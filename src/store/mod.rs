@@ -13,7 +13,8 @@
 //! migrations), `sql` (value conversions and row mapping), `runs` (runs and the
 //! state transition), `attempts` (claims, leases, attempts, steps), `events`
 //! (the trace and posted events), `operator` (schedule state, switches,
-//! approvals, maintenance), `backlog` (catch-up windows not yet queued).
+//! approvals, maintenance), `backlog` (catch-up windows not yet queued),
+//! `registry` (the scheduler registry), `status` (reads for status and metrics).
 
 mod apply;
 mod attempts;
@@ -22,15 +23,18 @@ mod db;
 mod engine_queries;
 mod events;
 mod operator;
+mod registry;
 mod runs;
 mod schema;
 mod sql;
+mod status;
 pub mod types;
 
 pub use apply::Applied;
 pub use backlog::Backlog;
 pub use db::{Store, Tx};
 pub use schema::SCHEMA_VERSION;
+pub use status::Oldest;
 pub use types::*;
 
 /// Errors from the store, named plainly for operators.
@@ -56,6 +60,9 @@ pub enum StoreError {
         expected: RunState,
         actual: RunState,
     },
+    /// A rule the store relies on did not hold (a bug, never bad input).
+    #[error("store invariant broken: {0}")]
+    Invariant(String),
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }

@@ -194,6 +194,9 @@ impl Tx<'_> {
                 run_from_row,
             )
             .optional()?;
+        if let Some(r) = &run {
+            self.counts.moved(None, r.state);
+        }
         Ok(run)
     }
 
@@ -329,14 +332,18 @@ impl Tx<'_> {
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
         let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
-        let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
+        let mut stored: Vec<(RunState, i64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
         for row in rows {
             let (state, n) = row?;
-            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
-                slot.1 = u64::try_from(n).unwrap_or(0);
+            if let Some(slot) = stored.iter_mut().find(|(s, _)| *s == state) {
+                slot.1 = n;
             }
         }
-        Ok(counts)
+        // With what this transaction changed and has not written yet.
+        Ok(stored
+            .into_iter()
+            .map(|(s, n)| (s, u64::try_from(n + self.counts.pending(s)).unwrap_or(0)))
+            .collect())
     }
 
     /// Runs by state among those whose state changed at or after `since`, in
@@ -467,7 +474,18 @@ impl Tx<'_> {
                 None => StoreError::RunNotFound(run_id),
             });
         };
+        self.counts.moved(Some(from), run.state);
         Ok(run)
+    }
+
+    /// The run's state and fencing token (`RunNotFound` if there is none).
+    pub(crate) fn state_and_token(&self, run_id: i64) -> Result<(RunState, i64)> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT state, fencing_token FROM runs WHERE id = ?1")?;
+        stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or(StoreError::RunNotFound(run_id))
     }
 
     /// Moves the next evaluation of a pending / retry_wait run (and, if given,

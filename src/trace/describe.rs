@@ -20,11 +20,17 @@ pub enum Style {
     Timeline,
 }
 
-/// The one-line reading of `e` in `style`.
+/// The one-line reading of `e` in `style`. URL userinfo is masked (`***`)
+/// here too, for rows written before the writers masked it.
 pub fn describe(e: &Event, style: Style) -> String {
-    match reading(e, style) {
+    let text = match reading(e, style) {
         Some(text) => text,
         None => fallback(e, style),
+    };
+    if text.contains("://") {
+        crate::secrets::redact_urls(&text)
+    } else {
+        text
     }
 }
 
@@ -206,6 +212,12 @@ fn reading(e: &Event, style: Style) -> Option<String> {
         Event::ClockJump { from, to, .. } if style == Timeline => {
             format!("clock jumped from {} to {}", rfc3339(*from), rfc3339(*to))
         }
+        Event::SchedulerLost {
+            owner, last_seen, by, ..
+        } => format!(
+            "scheduler {owner} lost: silent since {} (seen by {by})",
+            rfc3339(*last_seen)
+        ),
         Event::StaleResult { token, .. } if style == Timeline => {
             format!("late result of token {token} ignored")
         }

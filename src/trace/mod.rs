@@ -9,6 +9,8 @@
 //!   [`Explanation`] (`agentcron explain`, text and JSON, and the console's
 //!   run detail).
 //!
+//! - [`tally`]: what each event adds to the counters of `/metrics`.
+//!
 //! Nothing else interprets an event's kind or detail (tests/trace_reader.rs
 //! holds the rest of `src/` to that); other modules may still filter queries
 //! by kind.
@@ -19,6 +21,7 @@ mod explain;
 mod liveness;
 mod read;
 mod story;
+pub mod tally;
 
 pub use decision::{DecisionView, GateRow, SwitchHold, latest_decision};
 pub use describe::{Style, describe};

@@ -13,7 +13,10 @@ const STEP_KEYS: &[&str] = &["name", "side_effect"];
 const AGENT_KINDS: Kinds = Kinds {
     what: "agent",
     common: &["kind", "timeout", "env", "verify", "steps"],
-    kinds: &[("command", &["command"]), ("http", &["url"])],
+    kinds: &[
+        ("command", &["command", "handshake"]),
+        ("http", &["url", "headers"]),
+    ],
 };
 
 impl Loader<'_> {
@@ -32,6 +35,8 @@ impl Loader<'_> {
         let timeout = self.opt_positive_duration(t, "timeout");
         let env = self.opt_string_map(t, "env");
         let verify = self.opt_bool(t, "verify");
+        let handshake = self.opt_bool(t, "handshake");
+        let headers = self.opt_headers(t, "headers");
         let steps = self.steps(t);
         let kind = match kind? {
             "command" => AgentKind::Command {
@@ -44,6 +49,8 @@ impl Loader<'_> {
         let timeout = default_if_absent(t, "timeout", timeout, Duration::from_secs(600))?;
         let env = default_if_absent(t, "env", env, BTreeMap::new())?;
         let verify = default_if_absent(t, "verify", verify, false)?;
+        let handshake = default_if_absent(t, "handshake", handshake, false)?;
+        let headers = default_if_absent(t, "headers", headers, BTreeMap::new())?;
         Some(AgentConfig {
             id: name.to_string(),
             kind,
@@ -51,6 +58,8 @@ impl Loader<'_> {
             env,
             verify,
             steps: steps?,
+            handshake,
+            headers,
         })
     }
 

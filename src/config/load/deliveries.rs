@@ -35,7 +35,7 @@ impl Loader<'_> {
                 Some("file") => self.req_path(&t, "path").map(|path| DeliveryKind::File { path }),
                 Some("webhook") => {
                     let url = self.req_url(&t, "url");
-                    let headers = self.opt_string_map(&t, "headers");
+                    let headers = self.opt_headers(&t, "headers");
                     let headers = default_if_absent(&t, "headers", headers, BTreeMap::new());
                     url.zip(headers)
                         .map(|(url, headers)| DeliveryKind::Webhook { url, headers })

@@ -19,7 +19,7 @@ const GATE_KINDS: Kinds = Kinds {
         ("file_exists", &["path", "min_size", "newer_than_window"]),
         ("sqlite_query", &["database", "query", "expect"]),
         ("command", &["command"]),
-        ("http", &["url", "status", "json_pointer", "expect"]),
+        ("http", &["url", "status", "json_pointer", "expect", "headers"]),
         ("credential_valid", &["file", "command", "min_remaining"]),
         ("calendar", &["calendar"]),
     ],
@@ -133,7 +133,9 @@ impl Loader<'_> {
                     }
                 });
                 let expect = self.opt_expect(t, "expect");
+                let headers = self.opt_headers(t, "headers");
                 Some(GateKind::Http {
+                    headers: default_if_absent(t, "headers", headers, Default::default())?,
                     url: url?,
                     status: default_if_absent(t, "status", status, 200)?,
                     json_pointer: default_if_absent(t, "json_pointer", pointer.map(Some), None)?,

@@ -37,6 +37,7 @@ const SCHEDULE_KEYS: &[&str] = &[
     "catchup",
     "catchup_window",
     "default_error_class",
+    "protocol_error_class",
     "retry",
     "circuit",
     "budget",
@@ -158,6 +159,7 @@ impl Loader<'_> {
         );
         let catchup_window = self.opt_duration(t, "catchup_window").map(|(d, _)| d);
         let default_error_class = self.opt_error_class(t, "default_error_class");
+        let protocol_error_class = self.opt_error_class(t, "protocol_error_class");
         let retry = self.retry(t);
         let circuit = self.circuit(t);
         let budget = self.budget(t);
@@ -222,6 +224,12 @@ impl Loader<'_> {
                 "default_error_class",
                 default_error_class,
                 ErrorClass::Retryable,
+            )?,
+            protocol_error_class: default_if_absent(
+                t,
+                "protocol_error_class",
+                protocol_error_class,
+                ErrorClass::NonRetryable,
             )?,
             retry: retry?,
             circuit: circuit?,

@@ -3,7 +3,7 @@
 
 use super::Loader;
 use super::table::{Kinds, Tbl};
-use crate::config::model::{AlertSink, SchedulerConfig};
+use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig};
 
 const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
@@ -11,9 +11,12 @@ const SCHEDULER_KEYS: &[&str] = &[
     "workers",
     "backfill_workers",
     "lease",
+    "takeover_grace",
     "alert",
     "memory_runs",
     "shutdown_grace",
+    "heartbeat",
+    "listen",
 ];
 
 const ALERT_KINDS: Kinds = Kinds {
@@ -21,7 +24,7 @@ const ALERT_KINDS: Kinds = Kinds {
     common: &["kind"],
     kinds: &[
         ("file", &["path"]),
-        ("webhook", &["url"]),
+        ("webhook", &["url", "headers"]),
         ("command", &["command"]),
     ],
 };
@@ -53,16 +56,39 @@ impl Loader<'_> {
         if let Some(d) = self.opt_positive_duration(&t, "lease") {
             s.lease = d;
         }
+        if let Some((d, _)) = self.opt_duration(&t, "takeover_grace") {
+            s.takeover_grace = Some(d);
+        }
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "memory_runs", 0) {
             s.memory_runs = n;
         }
         if let Some((d, _)) = self.opt_duration(&t, "shutdown_grace") {
             s.shutdown_grace = d;
         }
+        if let Some(d) = self.opt_positive_duration(&t, "heartbeat") {
+            s.heartbeat = d;
+        }
+        if let Some((text, at)) = self.opt_str(&t, "listen") {
+            match crate::config::model::parse_listen(&text) {
+                Ok(addr) => s.listen = Some(addr),
+                Err(e) => self.error(at, format!("`listen`: {e}")),
+            }
+        }
         if let Some(a) = self.opt_table(&t, "alert", "the `alert` table of [scheduler]".into()) {
             s.alert = self.alert(&a);
         }
         s
+    }
+
+    /// `[api]`: the bearer tokens file (read when the server starts).
+    pub(super) fn api(&mut self, root: &Tbl) -> ApiConfig {
+        let mut api = ApiConfig::default();
+        let Some(t) = self.opt_table(root, "api", "[api]".into()) else {
+            return api;
+        };
+        self.check_keys(&t, &["tokens_file"], &[], None);
+        api.tokens_file = self.opt_path(&t, "tokens_file");
+        api
     }
 
     fn alert(&mut self, t: &Tbl) -> Option<AlertSink> {
@@ -71,9 +97,15 @@ impl Loader<'_> {
             "file" => Some(AlertSink::File {
                 path: self.req_path(t, "path")?,
             }),
-            "webhook" => Some(AlertSink::Webhook {
-                url: self.req_url(t, "url")?,
-            }),
+            "webhook" => {
+                let url = self.req_url(t, "url");
+                let headers = self.opt_headers(t, "headers");
+                let headers = super::value::default_if_absent(t, "headers", headers, Default::default());
+                Some(AlertSink::Webhook {
+                    url: url?,
+                    headers: headers?,
+                })
+            }
             _ => Some(AlertSink::Command {
                 command: self.req_argv(t, "command")?,
             }),

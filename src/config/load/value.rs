@@ -294,6 +294,21 @@ impl Loader<'_> {
         self.req(t, key, Self::opt_argv)
     }
 
+    /// Request headers: a table of strings whose values may name secrets as
+    /// `${ENV:NAME}` or `${FILE:path}` (checked here, read at request time).
+    pub(super) fn opt_headers(&mut self, t: &Tbl, key: &str) -> Option<BTreeMap<String, String>> {
+        let at = t.get(key)?.span().start;
+        let headers = self.opt_string_map(t, key)?;
+        let mut ok = true;
+        for (name, value) in &headers {
+            if let Err(e) = crate::secrets::check(value) {
+                self.error(at, format!("`{key}.{name}`: {e}"));
+                ok = false;
+            }
+        }
+        ok.then_some(headers)
+    }
+
     pub(super) fn opt_string_map(&mut self, t: &Tbl, key: &str) -> Option<BTreeMap<String, String>> {
         let v = t.get(key)?;
         let DeValue::Table(table) = v.get_ref() else {

@@ -40,7 +40,20 @@ pub fn selected(m: &Model) -> Option<&str> {
 }
 
 /// `in 23h30m Tue 09:00` in the schedule's own zone (with the date when wide).
-fn next_fire(m: &Model, s: &ScheduleRow, wide: bool) -> Line<'static> {
+fn next_fire(m: &Model, t: &Theme, s: &ScheduleRow, wide: bool) -> Line<'static> {
+    if let Some(o) = &s.overdue {
+        // A fire passed and no scheduler was alive to evaluate it.
+        let local = o.due.with_timezone(&s.timezone);
+        let abs = if wide {
+            local.format("%m-%d %H:%M")
+        } else {
+            local.format("%H:%M")
+        };
+        return Line::from(Span::styled(
+            format!("⚠ overdue {abs}"),
+            t.style(Token::Error).add_modifier(ratatui::style::Modifier::BOLD),
+        ));
+    }
     match &s.next_fire {
         _ if !s.loaded => Line::from(Span::raw("…")),
         Some(f) => {
@@ -207,7 +220,7 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
             Some(l) => Cell::from(mark_span(marks::run_state(l.state), t)),
             None => Cell::from(Span::styled("· none", t.style(Token::Muted))),
         });
-        cells.push(Cell::from(next_fire(m, s, roomy)));
+        cells.push(Cell::from(next_fire(m, t, s, roomy)));
         if wide {
             cells.push(Cell::from(mark_span(marks::circuit(s.circuit), t)));
             cells.push(Cell::from(mark_span(marks::paused(s.paused), t)));

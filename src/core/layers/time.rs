@@ -41,6 +41,7 @@ pub fn opened_event(run: &Run, note: Option<FireNote>, opener: Opener) -> Event 
         },
         _ => Event::Skipped {
             reason: settled(&run.state_reason),
+            cause: None,
             run_reason: Some(run.reason),
             window: Some(window),
         },

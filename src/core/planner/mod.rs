@@ -17,7 +17,7 @@ pub use operator::{
 
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
 use crate::core::decision::{Decision, HoldKind, Verdict};
-use crate::core::event::{Alert, Event, Stopped};
+use crate::core::event::{Alert, Event, SkipCause, Stopped};
 use crate::core::layers::gates::GateVerdict;
 use crate::core::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
 use crate::core::records::{AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
@@ -246,7 +246,17 @@ fn decided(
                 due: run.due_at,
             });
             let mut sd = delta(s);
-            sd.last_start = Some(now);
+            // Only `anchor = "last_start"` reads the last start (to resume its
+            // cadence after a restart): a write per claim for it alone.
+            if matches!(
+                s.trigger,
+                crate::config::model::TriggerConfig::Every {
+                    anchor: crate::config::model::Anchor::LastStart,
+                    ..
+                }
+            ) {
+                sd.last_start = Some(now);
+            }
             if probe {
                 sd.circuit = Some((
                     crate::core::records::CircuitState::HalfOpen,
@@ -254,7 +264,9 @@ fn decided(
                     None,
                 ));
             }
-            plan.schedule = Some(sd);
+            if sd.last_start.is_some() || sd.circuit.is_some() {
+                plan.schedule = Some(sd);
+            }
             plan.effects.push(Effect::Dispatch);
         }
         Verdict::Wait => {
@@ -284,7 +296,7 @@ fn decided(
             });
         }
         Verdict::Skip => {
-            plan.event(Scope::Run, skipped(&d.reason));
+            plan.event(Scope::Run, skipped(&d.reason, SkipCause::of(&d)));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&d.reason),
@@ -398,7 +410,7 @@ fn catch_up_missed(plan: &mut Plan, run: &Run, p: &Policy<'_>, facts: &Facts, no
         }
         Catchup::Latest => {
             let why = "coalesced: a newer window runs instead (catchup = \"latest\")".to_string();
-            plan.event(Scope::Run, skipped(&why));
+            plan.event(Scope::Run, skipped(&why, SkipCause::Coalesced));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&why),
@@ -406,7 +418,7 @@ fn catch_up_missed(plan: &mut Plan, run: &Run, p: &Policy<'_>, facts: &Facts, no
         }
         _ => {
             let why = "missed and not caught up (catchup = \"none\")".to_string();
-            plan.event(Scope::Run, skipped(&why));
+            plan.event(Scope::Run, skipped(&why, SkipCause::NotCaughtUp));
             plan.steps.push(Step::Transition {
                 to: RunState::Skipped,
                 change: reason_change(&why),
@@ -772,9 +784,10 @@ fn park(plan: &mut Plan, s: &ScheduleConfig, now: DateTime<Utc>) {
 }
 
 /// A `skipped` event of a layer's decision (the run has the window facts).
-pub fn skipped(reason: &str) -> Event {
+pub fn skipped(reason: &str, cause: SkipCause) -> Event {
     Event::Skipped {
         reason: reason.to_string(),
+        cause: Some(cause),
         run_reason: None,
         window: None,
     }

@@ -70,6 +70,68 @@ pub fn classify(
     }
 }
 
+/// What the attempt reported beyond its last valid result, for [`honest`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// The last result line was not a valid result: `(error, line)`.
+    pub broken_result: Option<(String, String)>,
+    /// Side-effect steps this attempt journaled `started` and never `done` or `failed`.
+    pub unconfirmed_steps: Vec<String>,
+}
+
+/// The honesty rules on top of [`classify`] (DESIGN.md "Containment"): an
+/// agent's word is never stretched into success.
+/// - A result line with an unknown `status` or `error_class` (or none) is a
+///   protocol error: a failure of `protocol_class` (the schedule's
+///   `protocol_error_class`, `non_retryable` by default) naming the line, even
+///   on exit 0. Only a start failure or a cancel (which say why it ended) win.
+/// - Exit 0 without any result while a side-effect step of this attempt is
+///   `started` and never confirmed is not success: the step's outcome is
+///   unknown. The failure is `retryable`, so the recovery rules treat the step
+///   as uncertain: a verify attempt, or a human when nobody can check.
+pub fn honest(
+    outcome: Outcome,
+    result: Option<&AgentResult>,
+    ending: &Ending,
+    reported: &Reported,
+    protocol_class: ErrorClass,
+) -> Outcome {
+    if matches!(ending, Ending::SpawnFailed(_) | Ending::Cancelled) {
+        return outcome;
+    }
+    if let Some((error, line)) = &reported.broken_result {
+        return failure(
+            protocol_class,
+            format!("protocol error: {error} in result line {}", clip(line, 300)),
+        );
+    }
+    if result.is_none()
+        && matches!(outcome, Outcome::Success { .. })
+        && !reported.unconfirmed_steps.is_empty()
+    {
+        return failure(
+            ErrorClass::Retryable,
+            format!(
+                "ended without a result while side-effect step {} was started and not confirmed",
+                reported.unconfirmed_steps.join(", ")
+            ),
+        );
+    }
+    outcome
+}
+
+/// At most `n` bytes of `s` (on a char boundary), with `…` when cut.
+fn clip(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_string();
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
 /// True when the attempt was rate limited (HTTP 429), which also halves the
 /// schedule's concurrency until a success (DESIGN.md "Retries").
 pub fn is_rate_limited(ending: &Ending) -> bool {
@@ -120,6 +182,11 @@ fn ending_failure(
             signal: None,
         } => Some((default_class, "exited without a status".to_string())),
         Ending::TimedOut => Some((timeout_class, "timed out (ran past its max runtime)".to_string())),
+        Ending::LeaseExpired => Some((
+            ErrorClass::Retryable,
+            "stopped: its lease passed without a renewal (the scheduler froze or could not write)"
+                .to_string(),
+        )),
         Ending::Http {
             status: Some(status), ..
         } if (200..300).contains(status) => None,
@@ -216,6 +283,65 @@ mod tests {
     /// Classifies with a non-default `default_class` so its use is visible.
     fn run(result: Option<&AgentResult>, ending: &Ending) -> Outcome {
         classify(result, ending, NeedsHuman, Retryable)
+    }
+
+    #[test]
+    fn a_broken_result_is_a_protocol_error_never_success() {
+        let broken = Reported {
+            broken_result: Some((
+                "invalid result: unknown variant `retriable`".into(),
+                r#"{"event":"result","status":"failure","error_class":"retriable"}"#.into(),
+            )),
+            ..Reported::default()
+        };
+        let ok = run(None, &exit(0));
+        let judged = honest(ok, None, &exit(0), &broken, NonRetryable);
+        assert_eq!(class_of(&judged), Some(NonRetryable));
+        assert!(
+            reason_of(&judged).contains(r#""error_class":"retriable""#),
+            "{judged:?}"
+        );
+        // The schedule may class it otherwise; a cancel still says why it ended.
+        let judged = honest(run(None, &exit(0)), None, &exit(0), &broken, Retryable);
+        assert_eq!(class_of(&judged), Some(Retryable));
+        let cancelled = honest(
+            run(None, &Ending::Cancelled),
+            None,
+            &Ending::Cancelled,
+            &broken,
+            NonRetryable,
+        );
+        assert_eq!(reason_of(&cancelled), "cancelled");
+    }
+
+    #[test]
+    fn exit_zero_without_result_mid_side_effect_is_uncertain_not_success() {
+        let open = Reported {
+            unconfirmed_steps: vec!["deliver".into()],
+            ..Reported::default()
+        };
+        let judged = honest(run(None, &exit(0)), None, &exit(0), &open, NonRetryable);
+        assert_eq!(class_of(&judged), Some(Retryable));
+        assert!(reason_of(&judged).contains("deliver"), "{judged:?}");
+        // A success result is the agent's word: kept.
+        let said = result(ResultStatus::Success, None);
+        let kept = honest(
+            run(Some(&said), &exit(0)),
+            Some(&said),
+            &exit(0),
+            &open,
+            NonRetryable,
+        );
+        assert!(matches!(kept, Outcome::Success { .. }));
+        // Nothing open: exit 0 without a result stays success.
+        let plain = honest(
+            run(None, &exit(0)),
+            None,
+            &exit(0),
+            &Reported::default(),
+            NonRetryable,
+        );
+        assert!(matches!(plain, Outcome::Success { .. }));
     }
 
     #[test]

@@ -1,0 +1,114 @@
+//! The scheduler registry table (`schedulers`, schema 7): who runs on this
+//! database, refreshed every heartbeat. What a row means (alive, stopped,
+//! lost) is [`crate::core::registry`]'s to say; this module only reads and
+//! writes rows.
+
+use super::sql::{Ms, ts, ts_opt};
+use super::{Result, Tx};
+use crate::core::registry::SchedulerRecord;
+use chrono::{DateTime, TimeDelta, Utc};
+use rusqlite::Row;
+
+/// A process starting again under an owner name it had before (a reused pid)
+/// starts afresh: stopped and lost marks are cleared.
+const REGISTER: &str = "INSERT INTO schedulers (owner, host, pid, version, config_hash, \
+     heartbeat_ms, started_at, last_seen, stopped_at, lost_at, lost_by) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL, NULL) \
+     ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
+     version = excluded.version, config_hash = excluded.config_hash, \
+     heartbeat_ms = excluded.heartbeat_ms, started_at = excluded.started_at, \
+     last_seen = excluded.last_seen, stopped_at = NULL, lost_at = NULL, lost_by = NULL";
+/// A heartbeat. A scheduler a peer had given up on (it was frozen, not dead)
+/// is alive again.
+const SEEN: &str = "UPDATE schedulers SET last_seen = ?2, lost_at = NULL, lost_by = NULL \
+     WHERE owner = ?1 AND stopped_at IS NULL";
+const STOPPED: &str = "UPDATE schedulers SET last_seen = ?2, stopped_at = ?2 WHERE owner = ?1";
+/// Repeats the `last_seen` the observer judged by, and that no one marked it
+/// yet: of several peers seeing one scheduler go silent, one records it.
+const MARK_LOST: &str = "UPDATE schedulers SET lost_at = ?3, lost_by = ?4 \
+     WHERE owner = ?1 AND last_seen = ?2 AND lost_at IS NULL AND stopped_at IS NULL";
+const ALL: &str = "SELECT owner, host, pid, version, config_hash, heartbeat_ms, started_at, \
+     last_seen, stopped_at, lost_at, lost_by FROM schedulers ORDER BY started_at, owner";
+/// Rows of schedulers gone for longer than this are dropped when one registers,
+/// so a database restarted daily for years keeps a short registry.
+const FORGET_AFTER: TimeDelta = TimeDelta::days(7);
+const FORGET: &str = "DELETE FROM schedulers WHERE last_seen < ?1 \
+     AND (stopped_at IS NOT NULL OR lost_at IS NOT NULL)";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<SchedulerRecord> {
+    Ok(SchedulerRecord {
+        owner: r.get(0)?,
+        host: r.get(1)?,
+        pid: r.get(2)?,
+        version: r.get(3)?,
+        config_hash: r.get(4)?,
+        heartbeat_ms: r.get(5)?,
+        started_at: ts(r, 6)?,
+        last_seen: ts(r, 7)?,
+        stopped_at: ts_opt(r, 8)?,
+        lost_at: ts_opt(r, 9)?,
+        lost_by: r.get(10)?,
+    })
+}
+
+impl Tx<'_> {
+    /// Writes (or rewrites) this scheduler's row at its start.
+    pub fn register_scheduler(&self, rec: &SchedulerRecord) -> Result<()> {
+        self.conn
+            .prepare_cached(FORGET)?
+            .execute([Ms(rec.started_at - FORGET_AFTER)])?;
+        self.conn.prepare_cached(REGISTER)?.execute(rusqlite::params![
+            rec.owner,
+            rec.host,
+            rec.pid,
+            rec.version,
+            rec.config_hash,
+            rec.heartbeat_ms,
+            Ms(rec.started_at),
+            Ms(rec.last_seen),
+        ])?;
+        Ok(())
+    }
+
+    /// Refreshes `last_seen`; `false` when the row is missing or stopped
+    /// (someone deleted it: register again).
+    pub fn scheduler_seen(&self, owner: &str, now: DateTime<Utc>) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached(SEEN)?
+            .execute(rusqlite::params![owner, Ms(now)])?
+            == 1)
+    }
+
+    /// A clean stop.
+    pub fn scheduler_stopped(&self, owner: &str, now: DateTime<Utc>) -> Result<()> {
+        self.conn
+            .prepare_cached(STOPPED)?
+            .execute(rusqlite::params![owner, Ms(now)])?;
+        Ok(())
+    }
+
+    /// Marks `owner` lost as seen by `by`, if it still is as `last_seen` says
+    /// and nobody marked it yet; `true` when this call did.
+    pub fn mark_scheduler_lost(
+        &self,
+        owner: &str,
+        last_seen: DateTime<Utc>,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        Ok(self.conn.prepare_cached(MARK_LOST)?.execute(rusqlite::params![
+            owner,
+            Ms(last_seen),
+            Ms(now),
+            by
+        ])? == 1)
+    }
+
+    /// Every registered scheduler, oldest start first.
+    pub fn schedulers(&self) -> Result<Vec<SchedulerRecord>> {
+        let mut stmt = self.conn.prepare_cached(ALL)?;
+        let rows = stmt.query_map([], from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}

@@ -1,0 +1,106 @@
+//! A tick with many due runs claims them a chunk per transaction and starts
+//! each chunk's agents right after its commit: the first agents start before
+//! the last runs are decided, and no agent ever starts on a claim that is not
+//! yet committed (another connection to the file already sees it running).
+
+use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, AttemptSpec};
+use agentcron::config::load_str;
+use agentcron::engine::{Engine, EngineOptions};
+use agentcron::store::Store;
+use agentcron::store::types::RunState;
+use agentcron::time::clock::VirtualClock;
+use chrono::{DateTime, Utc};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// What another connection saw when an agent started: (its run was running
+/// there, how many runs were running there).
+type Seen = Arc<Mutex<Vec<(bool, u64)>>>;
+
+/// Looks at the database through a connection of its own at every start, and
+/// never reports (the attempts stay running).
+struct Watching {
+    db: PathBuf,
+    seen: Seen,
+}
+
+impl AgentRunner for Watching {
+    fn start(&self, spec: AttemptSpec, _reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
+        let other = Store::open(&self.db).unwrap();
+        let (mine, running) = other
+            .read(|tx| {
+                let mine = tx.run(spec.run_id)?.state == RunState::Running;
+                let running = tx
+                    .count_by_state()?
+                    .iter()
+                    .find(|(s, _)| *s == RunState::Running)
+                    .map_or(0, |(_, n)| *n);
+                Ok((mine, running))
+            })
+            .unwrap();
+        self.seen.lock().unwrap().push((mine, running));
+        AttemptHandle::detached()
+    }
+}
+
+#[test]
+fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
+    const SCHEDULES: u64 = 600;
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::from(
+        "[scheduler]\ntimezone = \"UTC\"\nworkers = 1000\nlease = \"60s\"\n\n\
+         [agents.noop]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout = \"1m\"\n",
+    );
+    for i in 0..SCHEDULES {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
+        );
+    }
+    let path = dir.path().join("agentcron.toml");
+    let cfg = load_str(&toml, &path).unwrap();
+    let db = dir.path().join("chunks.db");
+    let store = Arc::new(Store::open(&db).unwrap());
+    let start: DateTime<Utc> = "2026-06-01T00:00:30Z".parse().unwrap();
+    let clock = VirtualClock::new(start);
+    let seen: Seen = Arc::default();
+    let mut engine = Engine::new(
+        Arc::new(cfg),
+        store.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(Watching {
+            db: db.clone(),
+            seen: seen.clone(),
+        }),
+        EngineOptions::default(),
+    );
+    engine.tick().unwrap();
+    // The first evaluation: every schedule is born now, nothing is due yet.
+    assert!(seen.lock().unwrap().is_empty());
+    clock.set("2026-06-01T00:01:00Z".parse().unwrap());
+    engine.tick().unwrap();
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.len() as u64,
+        SCHEDULES,
+        "every due window was claimed and started in one tick"
+    );
+    assert!(
+        seen.iter().all(|(mine, _)| *mine),
+        "an agent started on a claim another connection could not see yet"
+    );
+    let first = seen[0].1;
+    assert!(
+        first < SCHEDULES,
+        "the first agent started only after all {SCHEDULES} claims had committed"
+    );
+    // Chunk by chunk: what the other connection sees only grows, in a few steps.
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1));
+    let mut steps: Vec<u64> = seen.iter().map(|(_, n)| *n).collect();
+    steps.dedup();
+    assert!(steps.len() >= 2, "claims committed in one piece: {steps:?}");
+    assert_eq!(steps.last(), Some(&SCHEDULES));
+}
