@@ -112,6 +112,11 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
             return Err(exit::USAGE);
         }
     };
+    // As `run --headless`: the file becomes a config version and the
+    // scheduler runs what the database runs; `agentcron reload` reaches it.
+    let owner = crate::engine::default_owner();
+    let reload = crate::engine::ReloadSource::new(&cfg.path);
+    let (cfg, version) = super::config_cmd::startup(&store, &cfg, &owner)?;
     let cfg = Arc::new(cfg);
     let server = super::run::bind_api(&cfg, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -130,10 +135,13 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
                     Arc::new(SystemClock),
                     Arc::new(DefaultRunner),
                     EngineOptions {
+                        owner,
                         registry: Some(Registration::of_this_process(&cfg)),
+                        reload: Some(reload),
                         ..EngineOptions::default()
                     },
                 );
+                engine.set_config_version(version);
                 let shutdown = async {
                     let _ = stop_rx.await;
                 };

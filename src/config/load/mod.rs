@@ -89,6 +89,7 @@ pub fn load_str_with(text: &str, path: &Path, extra: &[&str]) -> Result<Config, 
 
 const TOP_KEYS: &[&str] = &[
     "scheduler",
+    "alert",
     "api",
     "calendars",
     "tenants",
@@ -213,7 +214,8 @@ impl<'s> Loader<'s> {
             .chain(extra.iter().map(String::as_str))
             .collect();
         self.check_keys(&root, &allowed, &[], None);
-        let scheduler = self.scheduler(&root);
+        let mut scheduler = self.scheduler(&root);
+        scheduler.alert_routes = self.alert_routes(&root);
         let api = self.api(&root);
         let calendars = self.calendars(&root);
         let tenants = self.tenants(&root);

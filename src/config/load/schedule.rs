@@ -15,6 +15,8 @@ use toml::de::DeValue;
 
 const SCHEDULE_KEYS: &[&str] = &[
     "id",
+    "previous_id",
+    "stage",
     "tenant",
     "owner",
     "agent",
@@ -103,6 +105,8 @@ impl Loader<'_> {
             None => (!t.has("tenant")).then(|| "default".to_string()),
         };
         let owner = self.opt_str(t, "owner").map(|(s, _)| s);
+        let previous_id = self.opt_str(t, "previous_id").map(|(s, _)| s);
+        let stage = self.opt_enum(t, "stage", &Stage::ALL);
         let agent = self
             .req_str(t, "agent")
             .and_then(|(agent, at)| self.reference(at, "agent", agent, &d.agents, false));
@@ -193,6 +197,8 @@ impl Loader<'_> {
 
         Some(ScheduleConfig {
             id: id?,
+            previous_id,
+            stage: default_if_absent(t, "stage", stage, Stage::Prod)?,
             tenant: tenant?,
             owner,
             agent: agent?,
