@@ -278,7 +278,12 @@ fn a_removed_schedule_skips_its_waiting_runs_and_lets_running_attempts_finish() 
         "retry = { max_attempts = 3, backoff = \"fixed\", initial = \"3h\", max = \"4h\" }",
     );
     let keep = schedule("keep", "cron = \"0 * * * *\"", "");
-    let v1 = format!("{HEAD}{gone}{flaky}{keep}");
+    let late = schedule(
+        "late",
+        "cron = \"0 * * * *\"",
+        "overlap = \"buffer_all\"\nretry = { max_attempts = 3, backoff = \"fixed\", initial = \"1m\", max = \"1m\" }",
+    );
+    let v1 = format!("{HEAD}{gone}{flaky}{keep}{late}");
     let mut rig = Rig::new(
         "2026-06-06T00:50:00Z",
         &v1,
@@ -292,6 +297,13 @@ fn a_removed_schedule_skips_its_waiting_runs_and_lets_running_attempts_finish() 
                 ),
             ),
             ("keep", quick()),
+            (
+                "late",
+                agent(
+                    TimeDelta::minutes(100),
+                    SimEnd::Fail(agentcron::config::model::ErrorClass::Retryable),
+                ),
+            ),
         ],
     );
     rig.run_until(t("2026-06-06T02:10:00Z"));
@@ -349,10 +361,26 @@ fn a_removed_schedule_skips_its_waiting_runs_and_lets_running_attempts_finish() 
         5,
         "the kept schedule runs on (01:00–05:00)"
     );
+    // An attempt running at the removal that fails after it: no retry of a
+    // removed schedule, its run ends skipped too.
+    let late = runs(&store, "late");
+    assert_eq!(late.len(), 2);
+    for r in &late {
+        assert_eq!(
+            (r.state, r.state_reason.as_deref()),
+            (RunState::Skipped, Some("schedule removed in v2")),
+            "{}",
+            r.window_key
+        );
+    }
+    assert_eq!(
+        late[0].attempts, 1,
+        "the running attempt finished, no retry started"
+    );
     let applied = config_events(&store, "config_applied");
     assert_eq!(
         applied.last().unwrap().detail["removed"],
-        serde_json::json!(["flaky", "gone"])
+        serde_json::json!(["flaky", "gone", "late"])
     );
 }
 
@@ -697,4 +725,55 @@ fn a_bad_alert_route_is_an_error_at_its_place() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("route"), "{err}");
+}
+
+/// A run opened under one version and retried under the next says so, with
+/// what changed in between — in `show`'s versions and in `explain`.
+#[test]
+fn a_retry_under_a_new_version_says_what_changed() {
+    let v1 = format!(
+        "{HEAD}{}",
+        schedule(
+            "r",
+            "cron = \"0 * * * *\"",
+            "retry = { max_attempts = 3, backoff = \"fixed\", initial = \"30m\", max = \"30m\" }"
+        )
+    );
+    let script = SimAgent {
+        attempts: vec![
+            SimAttempt {
+                latency: TimeDelta::seconds(10),
+                end: SimEnd::Fail(agentcron::config::model::ErrorClass::Retryable),
+                ..Default::default()
+            },
+            SimAttempt {
+                latency: TimeDelta::seconds(10),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let mut rig = Rig::new("2026-06-06T00:50:00Z", &v1, vec![("r", script)]);
+    rig.run_until(t("2026-06-06T01:10:00Z"));
+    rig.write(&v1.replace("timeout = \"10h\"", "timeout = \"5h\""));
+    assert!(matches!(rig.hup(), ReloadOutcome::Applied { version: 2, .. }));
+    rig.run_until(t("2026-06-06T01:50:00Z"));
+    let store = rig.store();
+    let run = runs(&store, "r").remove(0);
+    assert_eq!((run.state, run.attempts), (RunState::Succeeded, 2));
+    let versions = store
+        .read(|tx| control::versions::of_run(tx, run.id, "r"))
+        .unwrap();
+    assert_eq!(
+        versions.summary,
+        "opened under v1, retried under v2: agent.timeout \"10h\" → \"5h\""
+    );
+    let explained = store
+        .read(|tx| agentcron::trace::explain(tx, None, "r", Some(&run.window_key), rig.clock.now()))
+        .unwrap()
+        .text();
+    assert!(
+        explained.contains("opened under v1, retried under v2"),
+        "{explained}"
+    );
 }

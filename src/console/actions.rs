@@ -97,6 +97,10 @@ pub fn perform(
                 })
                 .map_err(text)
         }
+        Cmd::Reload => store
+            .write(|tx| tx.request_reload())
+            .map(|n| format!("reload #{n} requested by {actor}: every scheduler re-reads its config"))
+            .map_err(|e| e.to_string()),
         other => Err(format!("not an operator action: {other:?}")),
     }
 }
@@ -177,9 +181,48 @@ pub fn preview(
                 actionable: queued > 0,
             })
         }
+        Intent::Reload => Ok(reload_preview(store, cfg, now)),
         _ => Ok(Preview {
             lines: vec![],
             actionable: true,
         }),
+    }
+}
+
+/// `:reload`'s dialog: what `agentcron plan` prints for the config file, or
+/// its errors (then nothing can be confirmed).
+fn reload_preview(store: &Store, cfg: &Config, now: DateTime<Utc>) -> Preview {
+    let loaded = std::fs::read_to_string(&cfg.path)
+        .map_err(|e| vec![format!("cannot read config {}: {e}", cfg.path.display())])
+        .and_then(|text| match crate::config::load_str(&text, &cfg.path) {
+            Ok(c) => Ok((c, text)),
+            Err(crate::config::LoadError::Invalid(d)) => Err(d.iter().map(ToString::to_string).collect()),
+            Err(e) => Err(vec![e.to_string()]),
+        });
+    let (file, text) = match loaded {
+        Ok(x) => x,
+        Err(mut lines) => {
+            lines.insert(
+                0,
+                "the file is not valid; a reload would keep the running version:".into(),
+            );
+            return Preview {
+                lines,
+                actionable: false,
+            };
+        }
+    };
+    match store.read(|tx| crate::control::preview::preview(tx, &file, &text, now)) {
+        Ok(p) => Preview {
+            lines: crate::cli::config_cmd::plan_text(&p, &file)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            actionable: p.changes > 0 || !p.same_text,
+        },
+        Err(e) => Preview {
+            lines: vec![e.to_string()],
+            actionable: false,
+        },
     }
 }

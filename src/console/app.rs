@@ -99,6 +99,8 @@ pub enum Cmd {
         run: i64,
         reason: String,
     },
+    /// Ask every scheduler on the database to re-read its config (`:reload`).
+    Reload,
     SetKill {
         on: bool,
         reason: String,
@@ -144,6 +146,7 @@ impl Cmd {
                 | Cmd::Requeue { .. }
                 | Cmd::CloseCircuit { .. }
                 | Cmd::Backfill { .. }
+                | Cmd::Reload
         )
     }
 }
@@ -1166,6 +1169,7 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             | Command::Requeue(_)
             | Command::Kill { .. }
             | Command::Unkill
+            | Command::Reload
             | Command::Backfill { .. }
     );
     if operator && m.read_only {
@@ -1196,6 +1200,11 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             } else {
                 m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn { cancel_running })));
             }
+        }
+        Command::Reload => {
+            let intent = Intent::Reload;
+            cmds.push(Cmd::Preview(intent.clone()));
+            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
         }
         Command::Unkill => {
             if m.snapshot.kill_on() {

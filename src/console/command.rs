@@ -29,6 +29,8 @@ pub enum Command {
         cancel_running: bool,
     },
     Unkill,
+    /// `:reload`: the config file's plan, then every scheduler re-reads it.
+    Reload,
     /// `:backfill SCHEDULE FROM TO`: instants as typed (RFC 3339 or a date).
     Backfill {
         schedule: String,
@@ -79,6 +81,12 @@ pub const COMMANDS: &[CommandDoc] = &[
         true,
     ),
     doc("reject", "RUN", "reject a needs_human run", true),
+    doc(
+        "reload",
+        "",
+        "show what the config file changes (agentcron plan), then reload it",
+        true,
+    ),
     doc("requeue", "RUN", "requeue a failed or dead run", true),
     doc(
         "kill",
@@ -193,6 +201,7 @@ pub fn parse(line: &str) -> Result<Command, String> {
             _ => Err(":kill takes only --cancel-running".into()),
         },
         "unkill" => none(Command::Unkill),
+        "reload" => none(Command::Reload),
         other => {
             let near: Vec<&str> = COMMANDS
                 .iter()

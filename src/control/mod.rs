@@ -226,6 +226,12 @@ pub fn apply_version(
 fn remove_schedule(tx: &Tx, id: &str, version: i64, now: DateTime<Utc>) -> Result<()> {
     tx.drop_schedule_current(id)?;
     tx.drop_schedule_backlog(id)?;
+    skip_waiting_runs(tx, id, version, now)
+}
+
+/// The `pending` and `retry_wait` runs of schedule `id`, removed in
+/// `version`, end `skipped` (also for a retry its last running attempt left).
+pub fn skip_waiting_runs(tx: &Tx, id: &str, version: i64, now: DateTime<Utc>) -> Result<()> {
     let waiting = tx.runs(&RunFilter {
         schedule: Some(id.to_string()),
         states: vec![RunState::Pending, RunState::RetryWait],

@@ -46,6 +46,10 @@ pub(crate) struct Control {
     /// The runner before deliveries were wrapped around it, to wrap again
     /// with the new configuration's deliveries.
     pub base_runner: Option<Arc<dyn AgentRunner>>,
+    /// Removed schedules kept for their running attempts, with the version
+    /// that removed them: once those attempts have ended, what they left
+    /// waiting (a retry) is skipped like the rest of the schedule's runs.
+    pub retired: Vec<(String, i64)>,
 }
 
 /// What a reload did.
@@ -81,6 +85,7 @@ impl Engine {
     /// version applied elsewhere is adopted. Without a [`ReloadSource`] it
     /// does nothing.
     pub fn check_reload(&mut self) -> Result<Option<ReloadOutcome>> {
+        self.settle_retired()?;
         let Some(src) = self.opts.reload.clone() else {
             return Ok(None);
         };
@@ -192,6 +197,35 @@ impl Engine {
         Ok(Some(v.version))
     }
 
+    /// A removed schedule's last running attempt ended: its runs left waiting
+    /// (a retry planned by that attempt's end) are skipped now.
+    fn settle_retired(&mut self) -> Result<()> {
+        if self.control.retired.is_empty() {
+            return Ok(());
+        }
+        let busy: Vec<String> = self
+            .running
+            .values()
+            .map(|r| self.cfg.schedules[r.schedule].id.clone())
+            .collect();
+        let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.control.retired)
+            .into_iter()
+            .partition(|(id, _)| !busy.contains(id));
+        self.control.retired = keep;
+        let now = self.clock.now();
+        for (id, version) in done {
+            self.store.write(|tx| {
+                // Only if the database really removed it (not moved to
+                // another stage, nor added back meanwhile).
+                if tx.current_schedule_versions()?.contains_key(&id) {
+                    return Ok(());
+                }
+                control::skip_waiting_runs(tx, &id, version, now)
+            })?;
+        }
+        Ok(())
+    }
+
     /// Replaces the configuration with `cfg`, keeping what is in flight:
     /// running attempts (their schedule found by id; a removed schedule's is
     /// kept, opening nothing, until its attempt ends), the report channel,
@@ -259,6 +293,13 @@ impl Engine {
         fresh.control.version = version;
         fresh.control.seen_seq = self.control.seen_seq;
         fresh.control.base_runner = self.control.base_runner.clone();
+        fresh.control.retired = std::mem::take(&mut self.control.retired);
+        if let Some(v) = version {
+            fresh
+                .control
+                .retired
+                .extend(retired.iter().map(|id| (id.clone(), v)));
+        }
         if fresh.started {
             fresh.load_cursors(now)?;
         }

@@ -61,6 +61,8 @@ pub enum Intent {
         cancel_running: bool,
     },
     KillOff,
+    /// Re-read the config file on every scheduler of the database (`:reload`).
+    Reload,
     /// Queue the windows of `[from, to]`; `range` is how the operator reads it.
     Backfill {
         schedule: String,
@@ -97,6 +99,7 @@ impl Intent {
                 "Turn the global kill switch ON and cancel running attempts".to_string()
             }
             Intent::KillOff => "Turn the global kill switch OFF".to_string(),
+            Intent::Reload => "Reload the config file".to_string(),
             Intent::Backfill { schedule, .. } => format!("Backfill {schedule}"),
         }
     }
@@ -121,6 +124,10 @@ impl Intent {
                  are stopped, fail retryable and retry once it is off."
             }
             Intent::KillOff => "Runs are claimed again on every schedule.",
+            Intent::Reload => {
+                "Every scheduler on this database re-reads, validates and applies the file \
+                 (plan below); an invalid file changes nothing."
+            }
             Intent::Backfill { .. } => {
                 "Windows without a run are queued in the backfill pool, oldest first; \
                  windows that already have a run are left alone (plan below)."
@@ -140,6 +147,7 @@ impl Intent {
             Intent::CloseCircuit { .. } => "Close circuit",
             Intent::KillOn { .. } => "Kill",
             Intent::KillOff => "Turn off",
+            Intent::Reload => "Reload",
             Intent::Backfill { .. } => "Queue",
         }
     }
@@ -148,13 +156,16 @@ impl Intent {
     pub fn needs_reason(&self) -> bool {
         !matches!(
             self,
-            Intent::Resume { .. } | Intent::Trigger { .. } | Intent::Backfill { .. }
+            Intent::Resume { .. } | Intent::Trigger { .. } | Intent::Backfill { .. } | Intent::Reload
         )
     }
 
     /// Shows a plan read from the store before it can be confirmed.
     pub fn needs_preview(&self) -> bool {
-        matches!(self, Intent::Resume { .. } | Intent::Backfill { .. })
+        matches!(
+            self,
+            Intent::Resume { .. } | Intent::Backfill { .. } | Intent::Reload
+        )
     }
 
     /// Destructive or global: the default button is Cancel.
@@ -167,6 +178,7 @@ impl Intent {
                 | Intent::KillOff
                 | Intent::Resume { .. }
                 | Intent::Backfill { .. }
+                | Intent::Reload
         )
     }
 
@@ -192,6 +204,7 @@ impl Intent {
             Intent::Requeue { run, .. } => Cmd::Requeue { run, reason },
             Intent::Pause { schedule } => Cmd::Pause { schedule, reason },
             Intent::Resume { schedule } => Cmd::Resume { schedule },
+            Intent::Reload => Cmd::Reload,
             Intent::Trigger { schedule } => Cmd::Trigger { schedule },
             Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
             Intent::KillOn { cancel_running } => Cmd::SetKill {
