@@ -376,3 +376,97 @@ fn plan_exit_codes_and_json_shape() {
     let out = cli(dir, &["approve-config", "x", "--reason", "r"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn start(dir: &Path, log: &str) -> Scheduler {
+    let log = std::fs::File::create(dir.join(log)).unwrap();
+    Scheduler(
+        Command::new(bin())
+            .args(["run", "--headless", "--config"])
+            .arg(dir.join("agentcron.toml"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn status_json(dir: &Path) -> Option<Value> {
+    serde_json::from_slice(&cli(dir, &["status", "--json"]).stdout).ok()
+}
+
+/// `require_approval_for = ["prod"]`: a trigger change waits for
+/// `approve-config` — across a restart of the scheduler, which keeps running
+/// the approved version (and says so in the registry) — then applies.
+#[test]
+fn a_gated_change_waits_for_approve_config_even_across_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let file = dir.join("agentcron.toml");
+    let head = HEAD.replace(
+        "heartbeat = \"1s\"\n",
+        "heartbeat = \"1s\"\nrequire_approval_for = [\"prod\"]\n",
+    );
+    std::fs::write(&file, format!("{head}{TICK}")).unwrap();
+    let s = start(dir, "a.log");
+    wait_for("tick runs under v1", || {
+        runs(dir, "tick")
+            .iter()
+            .any(|r| version_of(dir, r) == Some(1))
+            .then_some(())
+    });
+    std::fs::write(&file, format!("{head}{}", TICK.replace("\"1s\"", "\"2s\""))).unwrap();
+    let (code, p) = plan(dir);
+    assert_eq!((code, p["approval_required"].as_bool()), (3, Some(true)), "{p}");
+    hup(&s);
+    let waiting = wait_for("config v2 waiting", || {
+        events(dir, "config_waiting")
+            .into_iter()
+            .find(|e| e.detail["version"] == 2)
+    });
+    assert_eq!(waiting.detail["schedules"], serde_json::json!(["tick"]));
+    // Restarted on the changed file: it still runs v1, and says so.
+    drop(s);
+    let s = start(dir, "b.log");
+    let st = wait_for("status: v1 runs, v2 waits, nobody on an older config", || {
+        let v = status_json(dir)?;
+        (v["schedulers"]["alive"] == 1
+            && v["config"]["version"] == 1
+            && v["config"]["waiting_approval"] == 2
+            && v["config"]["schedulers_on_older"] == serde_json::json!([]))
+        .then_some(v)
+    });
+    assert_eq!(st["ok"], true);
+    let restarted = wait_for("a tick run after the restart", || {
+        runs(dir, "tick").into_iter().find(|r| r.created_at > waiting.at)
+    });
+    assert_eq!(
+        version_of(dir, &restarted),
+        Some(1),
+        "the old trigger runs until approved"
+    );
+    let out = cli(
+        dir,
+        &["approve-config", "2", "--reason", "reviewed", "--by", "ops"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let u = applied(dir, 2).at;
+    let after: Vec<Run> = wait_for("tick runs under v2", || {
+        let after: Vec<Run> = runs(dir, "tick")
+            .into_iter()
+            .filter(|r| r.created_at >= u)
+            .collect();
+        (after.len() >= 2).then_some(after)
+    });
+    for r in &after {
+        assert_eq!(version_of(dir, r), Some(2), "{}", r.window_key);
+        assert_eq!(r.window_start.timestamp() % 2, 0, "every 2s: {}", r.window_key);
+    }
+    let out = cli(dir, &["approve-config", "2", "--reason", "again"]);
+    assert_eq!(out.status.code(), Some(1), "not waiting any more");
+    drop(s);
+}

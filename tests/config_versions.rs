@@ -556,6 +556,13 @@ fn stages_split_the_work_and_gated_changes_wait_for_approval() {
         Some(&t("2026-06-06T03:00:00Z")),
         "the old trigger runs until approved"
     );
+    // `status` says a change waits (the staging scheduler's file, which
+    // differs in its `stages` line only, is the version running).
+    let st = store
+        .read(|tx| agentcron::status::status(tx, None, rig.clock.now()))
+        .unwrap();
+    assert_eq!(st.config_waiting, Some(version));
+    assert_eq!(st.config.as_ref().map(|c| c.0), Some(version - 1));
     let err = control::approve(&store, version, "ops", "", rig.clock.now()).unwrap_err();
     assert!(err.to_string().contains("reason"));
     control::approve(&store, version, "ops", "reviewed", rig.clock.now()).unwrap();

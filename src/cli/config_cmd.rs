@@ -243,3 +243,13 @@ pub fn startup(store: &Store, cfg: &Config, by: &str) -> Result<(Config, Option<
         }
     }
 }
+
+/// This process's registry row, naming the config version it runs (the
+/// database's, which is not the file's while a change waits for approval).
+pub fn registration(store: &Store, cfg: &Config) -> crate::engine::Registration {
+    let mut reg = crate::engine::Registration::of_this_process(cfg);
+    if let Ok(Some(v)) = store.read(|tx| tx.current_config()) {
+        reg.config_hash = v.hash;
+    }
+    reg
+}

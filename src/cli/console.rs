@@ -5,7 +5,7 @@
 use super::exit;
 use crate::agent::runner::DefaultRunner;
 use crate::console::{self, ConsoleOptions};
-use crate::engine::{Engine, EngineOptions, Registration};
+use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -117,6 +117,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
     let owner = crate::engine::default_owner();
     let reload = crate::engine::ReloadSource::new(&cfg.path);
     let (cfg, version) = super::config_cmd::startup(&store, &cfg, &owner)?;
+    let registration = super::config_cmd::registration(&store, &cfg);
     let cfg = Arc::new(cfg);
     let server = super::run::bind_api(&cfg, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -136,7 +137,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
                     Arc::new(DefaultRunner),
                     EngineOptions {
                         owner,
-                        registry: Some(Registration::of_this_process(&cfg)),
+                        registry: Some(registration),
                         reload: Some(reload),
                         ..EngineOptions::default()
                     },

@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
-use crate::engine::{Engine, EngineOptions, Registration};
+use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -66,6 +66,7 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
     };
     runtime.block_on(async move {
         let api = server.map(spawn_api);
+        let registration = super::config_cmd::registration(&store, &cfg);
         // SIGHUP reloads the config (it used to end the process).
         let hup = reload.hup.clone();
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
@@ -85,7 +86,7 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
             Arc::new(DefaultRunner),
             EngineOptions {
                 owner,
-                registry: Some(Registration::of_this_process(&cfg)),
+                registry: Some(registration),
                 reload: Some(reload),
                 ..EngineOptions::default()
             },
