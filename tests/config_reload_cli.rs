@@ -311,6 +311,39 @@ fn sighup_reloads_what_plan_showed_and_a_broken_file_keeps_the_old_version() {
     let text = String::from_utf8_lossy(&cli(dir, &["status"]).stdout).to_string();
     assert!(text.contains("config: v5 (hash "), "{text}");
 
+    // Rollback: an unknown version or the running one is refused; v4 comes
+    // back as v6 through the same path (the added schedule with it).
+    assert_eq!(
+        cli(dir, &["rollback", "99", "--reason", "x"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        cli(dir, &["rollback", "5", "--reason", "x"]).status.code(),
+        Some(1)
+    );
+    let out = cli(dir, &["rollback", "4", "--reason", "bring added back"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v6 = applied(dir, 6);
+    assert_eq!(
+        (v6.detail["rollback_of"].clone(), v6.detail["added"].clone()),
+        (4.into(), serde_json::json!(["added"]))
+    );
+    let u = v6.at;
+    wait_for("the added schedule runs again after the rollback", || {
+        runs(dir, "added").into_iter().find(|r| r.created_at > u)
+    });
+    let (code, p) = plan(dir);
+    assert_eq!(
+        (code, entry(&p, "added")["change"].clone()),
+        (3, "removed".into()),
+        "the file differs from v6"
+    );
+
     // SIGHUP never ended it; SIGTERM does, cleanly.
     let mut s = s;
     // SAFETY: signalling a child process this test started and still owns.
@@ -366,6 +399,16 @@ fn plan_exit_codes_and_json_shape() {
     );
     assert_eq!(tick["stage"], "prod");
     assert!(!dir.join("test.db").exists(), "plan writes nothing");
+    // A schedule of a stage this scheduler does not run.
+    std::fs::write(&file, format!("{HEAD}{TICK}stage = \"staging\"\n")).unwrap();
+    let out = cli(dir, &["plan"]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("+ tick (added, stage staging, new v1)")
+            && text.contains("not run here (stage staging)"),
+        "{text}"
+    );
     // Invalid: 1. Misuse: 2.
     std::fs::write(&file, format!("{HEAD}{TICK}stag = \"prod\"\n")).unwrap();
     assert_eq!(plan(dir).0, 1);
