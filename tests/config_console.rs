@@ -77,3 +77,61 @@ fn reload_shows_the_plan_then_requests_a_reload() {
     let at = format!("{}:", path.display());
     assert!(p.lines.iter().any(|l| l.starts_with(&at)), "{:?}", p.lines);
 }
+
+#[test]
+fn approve_config_shows_the_waiting_versions_plan_and_applies_it_with_a_reason() {
+    assert_eq!(parse("approve-config 2"), Ok(Command::ApproveConfig(2)));
+    assert_eq!(parse("approve-config v2"), Ok(Command::ApproveConfig(2)));
+    assert!(parse("approve-config two").is_err());
+    let gated = format!("[scheduler]\nrequire_approval_for = [\"prod\"]\n{V1}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentcron.toml");
+    let cfg = load_str(&gated, &path).unwrap();
+    let store = Store::open(&dir.path().join("test.db")).unwrap();
+    control::propose(&store, &cfg, &gated, "test", now()).unwrap();
+    let changed = gated.replace("0 9 * * *", "0 10 * * *");
+    let new = load_str(&changed, &path).unwrap();
+    let waiting = control::propose(&store, &new, &changed, "test", now()).unwrap();
+    assert!(
+        matches!(waiting, control::Outcome::Waiting { version: 2, .. }),
+        "{waiting:?}"
+    );
+
+    let intent = Intent::ApproveConfig { version: 2 };
+    assert!(intent.needs_reason(), "approvals take a typed reason");
+    let p = preview(&store, &cfg, &intent, "alice", now()).unwrap();
+    assert!(p.actionable);
+    assert!(
+        p.lines.iter().any(|l| l.starts_with("~ daily (changed")),
+        "{:?}",
+        p.lines
+    );
+    assert_eq!(
+        p.lines.last().unwrap(),
+        "approving applies v2 (stored 2026-06-06T00:00:00.000Z)"
+    );
+    let said = perform(
+        &store,
+        &cfg,
+        &Cmd::ApproveConfig {
+            version: 2,
+            reason: "reviewed".into(),
+        },
+        "alice",
+        now(),
+    )
+    .unwrap();
+    assert!(said.contains("v2 approved by alice"), "{said}");
+    assert_eq!(store.read(|tx| tx.config_watch()).unwrap().0, Some(2));
+    let v2 = store.read(|tx| tx.config_version(2)).unwrap().unwrap();
+    assert_eq!(
+        (v2.approved_by.as_deref(), v2.approval_reason.as_deref()),
+        (Some("alice"), Some("reviewed"))
+    );
+    let p = preview(&store, &cfg, &intent, "alice", now()).unwrap();
+    assert!(
+        !p.actionable && p.lines[0].contains("not waiting"),
+        "{:?}",
+        p.lines
+    );
+}

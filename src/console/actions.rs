@@ -97,6 +97,11 @@ pub fn perform(
                 })
                 .map_err(text)
         }
+        Cmd::ApproveConfig { version, reason } => {
+            crate::control::approve(store, *version, actor, reason, now)
+                .map(|_| format!("config v{version} approved by {actor} and applied"))
+                .map_err(|e| e.to_string())
+        }
         Cmd::Reload => store
             .write(|tx| tx.request_reload())
             .map(|n| format!("reload #{n} requested by {actor}: every scheduler re-reads its config"))
@@ -182,6 +187,7 @@ pub fn preview(
             })
         }
         Intent::Reload => Ok(reload_preview(store, cfg, now)),
+        Intent::ApproveConfig { version } => Ok(approval_preview(store, *version, now)),
         _ => Ok(Preview {
             lines: vec![],
             actionable: true,
@@ -224,5 +230,47 @@ fn reload_preview(store: &Store, cfg: &Config, now: DateTime<Utc>) -> Preview {
             lines: vec![e.to_string()],
             actionable: false,
         },
+    }
+}
+
+/// `:approve-config`'s dialog: what applying the waiting version changes.
+fn approval_preview(store: &Store, version: i64, now: DateTime<Utc>) -> Preview {
+    let refused = |line: String| Preview {
+        lines: vec![line],
+        actionable: false,
+    };
+    let v = match store.read(|tx| tx.config_version(version)) {
+        Ok(Some(v)) => v,
+        Ok(None) => return refused(format!("config v{version} not found")),
+        Err(e) => return refused(e.to_string()),
+    };
+    if v.status != crate::store::ConfigStatus::Waiting {
+        return refused(format!(
+            "config v{version} is {}, not waiting for approval",
+            v.status.as_str()
+        ));
+    }
+    let cfg = match crate::config::load_str(&v.text, std::path::Path::new(&v.path)) {
+        Ok(c) => c,
+        Err(e) => return refused(format!("the stored config no longer loads: {e}")),
+    };
+    match store.read(|tx| crate::control::preview::preview(tx, &cfg, &v.text, now)) {
+        Ok(p) => {
+            let mut lines: Vec<String> = crate::cli::config_cmd::plan_text(&p, &cfg)
+                .lines()
+                .map(str::to_string)
+                .collect();
+            // The plan's last line says what a reload would store; this applies v{version}.
+            lines.pop();
+            lines.push(format!(
+                "approving applies v{version} (stored {})",
+                crate::time::rfc3339(v.loaded_at)
+            ));
+            Preview {
+                lines,
+                actionable: true,
+            }
+        }
+        Err(e) => refused(e.to_string()),
     }
 }

@@ -101,6 +101,11 @@ pub enum Cmd {
     },
     /// Ask every scheduler on the database to re-read its config (`:reload`).
     Reload,
+    /// Apply a config version waiting for approval (`:approve-config`).
+    ApproveConfig {
+        version: i64,
+        reason: String,
+    },
     SetKill {
         on: bool,
         reason: String,
@@ -147,6 +152,7 @@ impl Cmd {
                 | Cmd::CloseCircuit { .. }
                 | Cmd::Backfill { .. }
                 | Cmd::Reload
+                | Cmd::ApproveConfig { .. }
         )
     }
 }
@@ -1170,6 +1176,7 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             | Command::Kill { .. }
             | Command::Unkill
             | Command::Reload
+            | Command::ApproveConfig(_)
             | Command::Backfill { .. }
     );
     if operator && m.read_only {
@@ -1200,6 +1207,11 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             } else {
                 m.overlay = Overlay::Dialog(Box::new(Dialog::open(Intent::KillOn { cancel_running })));
             }
+        }
+        Command::ApproveConfig(version) => {
+            let intent = Intent::ApproveConfig { version };
+            cmds.push(Cmd::Preview(intent.clone()));
+            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
         }
         Command::Reload => {
             let intent = Intent::Reload;

@@ -31,6 +31,8 @@ pub enum Command {
     Unkill,
     /// `:reload`: the config file's plan, then every scheduler re-reads it.
     Reload,
+    /// `:approve-config VERSION`: apply a config version waiting for approval.
+    ApproveConfig(i64),
     /// `:backfill SCHEDULE FROM TO`: instants as typed (RFC 3339 or a date).
     Backfill {
         schedule: String,
@@ -81,6 +83,12 @@ pub const COMMANDS: &[CommandDoc] = &[
         true,
     ),
     doc("reject", "RUN", "reject a needs_human run", true),
+    doc(
+        "approve-config",
+        "VERSION",
+        "apply a config version waiting for approval (asks a reason)",
+        true,
+    ),
     doc(
         "reload",
         "",
@@ -202,6 +210,12 @@ pub fn parse(line: &str) -> Result<Command, String> {
         },
         "unkill" => none(Command::Unkill),
         "reload" => none(Command::Reload),
+        "approve-config" => one("config version").and_then(|a| {
+            a.trim_start_matches('v')
+                .parse::<i64>()
+                .map(Command::ApproveConfig)
+                .map_err(|_| format!("`{a}` is not a config version (e.g. :approve-config 7)"))
+        }),
         other => {
             let near: Vec<&str> = COMMANDS
                 .iter()

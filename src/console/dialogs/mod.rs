@@ -63,6 +63,10 @@ pub enum Intent {
     KillOff,
     /// Re-read the config file on every scheduler of the database (`:reload`).
     Reload,
+    /// Apply config version `version`, waiting for approval.
+    ApproveConfig {
+        version: i64,
+    },
     /// Queue the windows of `[from, to]`; `range` is how the operator reads it.
     Backfill {
         schedule: String,
@@ -100,6 +104,7 @@ impl Intent {
             }
             Intent::KillOff => "Turn the global kill switch OFF".to_string(),
             Intent::Reload => "Reload the config file".to_string(),
+            Intent::ApproveConfig { version } => format!("Approve config v{version}"),
             Intent::Backfill { schedule, .. } => format!("Backfill {schedule}"),
         }
     }
@@ -124,6 +129,9 @@ impl Intent {
                  are stopped, fail retryable and retry once it is off."
             }
             Intent::KillOff => "Runs are claimed again on every schedule.",
+            Intent::ApproveConfig { .. } => {
+                "The waiting version becomes the one every scheduler on this database runs (plan below)."
+            }
             Intent::Reload => {
                 "Every scheduler on this database re-reads, validates and applies the file \
                  (plan below); an invalid file changes nothing."
@@ -148,6 +156,7 @@ impl Intent {
             Intent::KillOn { .. } => "Kill",
             Intent::KillOff => "Turn off",
             Intent::Reload => "Reload",
+            Intent::ApproveConfig { .. } => "Approve",
             Intent::Backfill { .. } => "Queue",
         }
     }
@@ -164,7 +173,7 @@ impl Intent {
     pub fn needs_preview(&self) -> bool {
         matches!(
             self,
-            Intent::Resume { .. } | Intent::Backfill { .. } | Intent::Reload
+            Intent::Resume { .. } | Intent::Backfill { .. } | Intent::Reload | Intent::ApproveConfig { .. }
         )
     }
 
@@ -179,6 +188,7 @@ impl Intent {
                 | Intent::Resume { .. }
                 | Intent::Backfill { .. }
                 | Intent::Reload
+                | Intent::ApproveConfig { .. }
         )
     }
 
@@ -205,6 +215,7 @@ impl Intent {
             Intent::Pause { schedule } => Cmd::Pause { schedule, reason },
             Intent::Resume { schedule } => Cmd::Resume { schedule },
             Intent::Reload => Cmd::Reload,
+            Intent::ApproveConfig { version } => Cmd::ApproveConfig { version, reason },
             Intent::Trigger { schedule } => Cmd::Trigger { schedule },
             Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
             Intent::KillOn { cancel_running } => Cmd::SetKill {
