@@ -784,3 +784,30 @@ fn a_retry_under_a_new_version_says_what_changed() {
         "{explained}"
     );
 }
+
+/// A `previous_id` that names a schedule still in the file (a typo, or a
+/// copy that kept the line) or the schedule itself is an error at its place.
+#[test]
+fn a_previous_id_that_names_a_schedule_still_in_the_file_is_an_error() {
+    let text = format!(
+        "{HEAD}{}{}",
+        schedule("a", "cron = \"0 * * * *\"", ""),
+        schedule("b", "cron = \"0 * * * *\"", "previous_id = \"a\"")
+    );
+    let err = load_str(&text, Path::new("/tmp/agentcron.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("/tmp/agentcron.toml:")
+            && err.contains("`previous_id = \"a\"` of schedule `b` names a schedule still in this file"),
+        "{err}"
+    );
+    let own = format!(
+        "{HEAD}{}",
+        schedule("a", "cron = \"0 * * * *\"", "previous_id = \"a\"")
+    );
+    let err = load_str(&own, Path::new("/tmp/agentcron.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is its own id"), "{err}");
+}

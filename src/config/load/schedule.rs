@@ -58,6 +58,8 @@ impl Loader<'_> {
     ) -> (Vec<ScheduleConfig>, BTreeSet<String>) {
         let mut out = vec![];
         let mut first_at = BTreeMap::new();
+        // (schedule id, its previous_id, where the previous_id is)
+        let mut renames: Vec<(String, String, usize)> = vec![];
         let tables = self.table_array(root, "schedule").unwrap_or_default();
         for (n, (at, table)) in tables.into_iter().enumerate() {
             let id = match table.get("id").map(Spanned::get_ref) {
@@ -78,10 +80,28 @@ impl Loader<'_> {
                     unique = false;
                 }
             }
+            if let (Some(id), Some(v)) = (&id, t.get("previous_id"))
+                && let DeValue::String(p) = v.get_ref()
+            {
+                renames.push((id.clone(), p.to_string(), v.span().start));
+            }
             if let Some(s) = self.schedule(&t, declared)
                 && unique
             {
                 out.push(s);
+            }
+        }
+        // A rename's old id must be gone from the file: otherwise it names
+        // the wrong schedule (a typo, or a copy that kept the line).
+        for (id, previous, at) in renames {
+            if previous == id {
+                self.error(at, format!("`previous_id` of schedule `{id}` is its own id"));
+            } else if first_at.contains_key(&previous) {
+                self.error_help(
+                    at,
+                    format!("`previous_id = \"{previous}\"` of schedule `{id}` names a schedule still in this file"),
+                    Some(format!("a renamed schedule's old id is gone; remove schedule `{previous}` or this line")),
+                );
             }
         }
         (out, first_at.into_keys().collect())
