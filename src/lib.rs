@@ -6,6 +6,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod console;
+pub mod control;
 pub mod core;
 pub mod engine;
 pub mod gates;

@@ -246,6 +246,33 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// Preview the config file against the version the database runs
+    /// (exit 0 no change, 1 invalid, 3 changes).
+    Plan {
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask every scheduler on the database to re-read, validate and apply its config.
+    Reload,
+    /// Apply a config version that waits for approval (a gated stage changed).
+    ApproveConfig {
+        version: i64,
+        #[arg(long)]
+        reason: String,
+        /// Who approves (default: the OS user).
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Re-apply an earlier stored config version (as a new version).
+    Rollback {
+        version: i64,
+        #[arg(long)]
+        reason: String,
+        /// Who rolls back (default: the OS user).
+        #[arg(long)]
+        by: Option<String>,
+    },
     /// Is it working? Schedulers alive, kill switch, circuits, queues, next fires.
     Status {
         /// JSON on stdout.
@@ -629,6 +656,14 @@ fn main() {
             },
         ),
         Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json, cli.utc),
+        Some(Command::Plan { json }) => cli::config_cmd::plan(&cli.config, cli.db.as_deref(), *json),
+        Some(Command::Reload) => cli::config_cmd::reload(&cli.config, cli.db.as_deref()),
+        Some(Command::ApproveConfig { version, reason, by }) => {
+            cli::config_cmd::approve(&cli.config, cli.db.as_deref(), *version, reason, by.as_deref())
+        }
+        Some(Command::Rollback { version, reason, by }) => {
+            cli::config_cmd::rollback(&cli.config, cli.db.as_deref(), *version, reason, by.as_deref())
+        }
         Some(Command::Explain {
             schedule,
             window,

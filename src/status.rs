@@ -7,7 +7,7 @@
 
 use crate::config::Config;
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
-use crate::core::registry::{RegistrySummary, SchedulerRecord, summarize};
+use crate::core::registry::{Liveness, RegistrySummary, SchedulerRecord, summarize};
 use crate::store::types::{CircuitState, RunState, Switch};
 use crate::store::{Oldest, Tx};
 use crate::time::fire::Fire;
@@ -59,6 +59,10 @@ pub struct Status {
     pub oldest_approval: Option<Oldest>,
     pub backfill_pending: u64,
     pub schedules: Vec<ScheduleStatus>,
+    /// The config version the database runs (number, hash) and the newest
+    /// one waiting for `approve-config`, if any (issue 18).
+    pub config: Option<(i64, String)>,
+    pub config_waiting: Option<i64>,
 }
 
 impl Status {
@@ -149,7 +153,25 @@ impl Status {
             "dead_letters": self.count(RunState::Dead),
             "backfill_pending": self.backfill_pending,
             "schedules": self.schedules.iter().map(schedule_json).collect::<Vec<_>>(),
+            "config": {
+                "version": self.config.as_ref().map(|c| c.0),
+                "hash": self.config.as_ref().map(|c| c.1.clone()),
+                "waiting_approval": self.config_waiting,
+                "schedulers_on_older": self.on_older_config(),
+            },
         })
+    }
+
+    /// Live schedulers whose config is not the one the database runs.
+    pub fn on_older_config(&self) -> Vec<String> {
+        let Some((_, hash)) = &self.config else {
+            return vec![];
+        };
+        self.schedulers
+            .iter()
+            .filter(|r| r.liveness(self.at) == Liveness::Alive && &r.config_hash != hash)
+            .map(|r| r.owner.clone())
+            .collect()
     }
 }
 
@@ -260,7 +282,16 @@ pub fn status(tx: &Tx<'_>, cfg: Option<&Config>, now: DateTime<Utc>) -> StoreRes
         Some(cfg) => schedules(tx, cfg, summary.alive == 0, now)?,
         None => vec![],
     };
+    let config = tx.current_config()?.map(|c| (c.version, c.hash));
+    let config_waiting = tx
+        .config_versions()?
+        .into_iter()
+        .rev()
+        .find(|v| v.status == crate::store::ConfigStatus::Waiting)
+        .map(|v| v.version);
     Ok(Status {
+        config,
+        config_waiting,
         at: now,
         kill: tx.switch("kill")?,
         paused: states

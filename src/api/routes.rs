@@ -348,14 +348,20 @@ fn run_id(text: &str) -> Result<i64, ApiError> {
 async fn one_run(State(api): Shared, headers: HeaderMap, Path(id): Path<String>) -> Reply {
     authorize(&api, &headers, Role::Read)?;
     let id = run_id(&id)?;
-    let found = blocking(move || match api.store.read(|tx| show::read(tx, id)) {
-        Ok(x) => Ok(Some(x)),
-        Err(StoreError::RunNotFound(_)) => Ok(None),
-        Err(e) => Err(e.into()),
-    })
+    let found = blocking(
+        move || match api.store.read(|tx| show::read_with_versions(tx, id)) {
+            Ok(x) => Ok(Some(x)),
+            Err(StoreError::RunNotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        },
+    )
     .await?;
     match found {
-        Some((run, attempts, steps, events)) => ok(show::show_json(&run, &attempts, &steps, &events)),
+        Some(((run, attempts, steps, events), versions)) => {
+            let mut v = show::show_json(&run, &attempts, &steps, &events);
+            show::add_versions(&mut v, versions.as_ref());
+            ok(v)
+        }
         None => Err(missing(format!("run {id} not found"))),
     }
 }

@@ -5,7 +5,7 @@
 use super::exit;
 use crate::agent::runner::DefaultRunner;
 use crate::console::{self, ConsoleOptions, EmbeddedScheduler};
-use crate::engine::{Engine, EngineOptions, Registration};
+use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -166,13 +166,21 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
             return Err(exit::USAGE);
         }
     };
+    // As `run --headless`: the file becomes a config version and the
+    // scheduler runs what the database runs; `agentcron reload` reaches it.
+    let owner = crate::engine::default_owner();
+    let reload = crate::engine::ReloadSource::new(&cfg.path);
+    let (cfg, version) = super::config_cmd::startup(&store, &cfg, &owner)?;
+    let registration = super::config_cmd::registration(&store, &cfg);
     let cfg = Arc::new(cfg);
     let server = super::run::bind_api(&cfg, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (now_tx, now_rx) = tokio::sync::watch::channel(false);
     let grace = cfg.scheduler.shutdown_grace;
     let opts = EngineOptions {
-        registry: Some(Registration::of_this_process(&cfg)),
+        owner,
+        registry: Some(registration),
+        reload: Some(reload),
         ..EngineOptions::default()
     };
     let owner = opts.owner.clone();
@@ -191,6 +199,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
                     Arc::new(DefaultRunner),
                     opts,
                 );
+                engine.set_config_version(version);
                 let shutdown = async {
                     let _ = stop_rx.await;
                 };

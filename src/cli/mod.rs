@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod check;
+pub mod config_cmd;
 pub mod console;
 pub mod db;
 pub mod events;

@@ -2,7 +2,7 @@
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
-use crate::engine::{Engine, EngineOptions, Registration};
+use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
 use crate::time::SystemClock;
 use std::path::Path;
@@ -50,27 +50,52 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
             return exit::USAGE;
         }
     };
+    // The file is stored as a config version; the scheduler runs what the
+    // database runs (an approval-gated change waits), only its stages.
+    let owner = crate::engine::default_owner();
+    let (cfg, version) = match super::config_cmd::startup(&store, &cfg, &owner) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
     let grace = cfg.scheduler.shutdown_grace;
     let cfg = Arc::new(cfg);
+    let reload = crate::engine::ReloadSource::new(config);
     let server = match bind_api(&cfg, listen) {
         Ok(s) => s,
         Err(code) => return code,
     };
     runtime.block_on(async move {
         let api = server.map(spawn_api);
+        let registration = super::config_cmd::registration(&store, &cfg);
+        // SIGHUP reloads the config (it used to end the process).
+        let hup = reload.hup.clone();
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(mut signal) => {
+                tokio::spawn(async move {
+                    while signal.recv().await.is_some() {
+                        hup.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot catch SIGHUP; use `agentcron reload`"),
+        }
         let mut engine = Engine::new(
             cfg.clone(),
             store,
             Arc::new(SystemClock),
             Arc::new(DefaultRunner),
             EngineOptions {
-                registry: Some(Registration::of_this_process(&cfg)),
+                owner,
+                registry: Some(registration),
+                reload: Some(reload),
                 ..EngineOptions::default()
             },
         );
+        engine.set_config_version(version);
         tracing::info!(
             owner = engine.owner(),
             schedules = cfg.schedules.len(),
+            config_version = version,
             database = %cfg.scheduler.database.display(),
             "agentcron scheduler started"
         );

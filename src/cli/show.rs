@@ -37,8 +37,8 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let got = store.read(|tx| read(tx, id));
-    let (run, attempts, steps, events) = match got {
+    let got = store.read(|tx| read_with_versions(tx, id));
+    let ((run, attempts, steps, events), versions) = match got {
         Ok(x) => x,
         Err(StoreError::RunNotFound(_)) => {
             eprintln!("agentcron show: run {id} not found (see `agentcron runs`)");
@@ -50,10 +50,24 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
         }
     };
     if opts.json {
-        return db::print_json("show", &show_json(&run, &attempts, &steps, &events));
+        let mut v = show_json(&run, &attempts, &steps, &events);
+        add_versions(&mut v, versions.as_ref());
+        return db::print_json("show", &v);
     }
     let tz = db::block_zone(cfg.as_ref(), Some(&run.schedule), opts.utc);
-    print!("{}", text(&run, &attempts, &steps, &events, tz));
+    let shown = text(&run, &attempts, &steps, &events, tz);
+    match versions {
+        // After the fields, before the attempts.
+        Some(v) => print!(
+            "{}",
+            shown.replacen(
+                "\nATTEMPTS\n",
+                &format!("versions  {}\n\nATTEMPTS\n", v.summary),
+                1
+            )
+        ),
+        None => print!("{shown}"),
+    }
     exit::OK
 }
 
@@ -69,6 +83,28 @@ pub fn read(tx: &crate::store::Tx<'_>, id: i64) -> crate::store::Result<Shown> {
         ..EventFilter::default()
     })?;
     Ok((run, tx.attempts(id)?, tx.steps(id)?, events))
+}
+
+/// [`read`], and which schedule version opened the run and which each
+/// attempt ran under (`None` if that cannot be read).
+pub fn read_with_versions(
+    tx: &crate::store::Tx<'_>,
+    id: i64,
+) -> crate::store::Result<(Shown, Option<crate::control::versions::RunVersions>)> {
+    let shown = read(tx, id)?;
+    let versions = crate::control::versions::of_run(tx, id, &shown.0.schedule).ok();
+    Ok((shown, versions))
+}
+
+/// `"schedule_version"` and `"versions"` of a `show` object.
+pub fn add_versions(v: &mut Value, versions: Option<&crate::control::versions::RunVersions>) {
+    if let (Value::Object(map), Some(versions)) = (v, versions) {
+        map.insert("schedule_version".into(), json!(versions.opened_under));
+        map.insert(
+            "versions".into(),
+            serde_json::to_value(versions).unwrap_or_default(),
+        );
+    }
 }
 
 /// The `runs` object plus the run's other fields, `attempt_list`, `steps`, `events`.

@@ -76,22 +76,36 @@ pub fn text(s: &Status, tz: Tz) -> String {
             }
         ));
     }
+    let older = s.on_older_config();
     for r in &s.schedulers {
         let state = r.liveness(s.at);
         out.push_str(&format!(
-            "  {} {}  pid {} on {}, agentcron {}, config {}, started {}, last seen {}{}\n",
+            "  {} {}  pid {} on {}, agentcron {}, config {}{}, started {}, last seen {}{}\n",
             state.as_str(),
             r.owner,
             r.pid,
             r.host,
             r.version,
             r.config_hash,
+            if older.contains(&r.owner) {
+                " (an older config version)"
+            } else {
+                ""
+            },
             t(r.started_at),
             t(r.last_seen),
             match (&r.lost_by, state) {
                 (Some(by), Liveness::Lost) => format!(" (recorded lost by {by})"),
                 _ => String::new(),
             }
+        ));
+    }
+    if let Some((v, hash)) = &s.config {
+        out.push_str(&format!(
+            "config: v{v} (hash {hash}){}\n",
+            s.config_waiting
+                .map(|w| format!("; v{w} waits for approve-config"))
+                .unwrap_or_default()
         ));
     }
     match s.kill.as_ref().filter(|k| k.on) {

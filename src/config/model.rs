@@ -64,6 +64,48 @@ pub struct SchedulerConfig {
     pub heartbeat: Duration,
     /// Where the HTTP API, probes and metrics listen (`--listen` overrides).
     pub listen: Option<std::net::SocketAddr>,
+    /// The release stages this scheduler runs (default `["prod"]`).
+    pub stages: Vec<Stage>,
+    /// Stages whose trigger, agent or budget changes wait for `approve-config`.
+    pub require_approval_for: Vec<Stage>,
+    /// `[alert.routes]`: a schedule's alerts go to its `owner`'s sink when
+    /// there is one, else to `alert`.
+    pub alert_routes: BTreeMap<String, AlertSink>,
+}
+
+/// A schedule's release stage (`stage = "…"`, default `prod`): a scheduler
+/// runs only the schedules of its `[scheduler] stages`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Stage {
+    Dev,
+    Staging,
+    Canary,
+    #[default]
+    Prod,
+}
+
+impl Stage {
+    pub const ALL: [(&'static str, Stage); 4] = [
+        ("dev", Stage::Dev),
+        ("staging", Stage::Staging),
+        ("canary", Stage::Canary),
+        ("prod", Stage::Prod),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Dev => "dev",
+            Stage::Staging => "staging",
+            Stage::Canary => "canary",
+            Stage::Prod => "prod",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A listen address as `--listen` and `[scheduler] listen` take it: `IP:PORT`,
@@ -91,6 +133,14 @@ pub struct ApiConfig {
 }
 
 impl SchedulerConfig {
+    /// Where an alert for `owner` goes: the owner's route, else the default
+    /// sink (an unknown owner, or none, falls back to it).
+    pub fn sink_for(&self, owner: Option<&str>) -> Option<&AlertSink> {
+        owner
+            .and_then(|o| self.alert_routes.get(o))
+            .or(self.alert.as_ref())
+    }
+
     /// `takeover_grace`, or `lease / 3` when not set.
     pub fn takeover_grace(&self) -> Duration {
         self.takeover_grace.unwrap_or(self.lease / 3)
@@ -111,6 +161,9 @@ impl Default for SchedulerConfig {
             shutdown_grace: Duration::from_secs(30),
             heartbeat: Duration::from_secs(5),
             listen: None,
+            stages: vec![Stage::Prod],
+            require_approval_for: vec![],
+            alert_routes: BTreeMap::new(),
         }
     }
 }
@@ -179,6 +232,10 @@ pub struct StepConfig {
 #[derive(Debug, Clone)]
 pub struct ScheduleConfig {
     pub id: String,
+    /// `previous_id = "old"`: this schedule is `old` renamed (it keeps its
+    /// history and windows) rather than a removal and an addition.
+    pub previous_id: Option<String>,
+    pub stage: Stage,
     pub tenant: String,
     pub owner: Option<String>,
     pub agent: String,

@@ -108,6 +108,15 @@ fn act(
                 )
             })
         }
+        Cmd::ApproveConfig { version, reason } => {
+            crate::control::approve(store, *version, actor, reason, now)
+                .map(|_| format!("config v{version} approved by {actor} and applied"))
+                .map_err(|e| ActionError::Refused(e.to_string()))
+        }
+        Cmd::Reload => store
+            .write(|tx| tx.request_reload())
+            .map(|n| format!("reload #{n} requested by {actor}: every scheduler re-reads its config"))
+            .map_err(ActionError::from),
         other => Err(ActionError::Refused(format!("not an operator action: {other:?}"))),
     }
 }
@@ -188,9 +197,91 @@ pub fn preview(
                 actionable: queued > 0,
             })
         }
+        Intent::Reload => Ok(reload_preview(store, cfg, now)),
+        Intent::ApproveConfig { version } => Ok(approval_preview(store, *version, now)),
         _ => Ok(Preview {
             lines: vec![],
             actionable: true,
         }),
+    }
+}
+
+/// `:reload`'s dialog: what `agentcron plan` prints for the config file, or
+/// its errors (then nothing can be confirmed).
+fn reload_preview(store: &Store, cfg: &Config, now: DateTime<Utc>) -> Preview {
+    let loaded = std::fs::read_to_string(&cfg.path)
+        .map_err(|e| vec![format!("cannot read config {}: {e}", cfg.path.display())])
+        .and_then(|text| match crate::config::load_str(&text, &cfg.path) {
+            Ok(c) => Ok((c, text)),
+            Err(crate::config::LoadError::Invalid(d)) => Err(d.iter().map(ToString::to_string).collect()),
+            Err(e) => Err(vec![e.to_string()]),
+        });
+    let (file, text) = match loaded {
+        Ok(x) => x,
+        Err(mut lines) => {
+            lines.insert(
+                0,
+                "the file is not valid; a reload would keep the running version:".into(),
+            );
+            return Preview {
+                lines,
+                actionable: false,
+            };
+        }
+    };
+    match store.read(|tx| crate::control::preview::preview(tx, &file, &text, now)) {
+        Ok(p) => Preview {
+            lines: crate::cli::config_cmd::plan_text(&p, &file)
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            actionable: p.changes > 0 || !p.same_text,
+        },
+        Err(e) => Preview {
+            lines: vec![e.to_string()],
+            actionable: false,
+        },
+    }
+}
+
+/// `:approve-config`'s dialog: what applying the waiting version changes.
+fn approval_preview(store: &Store, version: i64, now: DateTime<Utc>) -> Preview {
+    let refused = |line: String| Preview {
+        lines: vec![line],
+        actionable: false,
+    };
+    let v = match store.read(|tx| tx.config_version(version)) {
+        Ok(Some(v)) => v,
+        Ok(None) => return refused(format!("config v{version} not found")),
+        Err(e) => return refused(e.to_string()),
+    };
+    if v.status != crate::store::ConfigStatus::Waiting {
+        return refused(format!(
+            "config v{version} is {}, not waiting for approval",
+            v.status.as_str()
+        ));
+    }
+    let cfg = match crate::config::load_str(&v.text, std::path::Path::new(&v.path)) {
+        Ok(c) => c,
+        Err(e) => return refused(format!("the stored config no longer loads: {e}")),
+    };
+    match store.read(|tx| crate::control::preview::preview(tx, &cfg, &v.text, now)) {
+        Ok(p) => {
+            let mut lines: Vec<String> = crate::cli::config_cmd::plan_text(&p, &cfg)
+                .lines()
+                .map(str::to_string)
+                .collect();
+            // The plan's last line says what a reload would store; this applies v{version}.
+            lines.pop();
+            lines.push(format!(
+                "approving applies v{version} (stored {})",
+                crate::time::rfc3339(v.loaded_at)
+            ));
+            Preview {
+                lines,
+                actionable: true,
+            }
+        }
+        Err(e) => refused(e.to_string()),
     }
 }

@@ -108,6 +108,13 @@ pub enum Cmd {
         run: i64,
         reason: String,
     },
+    /// Ask every scheduler on the database to re-read its config (`:reload`).
+    Reload,
+    /// Apply a config version waiting for approval (`:approve-config`).
+    ApproveConfig {
+        version: i64,
+        reason: String,
+    },
     SetKill {
         on: bool,
         reason: String,
@@ -153,6 +160,8 @@ impl Cmd {
                 | Cmd::Requeue { .. }
                 | Cmd::CloseCircuit { .. }
                 | Cmd::Backfill { .. }
+                | Cmd::Reload
+                | Cmd::ApproveConfig { .. }
         )
     }
 }
@@ -1331,6 +1340,8 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             | Command::Requeue(_)
             | Command::Kill { .. }
             | Command::Unkill
+            | Command::Reload
+            | Command::ApproveConfig(_)
             | Command::Backfill { .. }
     );
     if operator && m.read_only {
@@ -1358,6 +1369,16 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
             } else {
                 m.overlay = Overlay::Dialog(Box::new(kill_dialog(m, Intent::KillOn { cancel_running })));
             }
+        }
+        Command::ApproveConfig(version) => {
+            let intent = Intent::ApproveConfig { version };
+            cmds.push(Cmd::Preview(intent.clone()));
+            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
+        }
+        Command::Reload => {
+            let intent = Intent::Reload;
+            cmds.push(Cmd::Preview(intent.clone()));
+            m.overlay = Overlay::Dialog(Box::new(Dialog::open(intent)));
         }
         Command::Unkill => {
             if m.snapshot.kill_on() {

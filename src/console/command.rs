@@ -29,6 +29,10 @@ pub enum Command {
         cancel_running: bool,
     },
     Unkill,
+    /// `:reload`: the config file's plan, then every scheduler re-reads it.
+    Reload,
+    /// `:approve-config VERSION`: apply a config version waiting for approval.
+    ApproveConfig(i64),
     /// `:backfill SCHEDULE FROM TO`: instants as typed (RFC 3339 or a date).
     Backfill {
         schedule: String,
@@ -79,6 +83,18 @@ pub const COMMANDS: &[CommandDoc] = &[
         true,
     ),
     doc("reject", "RUN", "reject a needs_human run", true),
+    doc(
+        "approve-config",
+        "VERSION",
+        "apply a config version waiting for approval (asks a reason)",
+        true,
+    ),
+    doc(
+        "reload",
+        "",
+        "show what the config file changes (agentcron plan), then reload it",
+        true,
+    ),
     doc("requeue", "RUN", "requeue a failed or dead run", true),
     doc(
         "kill",
@@ -193,6 +209,13 @@ pub fn parse(line: &str) -> Result<Command, String> {
             _ => Err(":kill takes only --cancel-running".into()),
         },
         "unkill" => none(Command::Unkill),
+        "reload" => none(Command::Reload),
+        "approve-config" => one("config version").and_then(|a| {
+            a.trim_start_matches('v')
+                .parse::<i64>()
+                .map(Command::ApproveConfig)
+                .map_err(|_| format!("`{a}` is not a config version (e.g. :approve-config 7)"))
+        }),
         other => {
             let near: Vec<&str> = COMMANDS
                 .iter()

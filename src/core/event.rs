@@ -190,6 +190,8 @@ pub enum SkipCause {
     Coalesced,
     /// `catchup = "none"`.
     NotCaughtUp,
+    /// A reload removed the schedule (issue 18).
+    ScheduleRemoved,
 }
 
 impl SkipCause {
@@ -207,6 +209,7 @@ impl SkipCause {
             SkipCause::Gate => "gate",
             SkipCause::Coalesced => "coalesced",
             SkipCause::NotCaughtUp => "not_caught_up",
+            SkipCause::ScheduleRemoved => "schedule_removed",
         }
     }
 }
@@ -233,7 +236,12 @@ impl TryFrom<String> for SkipCause {
         switches
             .into_iter()
             .map(SkipCause::Switch)
-            .chain([SkipCause::Gate, SkipCause::Coalesced, SkipCause::NotCaughtUp])
+            .chain([
+                SkipCause::Gate,
+                SkipCause::Coalesced,
+                SkipCause::NotCaughtUp,
+                SkipCause::ScheduleRemoved,
+            ])
             .find(|c| c.as_str() == s)
             .ok_or_else(|| format!("unknown skip cause {s:?}"))
     }
@@ -494,6 +502,44 @@ pub enum Event {
         error: String,
         alert: Alert,
     },
+    /// A configuration version became the one the database runs (a start,
+    /// a reload, an approval or a rollback), and what it changed.
+    ConfigApplied {
+        version: i64,
+        hash: String,
+        by: String,
+        #[serde(default)]
+        added: Vec<String>,
+        #[serde(default)]
+        removed: Vec<String>,
+        #[serde(default)]
+        changed: Vec<String>,
+        /// `[old, new]` pairs (`previous_id`).
+        #[serde(default)]
+        renamed: Vec<(String, String)>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rollback_of: Option<i64>,
+    },
+    /// A reload found the file invalid: the old version keeps running.
+    ConfigRejected {
+        path: String,
+        by: String,
+        errors: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_version: Option<i64>,
+    },
+    /// A version changes gated stages and waits for `approve-config`.
+    ConfigWaiting {
+        version: i64,
+        by: String,
+        schedules: Vec<String>,
+    },
+    /// A schedule's own settings changed: its new version and which fields.
+    ScheduleVersioned {
+        version: i64,
+        config_version: i64,
+        fields: Vec<String>,
+    },
     /// A kind this build does not know (a newer agentcron, a test fixture):
     /// kept as it was written. Never written by this build.
     #[serde(skip)]
@@ -635,6 +681,10 @@ fn known_kind(e: &Event) -> &'static str {
         Event::SwitchChanged { .. } => "switch_changed",
         Event::Alert(_) => "alert",
         Event::AlertFailed { .. } => "alert_failed",
+        Event::ConfigApplied { .. } => "config_applied",
+        Event::ConfigRejected { .. } => "config_rejected",
+        Event::ConfigWaiting { .. } => "config_waiting",
+        Event::ScheduleVersioned { .. } => "schedule_versioned",
         Event::Other { .. } => "other",
     }
 }

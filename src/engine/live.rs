@@ -107,6 +107,8 @@ impl Engine {
             if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
                 self.note_clock_jump(from, to)?;
             }
+            // SIGHUP, `agentcron reload`, or a version another process applied.
+            self.check_reload()?;
             match self.tick_blocking() {
                 // Another process holds the database longer than the busy
                 // timeout: say so and try again; nothing is lost.

@@ -16,9 +16,11 @@ mod live;
 pub(crate) mod open;
 mod outcome;
 mod pipeline;
-mod registry;
+pub(crate) mod registry;
+mod reload;
 
 pub use registry::Registration;
+pub use reload::{ReloadOutcome, ReloadSource};
 
 pub use decision::{Decision, Hold, SwitchCheck, Verdict};
 
@@ -60,6 +62,9 @@ pub struct EngineOptions {
     /// This scheduler's row in the registry; `None`: not registered
     /// (rehearsals, tests that do not ask for it).
     pub registry: Option<Registration>,
+    /// Where a reload reads the config (SIGHUP, `agentcron reload`); `None`:
+    /// the engine never reloads (rehearsals, most tests).
+    pub reload: Option<reload::ReloadSource>,
 }
 
 impl Default for EngineOptions {
@@ -70,6 +75,7 @@ impl Default for EngineOptions {
             max_catchup_windows: 10_000,
             tick_event_every: TimeDelta::minutes(1),
             registry: None,
+            reload: None,
         }
     }
 }
@@ -178,6 +184,8 @@ pub struct Engine {
     /// break: its start, or the end of the last clock jump. A window due
     /// before it was missed (nobody evaluated it when it was due).
     pub(crate) alive_since: DateTime<Utc>,
+    /// The config version this engine runs and what a reload rebuilds from.
+    pub(crate) control: reload::Control,
 }
 
 impl Engine {
@@ -205,6 +213,7 @@ impl Engine {
             .filter(|s| !s.deliveries.is_empty())
             .map(|s| (s.id.clone(), s.deliveries.clone()))
             .collect();
+        let base_runner = runner.clone();
         let runner: Arc<dyn AgentRunner> = if deliveries.is_empty() {
             runner
         } else {
@@ -213,7 +222,9 @@ impl Engine {
                 deliveries,
             })
         };
-        Self::with_gates(cfg, store, clock, runner, opts, gates)
+        let mut engine = Self::with_gates(cfg, store, clock, runner, opts, gates);
+        engine.control.base_runner = Some(base_runner);
+        engine
     }
 
     /// Builds an engine with injected gates (rehearsals simulate them), one list
@@ -282,6 +293,7 @@ impl Engine {
             stopping: false,
             started: false,
             alive_since: DateTime::<Utc>::MIN_UTC,
+            control: reload::Control::default(),
         }
     }
 
@@ -310,9 +322,35 @@ impl Engine {
     /// then is planned by the first tick), and sweeps zombies left by a crash.
     pub fn start(&mut self) -> Result<()> {
         let now = self.clock.now();
+        self.load_cursors(now)?;
+        // Windows due before now were due while this scheduler was not
+        // running: missed, whatever their close_after.
+        self.alive_since = now;
+        let owner = self.opts.owner.clone();
+        self.store.write(|tx| {
+            tx.append_event(&NewEvent::of(
+                now,
+                Event::SchedulerStarted {
+                    owner,
+                    schedules: self.cfg.schedules.len(),
+                },
+            ))
+        })?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// Each schedule's next window opening from its stored last evaluated
+    /// instant (a schedule seen for the first time is born now): at the
+    /// start, and again after a reload.
+    pub(crate) fn load_cursors(&mut self, now: DateTime<Utc>) -> Result<()> {
         let states = self.store.read(|tx| tx.all_schedule_states())?;
         let by_id: HashMap<&str, _> = states.iter().map(|s| (s.schedule.as_str(), s)).collect();
         for (idx, s) in self.cfg.schedules.iter().enumerate() {
+            // A removed schedule kept only for its running attempts opens nothing.
+            if self.index.get(&s.id) != Some(&idx) {
+                continue;
+            }
             let st = by_id.get(s.id.as_str());
             match &s.trigger {
                 TriggerConfig::Every {
@@ -354,20 +392,6 @@ impl Engine {
                 TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => {}
             }
         }
-        // Windows due before now were due while this scheduler was not
-        // running: missed, whatever their close_after.
-        self.alive_since = now;
-        let owner = self.opts.owner.clone();
-        self.store.write(|tx| {
-            tx.append_event(&NewEvent::of(
-                now,
-                Event::SchedulerStarted {
-                    owner,
-                    schedules: self.cfg.schedules.len(),
-                },
-            ))
-        })?;
-        self.started = true;
         Ok(())
     }
 

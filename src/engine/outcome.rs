@@ -614,7 +614,8 @@ impl Engine {
     /// Sends an alert (its event is already written) to the configured sink:
     /// files at once; webhooks and commands queued, so they never stall the loop.
     pub(crate) fn send_alert(&self, alert: &crate::core::event::Alert, now: DateTime<Utc>) {
-        if let Some(sink) = &self.cfg.scheduler.alert {
+        // The schedule's owner's route (`[alert.routes]`), else the default sink.
+        if let Some(sink) = self.cfg.scheduler.sink_for(alert.owner.as_deref()) {
             let detail = serde_json::to_value(alert).unwrap_or_default();
             crate::recovery::alert::dispatch(&self.store, sink, detail, &self.cfg.dir, now);
         }

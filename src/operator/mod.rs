@@ -299,11 +299,13 @@ fn carry_out(store: &Store, cfg: Option<&Config>, plan: &Plan, now: DateTime<Utc
             "run {run_id} changed meanwhile ({why}); nothing was done"
         ))),
         Applied::Done { run, effects, .. } => {
-            if let Some(sink) = cfg.and_then(|c| c.scheduler.alert.as_ref().map(|s| (s, &c.dir))) {
+            if let Some(c) = cfg {
                 for effect in &effects {
-                    if let Effect::Alert(a) = effect {
+                    if let Effect::Alert(a) = effect
+                        && let Some(sink) = c.scheduler.sink_for(a.owner.as_deref())
+                    {
                         let detail = serde_json::to_value(a).unwrap_or_default();
-                        crate::recovery::alert::send_or_record(store, sink.0, &detail, sink.1, now);
+                        crate::recovery::alert::send_or_record(store, sink, &detail, &c.dir, now);
                     }
                 }
             }

@@ -14,11 +14,13 @@
 //! state transition), `attempts` (claims, leases, attempts, steps), `events`
 //! (the trace and posted events), `operator` (schedule state, switches,
 //! approvals, maintenance), `backlog` (catch-up windows not yet queued),
-//! `registry` (the scheduler registry), `status` (reads for status and metrics).
+//! `registry` (the scheduler registry), `config_versions` (stored
+//! configurations and schedule versions), `status` (reads for status and metrics).
 
 mod apply;
 mod attempts;
 mod backlog;
+mod config_versions;
 mod db;
 mod engine_queries;
 mod events;
@@ -32,6 +34,7 @@ pub mod types;
 
 pub use apply::Applied;
 pub use backlog::Backlog;
+pub use config_versions::{ConfigStatus, ConfigVersion, ScheduleVersion};
 pub use db::{Store, Tx};
 pub use schema::SCHEMA_VERSION;
 pub use status::Oldest;

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
@@ -21,6 +21,9 @@ const ADDED_COLUMNS: &[(usize, &str, &str, &str)] = &[
     (4, "runs", "hold", "TEXT"),
     (5, "schedule_state", "born_at", "INTEGER"),
     (5, "runs", "cancel_requested", "TEXT"),
+    // V9 (config versions): renumber these with it.
+    (8, "runs", "schedule_version", "INTEGER"),
+    (8, "attempts", "schedule_version", "INTEGER"),
 ];
 
 /// The schema version this build writes and understands.
@@ -154,6 +157,65 @@ DROP TRIGGER IF EXISTS run_counts_update;
 DROP TRIGGER IF EXISTS run_counts_delete;
 DROP INDEX IF EXISTS attempts_cost;
 CREATE INDEX attempts_cost ON attempts (tenant, schedule, started_at) WHERE cost_usd <> 0;
+"#;
+
+/// Config versions (DESIGN.md "Control plane", issue 18). Self-contained but
+/// for its two `schedule_version` columns (in [`ADDED_COLUMNS`] under index 8,
+/// so a file rolled back by hand migrates again): renumber both together.
+///
+/// - `config_versions`: every configuration loaded, numbered, with its text;
+///   `status` is `applied`, `waiting` (for `approve-config`) or `superseded`.
+/// - `schedule_versions`: a schedule's version changes only when the hash of
+///   its own normalised settings does; `settings` is their JSON (field → TOML
+///   value) so `plan` and `show` can say what changed.
+/// - `config_current`: the version the database runs and a counter `agentcron
+///   reload` bumps; every scheduler on the database watches both.
+/// - `schedule_current`: each schedule's current version, stamped on every run
+///   and attempt as it is inserted by the triggers below (the engine's hot
+///   path stays as it is).
+const V9: &str = r#"
+CREATE TABLE IF NOT EXISTS config_versions (
+    version         INTEGER PRIMARY KEY,
+    hash            TEXT    NOT NULL,
+    path            TEXT    NOT NULL,
+    text            TEXT    NOT NULL,
+    loaded_at       INTEGER NOT NULL,
+    loaded_by       TEXT    NOT NULL,
+    status          TEXT    NOT NULL,
+    note            TEXT,
+    approved_by     TEXT,
+    approved_at     INTEGER,
+    approval_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS schedule_versions (
+    schedule       TEXT    NOT NULL,
+    version        INTEGER NOT NULL,
+    hash           TEXT    NOT NULL,
+    settings       TEXT    NOT NULL,
+    config_version INTEGER NOT NULL,
+    created_at     INTEGER NOT NULL,
+    PRIMARY KEY (schedule, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS config_current (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    version    INTEGER,
+    reload_seq INTEGER NOT NULL DEFAULT 0
+);
+INSERT OR IGNORE INTO config_current (id, version, reload_seq) VALUES (1, NULL, 0);
+CREATE TABLE IF NOT EXISTS schedule_current (
+    schedule TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS runs_schedule_version AFTER INSERT ON runs WHEN new.schedule_version IS NULL BEGIN
+    UPDATE runs SET schedule_version =
+        (SELECT version FROM schedule_current WHERE schedule = new.schedule)
+        WHERE id = new.id;
+END;
+CREATE TRIGGER IF NOT EXISTS attempts_schedule_version AFTER INSERT ON attempts WHEN new.schedule_version IS NULL BEGIN
+    UPDATE attempts SET schedule_version =
+        (SELECT version FROM schedule_current WHERE schedule = new.schedule)
+        WHERE fencing_token = new.fencing_token;
+END;
 "#;
 
 const V1: &str = r#"

@@ -218,6 +218,65 @@ fn reading(e: &Event, style: Style) -> Option<String> {
             "scheduler {owner} lost: silent since {} (seen by {by})",
             rfc3339(*last_seen)
         ),
+        Event::ConfigApplied {
+            version,
+            by,
+            added,
+            removed,
+            changed,
+            renamed,
+            rollback_of,
+            ..
+        } => {
+            let mut parts = vec![];
+            for (what, ids) in [("added", added), ("removed", removed), ("changed", changed)] {
+                if !ids.is_empty() {
+                    parts.push(format!("{what} {}", ids.join(", ")));
+                }
+            }
+            if !renamed.is_empty() {
+                let pairs: Vec<String> = renamed.iter().map(|(a, b)| format!("{a} → {b}")).collect();
+                parts.push(format!("renamed {}", pairs.join(", ")));
+            }
+            let what = if parts.is_empty() {
+                "no schedule changed".to_string()
+            } else {
+                parts.join("; ")
+            };
+            match rollback_of {
+                Some(of) => format!("config v{version} applied by {by} (rollback to v{of}): {what}"),
+                None => format!("config v{version} applied by {by}: {what}"),
+            }
+        }
+        Event::ConfigRejected {
+            path,
+            errors,
+            kept_version,
+            ..
+        } => format!(
+            "config {path} rejected ({} error(s)), {}: {}",
+            errors.len(),
+            kept_version.map_or("nothing applied".to_string(), |v| format!("v{v} keeps running")),
+            errors.first().map_or("", String::as_str)
+        ),
+        Event::ConfigWaiting {
+            version, schedules, ..
+        } => format!(
+            "config v{version} waits for approve-config (changes {})",
+            schedules.join(", ")
+        ),
+        Event::ScheduleVersioned {
+            version,
+            config_version,
+            fields,
+        } => format!(
+            "schedule v{version} (config v{config_version}): {}",
+            if fields.is_empty() {
+                "new".to_string()
+            } else {
+                fields.join(", ")
+            }
+        ),
         Event::StaleResult { token, .. } if style == Timeline => {
             format!("late result of token {token} ignored")
         }

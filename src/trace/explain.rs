@@ -384,13 +384,24 @@ impl<'a> Ctx<'a> {
         }
         story.flush();
         let head = headline(run, &own, &story);
+        let mut steps = story.steps;
+        // Which schedule version opened it and each attempt ran under (issue
+        // 18); runs from before versions were recorded say nothing.
+        let versions = crate::control::versions::of_run(tx, run.id, &run.schedule)?;
+        if versions.opened_under.is_some() {
+            steps.push(crate::trace::story::Step {
+                at: None,
+                what: "versions".into(),
+                detail: versions.summary,
+            });
+        }
         Ok(Explanation {
             schedule: self.schedule.to_string(),
             window_key: Some(run.window_key.clone()),
             run: Some(run.id),
             verdict: Outcome::Run(run.state),
             headline: format!("{}, run {}: {head}", self.title(&run.window_key), run.id),
-            steps: story.steps,
+            steps,
             next: next_for_run(run, &self.story(run.window_start)),
             later: None,
         })

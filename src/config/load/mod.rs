@@ -109,6 +109,7 @@ fn release_freed_memory() {
 
 const TOP_KEYS: &[&str] = &[
     "scheduler",
+    "alert",
     "api",
     "calendars",
     "tenants",
@@ -233,7 +234,8 @@ impl<'s> Loader<'s> {
             .chain(extra.iter().map(String::as_str))
             .collect();
         self.check_keys(&root, &allowed, &[], None);
-        let scheduler = self.scheduler(&root);
+        let mut scheduler = self.scheduler(&root);
+        scheduler.alert_routes = self.alert_routes(&root);
         let api = self.api(&root);
         let calendars = self.calendars(&root);
         let tenants = self.tenants(&root);

@@ -15,6 +15,8 @@ use toml::de::DeValue;
 
 const SCHEDULE_KEYS: &[&str] = &[
     "id",
+    "previous_id",
+    "stage",
     "tenant",
     "owner",
     "agent",
@@ -56,6 +58,8 @@ impl Loader<'_> {
     ) -> (Vec<ScheduleConfig>, BTreeSet<String>) {
         let mut out = vec![];
         let mut first_at = BTreeMap::new();
+        // (schedule id, its previous_id, where the previous_id is)
+        let mut renames: Vec<(String, String, usize)> = vec![];
         let tables = self.table_array(root, "schedule").unwrap_or_default();
         for (n, (at, table)) in tables.into_iter().enumerate() {
             let id = match table.get("id").map(Spanned::get_ref) {
@@ -76,10 +80,28 @@ impl Loader<'_> {
                     unique = false;
                 }
             }
+            if let (Some(id), Some(v)) = (&id, t.get("previous_id"))
+                && let DeValue::String(p) = v.get_ref()
+            {
+                renames.push((id.clone(), p.to_string(), v.span().start));
+            }
             if let Some(s) = self.schedule(&t, declared)
                 && unique
             {
                 out.push(s);
+            }
+        }
+        // A rename's old id must be gone from the file: otherwise it names
+        // the wrong schedule (a typo, or a copy that kept the line).
+        for (id, previous, at) in renames {
+            if previous == id {
+                self.error(at, format!("`previous_id` of schedule `{id}` is its own id"));
+            } else if first_at.contains_key(&previous) {
+                self.error_help(
+                    at,
+                    format!("`previous_id = \"{previous}\"` of schedule `{id}` names a schedule still in this file"),
+                    Some(format!("a renamed schedule's old id is gone; remove schedule `{previous}` or this line")),
+                );
             }
         }
         (out, first_at.into_keys().collect())
@@ -103,6 +125,8 @@ impl Loader<'_> {
             None => (!t.has("tenant")).then(|| "default".to_string()),
         };
         let owner = self.opt_str(t, "owner").map(|(s, _)| s);
+        let previous_id = self.opt_str(t, "previous_id").map(|(s, _)| s);
+        let stage = self.opt_enum(t, "stage", &Stage::ALL);
         let agent = self
             .req_str(t, "agent")
             .and_then(|(agent, at)| self.reference(at, "agent", agent, &d.agents, false));
@@ -193,6 +217,8 @@ impl Loader<'_> {
 
         Some(ScheduleConfig {
             id: id?,
+            previous_id,
+            stage: default_if_absent(t, "stage", stage, Stage::Prod)?,
             tenant: tenant?,
             owner,
             agent: agent?,

@@ -3,7 +3,7 @@
 
 use super::Loader;
 use super::table::{Kinds, Tbl};
-use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig};
+use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig, Stage};
 
 const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
@@ -17,6 +17,8 @@ const SCHEDULER_KEYS: &[&str] = &[
     "shutdown_grace",
     "heartbeat",
     "listen",
+    "stages",
+    "require_approval_for",
 ];
 
 const ALERT_KINDS: Kinds = Kinds {
@@ -74,10 +76,58 @@ impl Loader<'_> {
                 Err(e) => self.error(at, format!("`listen`: {e}")),
             }
         }
+        if let Some(list) = self.stage_list(&t, "stages") {
+            if list.is_empty() {
+                let at = t.get("stages").map_or(0, |v| v.span().start);
+                self.error(at, "`stages` must name at least one stage".to_string());
+            } else {
+                s.stages = list;
+            }
+        }
+        if let Some(list) = self.stage_list(&t, "require_approval_for") {
+            s.require_approval_for = list;
+        }
         if let Some(a) = self.opt_table(&t, "alert", "the `alert` table of [scheduler]".into()) {
             s.alert = self.alert(&a);
         }
         s
+    }
+
+    /// A list of stage names; a typo is an error naming the right one.
+    fn stage_list(&mut self, t: &Tbl, key: &str) -> Option<Vec<Stage>> {
+        let items = self.opt_str_list(t, key)?;
+        let mut out = vec![];
+        for (name, at) in items {
+            match Stage::ALL.iter().find(|(n, _)| *n == name) {
+                Some((_, st)) => {
+                    if !out.contains(st) {
+                        out.push(*st);
+                    }
+                }
+                None => {
+                    let help =
+                        crate::config::diagnostic::did_you_mean(&name, Stage::ALL.iter().map(|(n, _)| *n));
+                    self.error_help(at, format!("`{name}` is not a stage in `{key}`"), help);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// `[alert.routes]`: owner → alert sink, each as `[scheduler] alert`.
+    pub(super) fn alert_routes(&mut self, root: &Tbl) -> std::collections::BTreeMap<String, AlertSink> {
+        let mut out = std::collections::BTreeMap::new();
+        let Some(t) = self.opt_table(root, "alert", "[alert]".into()) else {
+            return out;
+        };
+        self.check_keys(&t, &["routes"], &[], None);
+        for (owner, mut sink) in self.named_tables(&t, "routes") {
+            sink.label = format!("the route of `{owner}` in [alert.routes]");
+            if let Some(s) = self.alert(&sink) {
+                out.insert(owner, s);
+            }
+        }
+        out
     }
 
     /// `[api]`: the bearer tokens file (read when the server starts).

@@ -62,6 +62,12 @@ pub enum Intent {
         cancel_running: bool,
     },
     KillOff,
+    /// Re-read the config file on every scheduler of the database (`:reload`).
+    Reload,
+    /// Apply config version `version`, waiting for approval.
+    ApproveConfig {
+        version: i64,
+    },
     /// Queue the windows of `[from, to]`; `range` is how the operator reads it.
     Backfill {
         schedule: String,
@@ -98,6 +104,8 @@ impl Intent {
                 "Turn the global kill switch ON and cancel running attempts".to_string()
             }
             Intent::KillOff => "Turn the global kill switch OFF".to_string(),
+            Intent::Reload => "Reload the config file".to_string(),
+            Intent::ApproveConfig { version } => format!("Approve config v{version}"),
             Intent::Backfill { schedule, .. } => format!("Backfill {schedule}"),
         }
     }
@@ -122,6 +130,13 @@ impl Intent {
                  are stopped, fail retryable and retry once it is off."
             }
             Intent::KillOff => "Runs are claimed again on every schedule.",
+            Intent::ApproveConfig { .. } => {
+                "The waiting version becomes the one every scheduler on this database runs (plan below)."
+            }
+            Intent::Reload => {
+                "Every scheduler on this database re-reads, validates and applies the file \
+                 (plan below); an invalid file changes nothing."
+            }
             Intent::Backfill { .. } => {
                 "Windows without a run are queued in the backfill pool, oldest first; \
                  windows that already have a run are left alone (plan below)."
@@ -141,6 +156,8 @@ impl Intent {
             Intent::CloseCircuit { .. } => "Close circuit",
             Intent::KillOn { .. } => "Kill",
             Intent::KillOff => "Turn off",
+            Intent::Reload => "Reload",
+            Intent::ApproveConfig { .. } => "Approve",
             Intent::Backfill { .. } => "Queue",
         }
     }
@@ -149,13 +166,16 @@ impl Intent {
     pub fn needs_reason(&self) -> bool {
         !matches!(
             self,
-            Intent::Resume { .. } | Intent::Trigger { .. } | Intent::Backfill { .. }
+            Intent::Resume { .. } | Intent::Trigger { .. } | Intent::Backfill { .. } | Intent::Reload
         )
     }
 
     /// Shows a plan read from the store before it can be confirmed.
     pub fn needs_preview(&self) -> bool {
-        matches!(self, Intent::Resume { .. } | Intent::Backfill { .. })
+        matches!(
+            self,
+            Intent::Resume { .. } | Intent::Backfill { .. } | Intent::Reload | Intent::ApproveConfig { .. }
+        )
     }
 
     /// Destructive or global: the default button is Cancel.
@@ -168,6 +188,8 @@ impl Intent {
                 | Intent::KillOff
                 | Intent::Resume { .. }
                 | Intent::Backfill { .. }
+                | Intent::Reload
+                | Intent::ApproveConfig { .. }
         )
     }
 
@@ -193,6 +215,8 @@ impl Intent {
             Intent::Requeue { run, .. } => Cmd::Requeue { run, reason },
             Intent::Pause { schedule } => Cmd::Pause { schedule, reason },
             Intent::Resume { schedule } => Cmd::Resume { schedule },
+            Intent::Reload => Cmd::Reload,
+            Intent::ApproveConfig { version } => Cmd::ApproveConfig { version, reason },
             Intent::Trigger { schedule } => Cmd::Trigger { schedule },
             Intent::CloseCircuit { schedule } => Cmd::CloseCircuit { schedule, reason },
             Intent::KillOn { cancel_running } => Cmd::SetKill {

@@ -10,6 +10,7 @@
 //! ([`operator`]).
 
 mod operator;
+pub mod retire;
 
 pub use operator::{
     Actor, Refused, RunAction, ScheduleAction, require_reason, run_action, schedule_action, schedule_already,

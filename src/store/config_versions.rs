@@ -1,0 +1,376 @@
+//! Config versions (schema 8): every loaded configuration, each schedule's
+//! version, the version the database runs and the reload counter. What a
+//! change means (added, removed, changed, which runs it touches) is
+//! `crate::control`'s to say; this module only reads and writes rows.
+
+use super::sql::{Ms, ts, ts_opt};
+use super::{Result, Tx};
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row};
+use std::collections::BTreeMap;
+
+/// What became of a stored configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigStatus {
+    /// It is (or was) the version the database runs.
+    Applied,
+    /// It changes a gated stage and waits for `approve-config`.
+    Waiting,
+    /// It waited and a newer one came first, or was rolled back past.
+    Superseded,
+}
+
+impl ConfigStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigStatus::Applied => "applied",
+            ConfigStatus::Waiting => "waiting",
+            ConfigStatus::Superseded => "superseded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Applied, Self::Waiting, Self::Superseded]
+            .into_iter()
+            .find(|c| c.as_str() == s)
+    }
+}
+
+/// One stored configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigVersion {
+    pub version: i64,
+    /// FNV-1a of the text (see `engine::registry::config_hash`).
+    pub hash: String,
+    pub path: String,
+    pub text: String,
+    pub loaded_at: DateTime<Utc>,
+    /// Which process or operator stored it (`host:pid`, `rollback by NAME` …).
+    pub loaded_by: String,
+    pub status: ConfigStatus,
+    /// Why (a rollback's reason), if anyone said.
+    pub note: Option<String>,
+    pub approved_by: Option<String>,
+    pub approved_at: Option<DateTime<Utc>>,
+    pub approval_reason: Option<String>,
+}
+
+/// A schedule's stored version: its normalised settings (field → TOML value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleVersion {
+    pub schedule: String,
+    pub version: i64,
+    pub hash: String,
+    pub settings: BTreeMap<String, String>,
+    pub config_version: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A run's schedule version and its attempts' (attempt number, version).
+pub type RunVersionRows = (Option<i64>, Vec<(u32, Option<i64>)>);
+
+const CONFIG_COLS: &str = "version, hash, path, text, loaded_at, loaded_by, status, note, \
+     approved_by, approved_at, approval_reason";
+const SCHEDULE_COLS: &str = "schedule, version, hash, settings, config_version, created_at";
+
+fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
+    let status: String = r.get(6)?;
+    Ok(ConfigVersion {
+        version: r.get(0)?,
+        hash: r.get(1)?,
+        path: r.get(2)?,
+        text: r.get(3)?,
+        loaded_at: ts(r, 4)?,
+        loaded_by: r.get(5)?,
+        status: ConfigStatus::parse(&status).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                6,
+                rusqlite::types::Type::Text,
+                format!("unknown config status {status:?}").into(),
+            )
+        })?,
+        note: r.get(7)?,
+        approved_by: r.get(8)?,
+        approved_at: ts_opt(r, 9)?,
+        approval_reason: r.get(10)?,
+    })
+}
+
+fn schedule_from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleVersion> {
+    let settings: String = r.get(3)?;
+    Ok(ScheduleVersion {
+        schedule: r.get(0)?,
+        version: r.get(1)?,
+        hash: r.get(2)?,
+        // Written by this module as a JSON object of strings; anything else
+        // (edited by hand) reads as no settings rather than failing a listing.
+        settings: serde_json::from_str(&settings).unwrap_or_default(),
+        config_version: r.get(4)?,
+        created_at: ts(r, 5)?,
+    })
+}
+
+impl Tx<'_> {
+    /// The version the database runs (none before the first config is stored).
+    pub fn current_config(&self) -> Result<Option<ConfigVersion>> {
+        let sql = format!(
+            "SELECT {CONFIG_COLS} FROM config_versions \
+             WHERE version = (SELECT version FROM config_current WHERE id = 1)"
+        );
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([], config_from_row)
+            .optional()?)
+    }
+
+    /// The applied version's number and the reload counter: what every
+    /// scheduler watches (one row, read every loop).
+    pub fn config_watch(&self) -> Result<(Option<i64>, i64)> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT version, reload_seq FROM config_current WHERE id = 1")?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or((None, 0)))
+    }
+
+    pub fn config_version(&self, version: i64) -> Result<Option<ConfigVersion>> {
+        let sql = format!("SELECT {CONFIG_COLS} FROM config_versions WHERE version = ?1");
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([version], config_from_row)
+            .optional()?)
+    }
+
+    /// Every stored configuration, oldest first.
+    pub fn config_versions(&self) -> Result<Vec<ConfigVersion>> {
+        let sql = format!("SELECT {CONFIG_COLS} FROM config_versions ORDER BY version");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([], config_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Stores a configuration as the next version; returns its number.
+    #[allow(clippy::too_many_arguments)]
+    pub fn insert_config_version(
+        &self,
+        hash: &str,
+        path: &str,
+        text: &str,
+        at: DateTime<Utc>,
+        by: &str,
+        status: ConfigStatus,
+        note: Option<&str>,
+    ) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO config_versions (hash, path, text, loaded_at, loaded_by, status, note) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(rusqlite::params![
+                hash,
+                path,
+                text,
+                Ms(at),
+                by,
+                status.as_str(),
+                note
+            ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn set_config_status(&self, version: i64, status: ConfigStatus) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE config_versions SET status = ?2 WHERE version = ?1")?
+            .execute(rusqlite::params![version, status.as_str()])?;
+        Ok(())
+    }
+
+    /// Records who approved a waiting version, and why.
+    pub fn approve_config_version(
+        &self,
+        version: i64,
+        by: &str,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE config_versions SET approved_by = ?2, approval_reason = ?3, approved_at = ?4 \
+                 WHERE version = ?1",
+            )?
+            .execute(rusqlite::params![version, by, reason, Ms(at)])?;
+        Ok(())
+    }
+
+    /// Makes `version` the one the database runs.
+    pub fn set_current_config(&self, version: i64) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE config_current SET version = ?1 WHERE id = 1")?
+            .execute([version])?;
+        Ok(())
+    }
+
+    /// `agentcron reload`: every scheduler on the database re-reads its file.
+    pub fn request_reload(&self) -> Result<i64> {
+        self.conn
+            .prepare_cached("UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1")?
+            .execute([])?;
+        Ok(self.config_watch()?.1)
+    }
+
+    /// Each current schedule's version with its settings, by schedule id.
+    pub fn current_schedule_versions(&self) -> Result<BTreeMap<String, ScheduleVersion>> {
+        let sql = format!(
+            "SELECT {} FROM schedule_current c JOIN schedule_versions v \
+             ON v.schedule = c.schedule AND v.version = c.version",
+            SCHEDULE_COLS
+                .split(", ")
+                .map(|c| format!("v.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([], schedule_from_row)?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let v = row?;
+            out.insert(v.schedule.clone(), v);
+        }
+        Ok(out)
+    }
+
+    pub fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<ScheduleVersion>> {
+        let sql =
+            format!("SELECT {SCHEDULE_COLS} FROM schedule_versions WHERE schedule = ?1 AND version = ?2");
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row(rusqlite::params![schedule, version], schedule_from_row)
+            .optional()?)
+    }
+
+    /// The newest version number a schedule id ever had (0 if none).
+    pub fn last_schedule_version(&self, schedule: &str) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1")?
+            .query_row([schedule], |r| r.get(0))?)
+    }
+
+    /// Stores a schedule version and makes it the schedule's current one.
+    pub fn put_schedule_version(&self, v: &ScheduleVersion) -> Result<()> {
+        let settings = serde_json::to_string(&v.settings).unwrap_or_else(|_| "{}".into());
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO schedule_versions \
+                 (schedule, version, hash, settings, config_version, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(rusqlite::params![
+                v.schedule,
+                v.version,
+                v.hash,
+                settings,
+                v.config_version,
+                Ms(v.created_at)
+            ])?;
+        self.set_schedule_current(&v.schedule, v.version)
+    }
+
+    pub fn set_schedule_current(&self, schedule: &str, version: i64) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)")?
+            .execute(rusqlite::params![schedule, version])?;
+        Ok(())
+    }
+
+    /// A removed schedule has no current version (its history stays).
+    pub fn drop_schedule_current(&self, schedule: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM schedule_current WHERE schedule = ?1")?
+            .execute([schedule])?;
+        Ok(())
+    }
+
+    /// `previous_id = "old"`: the schedule keeps its runs, windows, state and
+    /// version history under its new id. Events are the append-only trace and
+    /// keep the name they were written with.
+    pub fn rename_schedule(&self, old: &str, new: &str) -> Result<()> {
+        // (statement, whether it takes both ids or only the new one)
+        for (sql, both) in [
+            ("UPDATE runs SET schedule = ?2 WHERE schedule = ?1", true),
+            ("UPDATE attempts SET schedule = ?2 WHERE schedule = ?1", true),
+            ("DELETE FROM schedule_state WHERE schedule = ?1", false),
+            (
+                "UPDATE schedule_state SET schedule = ?2 WHERE schedule = ?1",
+                true,
+            ),
+            ("DELETE FROM catchup_backlog WHERE schedule = ?1", false),
+            (
+                "UPDATE catchup_backlog SET schedule = ?2 WHERE schedule = ?1",
+                true,
+            ),
+            (
+                "INSERT OR REPLACE INTO schedule_versions \
+                 (schedule, version, hash, settings, config_version, created_at) \
+                 SELECT ?2, version, hash, settings, config_version, created_at \
+                 FROM schedule_versions WHERE schedule = ?1",
+                true,
+            ),
+            ("DELETE FROM schedule_current WHERE schedule = ?1", false),
+        ] {
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            if both {
+                stmt.execute([old, new])?;
+            } else if sql.starts_with("DELETE FROM schedule_current") {
+                stmt.execute([old])?;
+            } else {
+                stmt.execute([new])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A changed trigger (or a schedule added at `u`): the next evaluation
+    /// starts at `cursor`, and windows planned under the old trigger but
+    /// not yet queued are dropped.
+    pub fn restart_schedule_at(&self, schedule: &str, cursor: DateTime<Utc>, u: DateTime<Utc>) -> Result<()> {
+        self.set_born(schedule, cursor, u)?;
+        self.drop_schedule_backlog(schedule)
+    }
+
+    /// A scheduler that reloaded runs another config: its registry row says so.
+    pub fn set_scheduler_config_hash(&self, owner: &str, hash: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1")?
+            .execute([owner, hash])?;
+        Ok(())
+    }
+
+    /// Catch-up windows of `schedule` not yet queued are dropped.
+    pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
+            .execute([schedule])?;
+        Ok(())
+    }
+
+    /// The schedule version a run was opened under, and each attempt's (by
+    /// attempt number).
+    pub fn run_versions(&self, run_id: i64) -> Result<RunVersionRows> {
+        let opened = self
+            .conn
+            .prepare_cached("SELECT schedule_version FROM runs WHERE id = ?1")?
+            .query_row([run_id], |r| r.get::<_, Option<i64>>(0))
+            .optional()?
+            .flatten();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n")?;
+        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((opened, rows.collect::<rusqlite::Result<Vec<_>>>()?))
+    }
+}
