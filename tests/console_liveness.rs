@@ -46,6 +46,8 @@ fn dead() -> Liveness {
         // 03:12:05 in Shanghai.
         last_seen: Some(t("2026-06-07T19:12:05Z")),
         due_since: 4,
+        on_older_config: 0,
+        config_waiting: None,
     }
 }
 
@@ -59,6 +61,8 @@ fn the_header_counts_the_schedulers_alive() {
         alive: 2,
         last_seen: Some(now()),
         due_since: 0,
+        on_older_config: 0,
+        config_waiting: None,
     };
     let s = render(&model(160, 48, two), &dark(), 160, 48);
     assert!(header(&s).contains(" LIVE · 2 schedulers "), "{}", header(&s));
@@ -67,9 +71,28 @@ fn the_header_counts_the_schedulers_alive() {
         alive: 1,
         last_seen: Some(now()),
         due_since: 0,
+        on_older_config: 0,
+        config_waiting: None,
     };
     let s = render(&model(80, 24, one), &dark(), 80, 24);
     assert!(header(&s).contains(" LIVE · 1 scheduler "), "{}", header(&s));
+}
+
+#[test]
+fn the_header_says_when_a_config_change_has_not_reached_every_scheduler() {
+    let drifting = Liveness {
+        alive: 2,
+        last_seen: Some(now()),
+        due_since: 0,
+        on_older_config: 1,
+        config_waiting: Some(3),
+    };
+    let s = render(&model(160, 48, drifting), &dark(), 160, 48);
+    assert!(
+        header(&s).contains(" LIVE · 2 schedulers · 1 on an older config · config v3 waits for approval "),
+        "{}",
+        header(&s)
+    );
 }
 
 #[test]
@@ -171,7 +194,9 @@ fn the_loader_reads_the_registry_and_counts_the_fires_nobody_evaluated() {
         Some(Liveness {
             alive: 0,
             last_seen: Some(seen),
-            due_since: 5
+            due_since: 5,
+            on_older_config: 0,
+            config_waiting: None,
         })
     );
     let row = snap.schedule("every-minute").unwrap();
@@ -192,4 +217,31 @@ fn the_loader_reads_the_registry_and_counts_the_fires_nobody_evaluated() {
     let snap = load_snapshot(&store, &cfg, now).unwrap();
     assert_eq!(snap.liveness.as_ref().map(|l| l.alive), Some(1));
     assert_eq!(snap.schedule("every-minute").unwrap().overdue, None);
+}
+
+#[test]
+fn the_loader_counts_live_schedulers_on_an_older_config_and_a_waiting_one() {
+    use agentcron::store::ConfigStatus;
+    let cfg = load_str(CFG, Path::new("/nonexistent/agentcron.toml")).unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let now = t("2026-06-08T01:30:00Z");
+    store
+        .write(|tx| {
+            let v1 = tx.insert_config_version("x", "a.toml", "old", now, "t", ConfigStatus::Applied, None)?;
+            let v2 = tx.insert_config_version("y", "a.toml", "new", now, "t", ConfigStatus::Applied, None)?;
+            tx.insert_config_version("z", "a.toml", "gated", now, "t", ConfigStatus::Waiting, None)?;
+            tx.set_current_config(v2)?;
+            assert!(v1 < v2);
+            // h:1 still runs "x" (the older one), h:2 the current "y"; h:3
+            // runs "x" too but is long gone.
+            tx.register_scheduler(&record("h:1", now))?;
+            tx.register_scheduler(&SchedulerRecord {
+                config_hash: "y".into(),
+                ..record("h:2", now)
+            })?;
+            tx.register_scheduler(&record("h:3", now - Duration::hours(1)))
+        })
+        .unwrap();
+    let l = load_snapshot(&store, &cfg, now).unwrap().liveness.unwrap();
+    assert_eq!((l.alive, l.on_older_config, l.config_waiting), (2, 1, Some(3)));
 }

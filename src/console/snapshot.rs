@@ -118,6 +118,10 @@ pub struct Liveness {
     /// With none alive: windows due since then, over all schedules (at most
     /// [`crate::status::MAX_COUNTED`]).
     pub due_since: usize,
+    /// Live schedulers running another config than the one the database runs.
+    pub on_older_config: usize,
+    /// A config version waiting for `approve-config`.
+    pub config_waiting: Option<i64>,
 }
 
 impl Snapshot {
@@ -515,6 +519,7 @@ fn load_fast(
     };
 
     let registry = tx.schedulers()?;
+    let (current_hash, config_waiting) = tx.config_glance()?;
     let summary = crate::core::registry::summarize(&registry, now);
     let none_alive = !registry.is_empty() && summary.alive == 0;
     // Bounded over all schedules: after a long outage the count says "at
@@ -690,6 +695,15 @@ fn load_fast(
             alive: summary.alive,
             last_seen: summary.last_seen,
             due_since,
+            on_older_config: current_hash.as_ref().map_or(0, |h| {
+                registry
+                    .iter()
+                    .filter(|r| {
+                        r.liveness(now) == crate::core::registry::Liveness::Alive && &r.config_hash != h
+                    })
+                    .count()
+            }),
+            config_waiting,
         }),
     })
 }

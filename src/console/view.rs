@@ -197,7 +197,22 @@ fn liveness_span(
 ) -> Span<'static> {
     if l.alive > 0 {
         let noun = if l.alive == 1 { "scheduler" } else { "schedulers" };
-        return Span::styled(format!(" {} · {} {noun} ", m.mode_label, l.alive), *mode_style);
+        let mut text = format!(" {} · {} {noun} ", m.mode_label, l.alive);
+        // Config changes that have not reached every scheduler yet.
+        let older = l.on_older_config;
+        if older > 0 {
+            text.push_str(&format!("· {older} on an older config "));
+        }
+        if let Some(v) = l.config_waiting {
+            text.push_str(&format!("· config v{v} waits for approval "));
+        }
+        let style = if older > 0 || l.config_waiting.is_some() {
+            t.style(Token::Warn)
+                .add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        } else {
+            *mode_style
+        };
+        return Span::styled(text, style);
     }
     let seen = l
         .last_seen

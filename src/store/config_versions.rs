@@ -135,6 +135,25 @@ impl Tx<'_> {
             .unwrap_or((None, 0)))
     }
 
+    /// What the console's header needs of the configs, without their texts:
+    /// the hash of the version the database runs, and the newest version
+    /// waiting for `approve-config`.
+    pub fn config_glance(&self) -> Result<(Option<String>, Option<i64>)> {
+        let hash = self
+            .conn
+            .prepare_cached(
+                "SELECT hash FROM config_versions \
+                 WHERE version = (SELECT version FROM config_current WHERE id = 1)",
+            )?
+            .query_row([], |r| r.get(0))
+            .optional()?;
+        let waiting = self
+            .conn
+            .prepare_cached("SELECT MAX(version) FROM config_versions WHERE status = ?1")?
+            .query_row([ConfigStatus::Waiting.as_str()], |r| r.get(0))?;
+        Ok((hash, waiting))
+    }
+
     pub fn config_version(&self, version: i64) -> Result<Option<ConfigVersion>> {
         let sql = format!("SELECT {CONFIG_COLS} FROM config_versions WHERE version = ?1");
         Ok(self
