@@ -26,8 +26,9 @@ const CLAIM: &str = concat!(
 );
 const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
 const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
-     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running')";
+     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
+       (SELECT version FROM schedule_current WHERE schedule = ?5))";
 const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
      WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";

@@ -20,8 +20,9 @@ const CREATABLE: [RunState; 4] = [
 
 const INSERT_RUN: &str = concat!(
     "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, \
-     reason, pool, state_reason, next_check_at, created_at, updated_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12) \
+     reason, pool, state_reason, next_check_at, created_at, updated_at, schedule_version) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, \
+       (SELECT version FROM schedule_current WHERE schedule = ?2)) \
      ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING ",
     run_cols!()
 );

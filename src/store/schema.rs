@@ -171,8 +171,8 @@ CREATE INDEX attempts_cost ON attempts (tenant, schedule, started_at) WHERE cost
 /// - `config_current`: the version the database runs and a counter `agentcron
 ///   reload` bumps; every scheduler on the database watches both.
 /// - `schedule_current`: each schedule's current version, stamped on every run
-///   and attempt as it is inserted by the triggers below (the engine's hot
-///   path stays as it is).
+///   and attempt by the statement that inserts it (a subquery in its VALUES:
+///   no second write, as a trigger updating the new row would be).
 const V9: &str = r#"
 CREATE TABLE IF NOT EXISTS config_versions (
     version         INTEGER PRIMARY KEY,
@@ -206,16 +206,6 @@ CREATE TABLE IF NOT EXISTS schedule_current (
     schedule TEXT PRIMARY KEY,
     version  INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS runs_schedule_version AFTER INSERT ON runs WHEN new.schedule_version IS NULL BEGIN
-    UPDATE runs SET schedule_version =
-        (SELECT version FROM schedule_current WHERE schedule = new.schedule)
-        WHERE id = new.id;
-END;
-CREATE TRIGGER IF NOT EXISTS attempts_schedule_version AFTER INSERT ON attempts WHEN new.schedule_version IS NULL BEGIN
-    UPDATE attempts SET schedule_version =
-        (SELECT version FROM schedule_current WHERE schedule = new.schedule)
-        WHERE fencing_token = new.fencing_token;
-END;
 "#;
 
 const V1: &str = r#"
