@@ -5,18 +5,17 @@
 //! reaches the scheduler through the database. Everything polls the database
 //! with a deadline.
 
+mod support;
+
 use agentcron::store::Store;
 use agentcron::store::types::{EventFilter, Run, RunFilter, RunState};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::process::{Scheduler, bin, cli, wait_within};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
 
 const HEAD: &str = r#"
 [scheduler]
@@ -36,33 +35,8 @@ const WAITER: &str = "\n[[schedule]]\nid = \"waiter\"\nagent = \"quick\"\nevery 
     check_every = \"1h\"\n\n[[schedule.gate]]\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"exit 75\"]\n";
 const ADDED: &str = "\n[[schedule]]\nid = \"added\"\nagent = \"quick\"\nevery = \"1s\"\n";
 
-struct Scheduler(Child);
-
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(dir.join("agentcron.toml"))
-        .output()
-        .unwrap()
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(DEADLINE, what, f)
 }
 
 fn store(dir: &Path) -> Option<Store> {

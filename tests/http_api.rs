@@ -5,19 +5,18 @@
 //! (400), the CLI's JSON shapes, and `status` before and after the stop.
 //! Everything waits on the server or the database with a deadline.
 
+mod support;
+
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::process::{Scheduler, bin, cli, wait_within};
 
 const READ: &str = "read-token-for-tests-0001";
 const OPERATE: &str = "operate-token-for-tests-0001";
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
 
 /// A port nobody listens on now (the OS picks it; the server binds it next).
 fn free_port() -> u16 {
@@ -72,15 +71,6 @@ cron = "0 3 * * *"
     .unwrap();
 }
 
-struct Scheduler(Child);
-
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn start(dir: &Path, args: &[&str], log: &str) -> Scheduler {
     let log = std::fs::File::create(dir.join(log)).unwrap();
     Scheduler(
@@ -96,24 +86,8 @@ fn start(dir: &Path, args: &[&str], log: &str) -> Scheduler {
     )
 }
 
-fn cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(dir.join("agentcron.toml"))
-        .output()
-        .unwrap()
-}
-
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(DEADLINE, what, f)
 }
 
 fn agent() -> ureq::Agent {

@@ -4,16 +4,15 @@
 //! alive within three heartbeats. Heartbeat 1 s here, so alive = seen
 //! within 3 s. Everything polls the database or the CLI with a deadline.
 
+mod support;
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::process::{Scheduler, bin, cli, wait_within};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
 
 fn write_config(dir: &Path) {
     std::fs::write(
@@ -40,15 +39,6 @@ every = "1s"
     .unwrap();
 }
 
-struct Scheduler(Child);
-
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn start(dir: &Path, log: &str) -> Scheduler {
     let log = std::fs::File::create(dir.join(log)).unwrap();
     Scheduler(
@@ -62,30 +52,14 @@ fn start(dir: &Path, log: &str) -> Scheduler {
     )
 }
 
-fn cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(dir.join("agentcron.toml"))
-        .output()
-        .unwrap()
-}
-
 fn status(dir: &Path) -> Option<(i32, Value)> {
     let out = cli(dir, &["status", "--json"]);
     let v = serde_json::from_slice(&out.stdout).ok()?;
     Some((out.status.code()?, v))
 }
 
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(DEADLINE, what, f)
 }
 
 fn lost_events(dir: &Path) -> Vec<Value> {

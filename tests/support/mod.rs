@@ -3,6 +3,7 @@
 //! drives real agent processes on a virtual clock.
 #![allow(dead_code)]
 
+pub mod process;
 pub mod real;
 
 use agentcron::config::{Config, load_str};

@@ -1,0 +1,42 @@
+//! Real processes for the CLI and headless tests: the binary, one CLI call,
+//! polling with a deadline, and a scheduler process that dies with its test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
+}
+
+/// `agentcron ARGS --config DIR/agentcron.toml`, waited for.
+pub fn cli(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("agentcron.toml"))
+        .output()
+        .unwrap()
+}
+
+/// Polls `f` every 50 ms until it returns `Some`; panics after `limit`.
+pub fn wait_within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A scheduler process, killed (and reaped) when the test lets go of it.
+pub struct Scheduler(pub Child);
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
