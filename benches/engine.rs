@@ -307,7 +307,10 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
         store.clone(),
         Arc::new(SystemClock),
         Arc::new(runner.clone()),
-        EngineOptions::default(),
+        EngineOptions {
+            record_claim_commits: true,
+            ..EngineOptions::default()
+        },
     );
     let setup = load_started.elapsed();
     let rt = runtime();

@@ -74,7 +74,10 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
             db: db.clone(),
             seen: seen.clone(),
         }),
-        EngineOptions::default(),
+        EngineOptions {
+            record_claim_commits: true,
+            ..EngineOptions::default()
+        },
     );
     engine.tick().unwrap();
     // The first evaluation: every schedule is born now, nothing is due yet.
@@ -103,4 +106,14 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
     steps.dedup();
     assert!(steps.len() >= 2, "claims committed in one piece: {steps:?}");
     assert_eq!(steps.last(), Some(&SCHEDULES));
+    // Every claim's commit is kept for the lateness bench: all due at 00:01,
+    // committed then (a virtual clock does not move inside a tick).
+    let commits = engine.claim_commits();
+    assert_eq!(commits.len() as u64, SCHEDULES);
+    let due: DateTime<Utc> = "2026-06-01T00:01:00Z".parse().unwrap();
+    assert!(
+        commits.iter().all(|(d, c)| *d == due && *c == due),
+        "{:?}",
+        &commits[..3]
+    );
 }

@@ -169,7 +169,9 @@ impl Engine {
         let kill_grace = self.lease_kill_grace();
         let committed = self.clock.now();
         for (mut spec, mut running, due) in std::mem::take(&mut self.pending_starts) {
-            self.commit_lateness.record(due, committed);
+            if self.opts.record_claim_commits {
+                self.commit_lateness.record(due, committed);
+            }
             spec.lease = Some(crate::agent::runner::AttemptLease {
                 valid_for: (running.lease_until - self.clock.now())
                     .to_std()
@@ -209,8 +211,9 @@ impl CommitLateness {
 
 impl Engine {
     /// (due, committed) of the newest claims this engine made (up to about a
-    /// million, oldest first): how late each claim was durable, which the
-    /// lateness bench reports as commit − due.
+    /// million, oldest first), with `EngineOptions::record_claim_commits`:
+    /// how late each claim was durable, which the lateness bench reports as
+    /// commit − due.
     pub fn claim_commits(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
         let (s, next) = (&self.commit_lateness.samples, self.commit_lateness.next);
         s[next..].iter().chain(&s[..next]).copied().collect()

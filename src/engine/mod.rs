@@ -65,6 +65,9 @@ pub struct EngineOptions {
     /// Where a reload reads the config (SIGHUP, `agentcron reload`); `None`:
     /// the engine never reloads (rehearsals, most tests).
     pub reload: Option<reload::ReloadSource>,
+    /// Keep (due, committed) of the newest claims for
+    /// [`Engine::claim_commits`] (the lateness bench); off, nothing is kept.
+    pub record_claim_commits: bool,
 }
 
 impl Default for EngineOptions {
@@ -76,6 +79,7 @@ impl Default for EngineOptions {
             tick_event_every: TimeDelta::minutes(1),
             registry: None,
             reload: None,
+            record_claim_commits: false,
         }
     }
 }
