@@ -2,15 +2,13 @@
 //! schedulers on one database. These wait on the database (polling with a
 //! deadline), never for a fixed time.
 
-use agentcron::store::Store;
-use agentcron::store::types::*;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
+use agentcron::store::types::*;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use support::process::{bin, store, wait_within};
 
 fn start(dir: &Path, log: &str) -> Child {
     let log = std::fs::File::create(dir.join(log)).unwrap();
@@ -24,21 +22,8 @@ fn start(dir: &Path, log: &str) -> Child {
         .unwrap()
 }
 
-/// Polls `f` until it returns Some, or panics after `limit`.
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn store(dir: &Path) -> Option<Store> {
-    let p = dir.join("test.db");
-    if p.exists() { Store::open(&p).ok() } else { None }
+fn wait_for<T>(what: &str, limit: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(limit, what, f)
 }
 
 fn sigterm(child: &mut Child) {

@@ -5,15 +5,14 @@
 //! handshake, and results that are not what they claim. Every wait polls the
 //! database or a file with a deadline; none sleeps for a fixed time.
 
+mod support;
+
 use agentcron::store::Store;
 use agentcron::store::types::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
+use std::time::Duration;
+use support::process::{bin, store, wait_within};
 
 fn agentkit_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample-config/agents")
@@ -54,21 +53,8 @@ fn post(dir: &Path, id: &str) {
     cli(dir, &["event", "post", "go", "--id", id]);
 }
 
-/// Polls `f` until it returns Some, or panics after `limit`.
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-fn store(dir: &Path) -> Option<Store> {
-    let p = dir.join("test.db");
-    if p.exists() { Store::open(&p).ok() } else { None }
+fn wait_for<T>(what: &str, limit: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(limit, what, f)
 }
 
 fn run_of(dir: &Path, key: &str) -> Option<Run> {

@@ -4,16 +4,15 @@
 //! and manual triggers are never dropped. These wait on the database (polling
 //! with a deadline); the downtime is a real stop of the process.
 
+mod support;
+
 use agentcron::store::Store;
 use agentcron::store::types::*;
 use chrono::{DateTime, TimeDelta, Utc};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
-}
+use std::time::Duration;
+use support::process::{bin, cli, store, wait_within};
 
 fn write_config(dir: &Path, schedules: &str) {
     std::fs::write(
@@ -49,30 +48,8 @@ fn start(dir: &Path, log: &str) -> Child {
         .unwrap()
 }
 
-fn cli(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .args(args)
-        .arg("--config")
-        .arg(dir.join("agentcron.toml"))
-        .output()
-        .unwrap()
-}
-
-/// Polls `f` until it returns Some, or panics after `limit`.
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn store(dir: &Path) -> Option<Store> {
-    let p = dir.join("test.db");
-    if p.exists() { Store::open(&p).ok() } else { None }
+fn wait_for<T>(what: &str, limit: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(limit, what, f)
 }
 
 fn stop(child: &mut Child) {

@@ -40,3 +40,13 @@ impl Drop for Scheduler {
         let _ = self.0.wait();
     }
 }
+
+/// The test database `DIR/test.db`, once the scheduler has created it.
+pub fn store(dir: &Path) -> Option<agentcron::store::Store> {
+    let p = dir.join("test.db");
+    if p.exists() {
+        agentcron::store::Store::open(&p).ok()
+    } else {
+        None
+    }
+}
