@@ -129,7 +129,9 @@ impl From<&GateResult> for GateCheck {
 pub struct DecisionRecord {
     #[serde(default)]
     pub time: String,
-    #[serde(default)]
+    /// Every switch checked, in order; a clear one is stored as its name alone
+    /// ([`compact_switches`]).
+    #[serde(default, with = "compact_switches")]
     pub switches: Vec<SwitchCheck>,
     #[serde(default)]
     pub gates: Vec<GateCheck>,
@@ -147,6 +149,49 @@ impl From<&Decision> for DecisionRecord {
             verdict: d.verdict,
             reason: d.reason.clone(),
         }
+    }
+}
+
+/// A decision's switches on disk: one that was clear (not held, reason
+/// `clear`, as nearly every check is) is written as its name, `"kill"`;
+/// any other as the whole `{"name", "held", "reason"}`. Reading takes both,
+/// so events written before the short form read the same.
+mod compact_switches {
+    use super::{SwitchCheck, SwitchName};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    const CLEAR: &str = "clear";
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Stored<'a> {
+        Clear(SwitchName),
+        Checked(std::borrow::Cow<'a, SwitchCheck>),
+    }
+
+    pub fn serialize<S: Serializer>(checks: &[SwitchCheck], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(checks.iter().map(|c| {
+            if !c.held && c.reason == CLEAR {
+                Stored::Clear(c.name)
+            } else {
+                Stored::Checked(std::borrow::Cow::Borrowed(c))
+            }
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SwitchCheck>, D::Error> {
+        let stored = Vec::<Stored<'static>>::deserialize(d)?;
+        Ok(stored
+            .into_iter()
+            .map(|s| match s {
+                Stored::Clear(name) => SwitchCheck {
+                    name,
+                    held: false,
+                    reason: CLEAR.into(),
+                },
+                Stored::Checked(c) => c.into_owned(),
+            })
+            .collect())
     }
 }
 
@@ -714,6 +759,42 @@ mod tests {
             json!({"not_before": "2026-06-08T01:07:15.000Z", "attempt": 1, "next_attempt": 2, "max_attempts": 3})
         );
         assert_eq!(Event::from_row(&kind, &detail), e);
+    }
+
+    #[test]
+    fn a_decisions_clear_switches_are_stored_by_name_and_read_back_whole() {
+        let check = |name, held, reason: &str| SwitchCheck {
+            name,
+            held,
+            reason: reason.into(),
+        };
+        let e = Event::Decision(DecisionRecord {
+            time: "window 09:00".into(),
+            switches: vec![
+                check(SwitchName::Kill, false, "clear"),
+                check(SwitchName::Paused, true, "paused by ops"),
+                check(SwitchName::Circuit, false, "half-open: one trial run"),
+                check(SwitchName::Quota, false, "clear"),
+            ],
+            gates: vec![],
+            verdict: Verdict::Wait,
+            reason: "paused".into(),
+        });
+        let (kind, detail) = e.to_row();
+        assert_eq!(
+            detail["switches"],
+            json!(["kill", {"name": "paused", "held": true, "reason": "paused by ops"},
+                   {"name": "circuit", "held": false, "reason": "half-open: one trial run"}, "quota"])
+        );
+        assert_eq!(Event::from_row(&kind, &detail), e);
+        // Written whole, as before the short form: read the same.
+        let mut long = detail.clone();
+        long["switches"][0] = json!({"name": "kill", "held": false, "reason": "clear"});
+        long["switches"][3] = json!({"name": "quota", "held": false, "reason": "clear"});
+        assert_eq!(Event::from_row(&kind, &long), e);
+        // An unknown switch name is not silently a clear one.
+        long["switches"][0] = json!("warp_drive");
+        assert!(matches!(Event::from_row(&kind, &long), Event::Other { .. }));
     }
 
     #[test]
