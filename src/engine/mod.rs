@@ -326,6 +326,8 @@ impl Engine {
     /// then is planned by the first tick), and sweeps zombies left by a crash.
     pub fn start(&mut self) -> Result<()> {
         let now = self.clock.now();
+        // No claim waits for a checkpoint (a file store; else a no-op).
+        self.store.checkpoint_in_background()?;
         self.load_cursors(now)?;
         // Windows due before now were due while this scheduler was not
         // running: missed, whatever their close_after.

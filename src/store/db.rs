@@ -46,7 +46,17 @@ pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
     counts: RunCounts,
+    /// Set by [`Store::checkpoint_in_background`]: told after each commit.
+    checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
 }
+
+/// The background checkpointer copies the WAL into the database once it has
+/// grown past this many bytes (16 MiB)…
+const CHECKPOINT_AT_BYTES: u64 = 16 << 20;
+/// …and the writer's own automatic checkpoint (on the commit path) is kept
+/// only as the backstop, at 64 Ki pages (256 MiB), for a WAL the background
+/// checkpoint cannot catch up with.
+const BACKSTOP_AUTOCHECKPOINT_PAGES: u32 = 65_536;
 
 /// How the open transaction changed the number of runs in each state: added
 /// to `run_counts` once, just before it commits (one statement per state
@@ -280,6 +290,58 @@ impl Store {
             conn: Mutex::new(conn),
             path,
             counts: RunCounts::default(),
+            checkpointer: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Moves WAL checkpoints off the commit path, for a long-running
+    /// scheduler: a thread with its own connection copies the WAL into the
+    /// database (`PRAGMA wal_checkpoint(PASSIVE)`, which never blocks a writer)
+    /// whenever a commit has left it larger than 16 MiB, so no claim waits for
+    /// a checkpoint's page copies and fsync. The writer's own checkpoint stays
+    /// as a backstop at 256 MiB. The thread ends with the store. A store in
+    /// memory, or one opened read-only, has nothing to checkpoint: a no-op.
+    /// Calling it again is a no-op too.
+    pub fn checkpoint_in_background(&self) -> Result<()> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        if self.checkpointer.get().is_some() || self.lock().is_readonly(rusqlite::MAIN_DB)? {
+            return Ok(());
+        }
+        let conn = Connection::open(&path)?;
+        conn.busy_timeout(busy_timeout())?;
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        let (nudge, nudged) = std::sync::mpsc::sync_channel::<()>(1);
+        if self.checkpointer.set(nudge).is_err() {
+            return Ok(());
+        }
+        self.lock()
+            .pragma_update(None, "wal_autocheckpoint", BACKSTOP_AUTOCHECKPOINT_PAGES)?;
+        std::thread::Builder::new()
+            .name("agentcron-checkpoint".into())
+            .spawn(move || {
+                // Ends when the store (the sender) is gone.
+                while nudged.recv().is_ok() {
+                    let grown = std::fs::metadata(&wal).is_ok_and(|m| m.len() > CHECKPOINT_AT_BYTES);
+                    if grown {
+                        // A busy database or a reader holding old frames only
+                        // delays it to the next nudge.
+                        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Invariant(format!("cannot start the checkpoint thread: {e}")))?;
+        Ok(())
+    }
+
+    /// After a commit: lets the background checkpointer look at the WAL.
+    fn committed(&self) {
+        if let Some(nudge) = self.checkpointer.get() {
+            // Full = a look is already pending, which is enough.
+            let _ = nudge.try_send(());
         }
     }
 
@@ -344,7 +406,10 @@ impl Store {
         self.counts.clear();
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match guard.execute_batch(end) {
-            Ok(()) => out,
+            Ok(()) => {
+                self.committed();
+                out
+            }
             Err(e) if out.is_ok() => {
                 let _ = guard.execute_batch("ROLLBACK");
                 Err(E::from(if is_busy(&e) {
@@ -409,7 +474,10 @@ impl Store {
         self.counts.clear();
         match out {
             Ok(v) => match tx.commit() {
-                Ok(()) => Ok(v),
+                Ok(()) => {
+                    self.committed();
+                    Ok(v)
+                }
                 Err(e) if is_busy(&e) => Err(locked(started)),
                 Err(e) => Err(e.into()),
             },
