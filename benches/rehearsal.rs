@@ -200,6 +200,7 @@ fn outage(schedules: usize, plan_only: bool) {
         return;
     }
     let drain_began = Instant::now();
+    let mut last_report = Instant::now();
     let mut virtual_end = up;
     // Step an hour at a time until the backfill pool is empty.
     loop {
@@ -217,6 +218,21 @@ fn outage(schedules: usize, plan_only: bool) {
         let backlog = store.read(|tx| tx.backlogs()).unwrap().len();
         if (left == 0 && backlog == 0) || virtual_end > up + TimeDelta::days(30) {
             break;
+        }
+        if last_report.elapsed().as_secs() >= 30 {
+            let done = store
+                .read(|tx| tx.count_by_state())
+                .unwrap()
+                .iter()
+                .filter(|(s, _)| !matches!(s, RunState::Pending | RunState::Running | RunState::RetryWait))
+                .map(|(_, n)| n)
+                .sum::<u64>();
+            eprintln!(
+                "  … {} virtual h drained after {:.0} s wall; {done} runs ended, {left} catch-up runs queued, {backlog} backlogs",
+                (virtual_end - up).num_hours(),
+                drain_began.elapsed().as_secs_f64()
+            );
+            last_report = Instant::now();
         }
     }
     let drain_wall = drain_began.elapsed().as_secs_f64();

@@ -604,6 +604,28 @@ impl Event {
     }
 
     /// (kind, detail) as the `events` table stores them.
+    /// [`Event::to_row`] as it is stored: the kind and the detail's JSON
+    /// text, written straight from the type with no [`Value`] in between (the
+    /// same text: the detail map keeps its fields' order either way).
+    pub fn to_row_text(&self) -> (String, String) {
+        if let Event::Other { kind, detail } = self {
+            return (kind.clone(), detail.to_string());
+        }
+        let kind = known_kind(self);
+        // Adjacently tagged: `{"kind":"<kind>","detail":<detail>}`.
+        let head = format!("{{\"kind\":\"{kind}\",\"detail\":");
+        if let Ok(mut text) = serde_json::to_string(self)
+            && text.starts_with(&head)
+            && text.ends_with('}')
+        {
+            text.truncate(text.len() - 1);
+            text.drain(..head.len());
+            return (kind.to_string(), text);
+        }
+        let (kind, detail) = self.to_row();
+        (kind, detail.to_string())
+    }
+
     pub fn to_row(&self) -> (String, Value) {
         if let Event::Other { kind, detail } = self {
             return (kind.clone(), detail.clone());
@@ -795,6 +817,36 @@ mod tests {
         // An unknown switch name is not silently a clear one.
         long["switches"][0] = json!("warp_drive");
         assert!(matches!(Event::from_row(&kind, &long), Event::Other { .. }));
+    }
+
+    #[test]
+    fn the_stored_text_of_an_event_is_its_detail_as_json() {
+        let events = [
+            Event::RetryScheduled {
+                not_before: t("2026-06-08T01:07:15Z"),
+                after: None,
+                attempt: 1,
+                next_attempt: 2,
+                max_attempts: Some(3),
+            },
+            Event::Claimed {
+                due: t("2026-06-08T01:00:00Z"),
+                claimed: t("2026-06-08T01:00:00.020Z"),
+                owner: "main \"α\"".into(),
+                attempt: 1,
+                token: 7,
+                lateness_ms: 20,
+            },
+            Event::Other {
+                kind: "test".into(),
+                detail: json!({"b": 1, "a": [true, null]}),
+            },
+        ];
+        for e in events {
+            let (kind, detail) = e.to_row();
+            let (text_kind, text) = e.to_row_text();
+            assert_eq!((text_kind, text), (kind, detail.to_string()), "{e:?}");
+        }
     }
 
     #[test]

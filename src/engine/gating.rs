@@ -208,7 +208,7 @@ impl Engine {
             )
         });
         let now = self.clock.now();
-        let mut facts: TickFacts = self.tick_facts(now)?;
+        let mut facts: TickFacts = self.tick_facts(now, answered.iter().map(|a| a.run.schedule.as_str()))?;
         for a in answered {
             // The world may have moved while the gates ran: the kill switch, a
             // pause, a closing window. Time and switches are asked again.

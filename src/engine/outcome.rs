@@ -532,11 +532,27 @@ impl Engine {
     /// actually start now (their schedule, tenant and pool quotas allow it),
     /// as many as there is room for; a run that still cannot start does not
     /// take the wake-up from one that can. Returns how many runs a quota holds.
+    ///
+    /// Each woken run takes a place in its pool, so only runs of pools with
+    /// room are read, at most 8 per free place (64 in all) — not 64 every time
+    /// an attempt ends, which after an outage (thousands of catch-up runs held
+    /// by a full backfill pool) was the drain's largest cost.
     fn wake_quota_held(&self, now: DateTime<Utc>) -> Result<usize> {
         use crate::core::layers::switches::{Quotas, quota_hold};
-        let candidates = self.store.read(|tx| tx.quota_held(64))?;
+        let with_room: Vec<(Pool, usize)> = [Pool::OnTime, Pool::Backfill]
+            .into_iter()
+            .map(|p| (p, self.pool_room(p)))
+            .filter(|(_, room)| *room > 0)
+            .collect();
+        let limit = with_room.iter().map(|(_, room)| room * 8).sum::<usize>().min(64);
+        let pools: Vec<Pool> = with_room.iter().map(|(p, _)| *p).collect();
+        let candidates = self.store.read(|tx| tx.quota_held(&pools, limit))?;
         if candidates.is_empty() {
-            return Ok(0);
+            // Nothing that could start now; is anything held at all?
+            return Ok(self
+                .store
+                .read(|tx| tx.quota_held(&[Pool::OnTime, Pool::Backfill], 1))?
+                .len());
         }
         let counts = self.store.read(|tx| tx.running_counts_by_pool())?;
         let mut by_schedule: HashMap<String, u32> = HashMap::new();
@@ -604,7 +620,8 @@ impl Engine {
         let (_, ev) =
             crate::recovery::alert::alert_event(&self.cfg, tenant, schedule, run_id, what, message, now);
         self.store.write(|tx| tx.append_event(&ev).map(|_| ()))?;
-        if let crate::core::event::Event::Alert(a) = crate::core::event::Event::from_row(&ev.kind, &ev.detail)
+        if let crate::core::event::Event::Alert(a) =
+            crate::core::event::Event::from_row(&ev.kind, &ev.detail())
         {
             self.send_alert(&a, now);
         }

@@ -19,6 +19,10 @@ use std::collections::HashMap;
 /// enough that a commit's page writes are shared by many claims.
 pub(crate) const CLAIM_CHUNK: usize = 256;
 
+/// Up to this many schedules' states are read one by one for a tick's
+/// facts; more, and the whole table is read in one pass.
+const FEW_SCHEDULES: usize = 64;
+
 /// Facts about layer 3 gathered once per tick; each run's
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
@@ -75,7 +79,7 @@ impl Engine {
             (Pool::OnTime, Pool::OnTime) => (a.next_check_at, a.id).cmp(&(b.next_check_at, b.id)),
             (Pool::Backfill, Pool::Backfill) => (a.window_start, a.id).cmp(&(b.window_start, b.id)),
         });
-        let mut facts = self.tick_facts(now)?;
+        let mut facts = self.tick_facts(now, due.iter().map(|r| r.schedule.as_str()))?;
         // Runs whose gates stay inside agentcron are decided and claimed in one
         // transaction; a run with a gate that does IO (a command, HTTP, another
         // database) has its time and switches decided here and its gates
@@ -148,10 +152,28 @@ impl Engine {
         size.saturating_sub(used)
     }
 
-    pub(crate) fn tick_facts(&self, now: DateTime<Utc>) -> Result<TickFacts> {
+    /// The tick's facts: the kill switch, maintenance, running counts, and
+    /// the states of `schedules` (those of the runs to decide) only: a tick
+    /// with a few due runs (a drain ending one catch-up run a second) reads a
+    /// few rows, not every schedule's; one with many reads them all at once.
+    pub(crate) fn tick_facts<'a>(
+        &self,
+        now: DateTime<Utc>,
+        schedules: impl IntoIterator<Item = &'a str>,
+    ) -> Result<TickFacts> {
+        let mut wanted: Vec<&str> = schedules.into_iter().collect();
+        wanted.sort_unstable();
+        wanted.dedup();
         let (kill, states, adhoc, running) = self.store.read(|tx| {
             let kill = tx.switch("kill")?.filter(|s| s.on);
-            let states = tx.all_schedule_states()?;
+            let states = if wanted.len() > FEW_SCHEDULES {
+                tx.all_schedule_states()?
+            } else {
+                wanted
+                    .iter()
+                    .map(|s| tx.schedule_state(s))
+                    .collect::<crate::store::Result<Vec<_>>>()?
+            };
             let adhoc = tx.maintenance_at(now)?;
             // One pass over the running runs for the whole tick, not one count
             // query per schedule (each of which walked every running run).

@@ -51,7 +51,7 @@ pub fn alert_event(
         run: run_id,
     };
     let ev = NewEvent::of(now, crate::core::event::Event::Alert(alert));
-    let detail = ev.detail.clone();
+    let detail = ev.detail();
     let mut ev = ev.for_schedule(tenant, schedule);
     ev.run_id = run_id;
     (detail, ev)

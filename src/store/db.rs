@@ -523,6 +523,7 @@ impl Tx<'_> {
         let mut queries: Vec<(&'static str, String)> = super::runs::HOT_QUERIES
             .iter()
             .chain(super::attempts::HOT_QUERIES)
+            .chain(super::engine_queries::HOT_QUERIES)
             .map(|(name, sql)| (*name, (*sql).to_string()))
             .collect();
         queries.extend(super::events::hot_queries());

@@ -11,6 +11,17 @@ use std::collections::HashMap;
 /// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
 const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
 
+const QUOTA_HELD: &str = concat!(
+    "SELECT ",
+    super::sql::run_cols!(),
+    " FROM runs INDEXED BY runs_quota_held WHERE state IN ('pending', 'retry_wait') \
+     AND next_check_at IS NOT NULL AND hold = 'quota' \
+     AND ((pool = 'on_time' AND ?2) OR (pool = 'backfill' AND ?3)) ORDER BY due_at, id LIMIT ?1"
+);
+
+/// The engine's hot queries here, for [`Tx::hot_query_plans`].
+pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[("quota_held", QUOTA_HELD)];
+
 impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
     /// `schedule` may admit: its on-time runs held by overlap, a quota or the
@@ -93,21 +104,18 @@ impl Tx<'_> {
         Ok((woken + by_quota, by_quota))
     }
 
-    /// Waiting runs held by a quota, longest waiting (earliest due) first, at
-    /// most `n`: the candidates for a freed slot.
-    pub fn quota_held(&self, n: usize) -> Result<Vec<Run>> {
-        let sql = with_limit(
-            concat!(
-                "SELECT ",
-                super::sql::run_cols!(),
-                " FROM runs INDEXED BY runs_due WHERE state IN ('pending', 'retry_wait') \
-                 AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?1"
-            ),
-            "?1",
-            n,
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([], super::sql::run_from_row)?;
+    /// Waiting runs of `pools` held by a quota, longest waiting (earliest
+    /// due) first, at most `n`: the candidates for a freed slot.
+    pub fn quota_held(&self, pools: &[Pool], n: usize) -> Result<Vec<Run>> {
+        let (on_time, backfill) = (pools.contains(&Pool::OnTime), pools.contains(&Pool::Backfill));
+        if !on_time && !backfill || n == 0 {
+            return Ok(vec![]);
+        }
+        let mut stmt = self.conn.prepare_cached(QUOTA_HELD)?;
+        let rows = stmt.query_map(
+            rusqlite::params![i64::try_from(n).unwrap_or(i64::MAX), on_time, backfill],
+            super::sql::run_from_row,
+        )?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

@@ -92,17 +92,10 @@ impl Tx<'_> {
         tenant: Option<&str>,
         schedule: Option<&str>,
         run_id: Option<i64>,
-        detail: &serde_json::Value,
+        detail: &str,
     ) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(INSERT_EVENT)?;
-        stmt.execute(rusqlite::params![
-            Ms(at),
-            kind,
-            tenant,
-            schedule,
-            run_id,
-            json_text(detail)
-        ])?;
+        stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -114,7 +107,7 @@ impl Tx<'_> {
             ev.tenant.as_deref(),
             ev.schedule.as_deref(),
             ev.run_id,
-            &ev.detail,
+            ev.detail_text(),
         )
     }
 

@@ -32,13 +32,14 @@ pub struct NewEvent {
     pub tenant: Option<String>,
     pub schedule: Option<String>,
     pub run_id: Option<i64>,
-    pub detail: serde_json::Value,
+    /// The detail as it will be stored: JSON text, written once.
+    detail: String,
 }
 
 impl NewEvent {
     /// A typed trace event, as the store will write it.
     pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
-        let (kind, detail) = event.to_row();
+        let (kind, detail) = event.to_row_text();
         Self {
             at,
             kind,
@@ -57,8 +58,18 @@ impl NewEvent {
             tenant: None,
             schedule: None,
             run_id: None,
-            detail,
+            detail: detail.to_string(),
         }
+    }
+
+    /// The detail's JSON text, as stored.
+    pub fn detail_text(&self) -> &str {
+        &self.detail
+    }
+
+    /// The detail as JSON.
+    pub fn detail(&self) -> serde_json::Value {
+        serde_json::from_str(&self.detail).unwrap_or(serde_json::Value::Null)
     }
 
     /// Attaches the run (and its tenant and schedule).
