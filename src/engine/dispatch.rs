@@ -9,7 +9,7 @@ use crate::agent::envelope::{
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::core::event::Event;
-use crate::store::types::{Claim, NewEvent, RunMemory, RunReason};
+use crate::store::types::{Claim, NewEvent, RunMemory, RunReason, ScheduleState};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -31,7 +31,15 @@ impl Engine {
             .cloned()
     }
 
-    pub(crate) fn dispatch(&mut self, idx: usize, claim: Claim, now: DateTime<Utc>) -> Result<()> {
+    /// Starts a claimed attempt. `state`: the schedule's state as the claim
+    /// left it, if the caller has it (else it is read).
+    pub(crate) fn dispatch(
+        &mut self,
+        idx: usize,
+        claim: Claim,
+        state: Option<ScheduleState>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
         // The config is shared (an Arc), not copied per run.
         let cfg = self.cfg.clone();
         let s = &cfg.schedules[idx];
@@ -48,7 +56,10 @@ impl Engine {
             } else {
                 (vec![], vec![])
             };
-            let state = tx.schedule_state(&run.schedule)?;
+            let state = match state {
+                Some(st) => st,
+                None => tx.schedule_state(&run.schedule)?,
+            };
             Ok((completed, uncertain, state))
         })?;
         let memory: Vec<MemoryEntry> = self

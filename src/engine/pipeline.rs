@@ -456,7 +456,13 @@ impl Engine {
             return Ok(None);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
-        let Applied::Done { claim, effects, run } = &applied else {
+        let Applied::Done {
+            claim,
+            effects,
+            run,
+            state,
+        } = &applied
+        else {
             return Ok(None);
         };
         // A finished run joins the schedule's execution memory: its attempt's
@@ -485,7 +491,7 @@ impl Engine {
             match effect {
                 Effect::Dispatch => {
                     if let Some(c) = claim.take() {
-                        self.dispatch(idx, *c, now)?;
+                        self.dispatch(idx, *c, state.as_deref().cloned(), now)?;
                     }
                 }
                 Effect::Alert(a) => self.send_alert(&a, now),

@@ -20,6 +20,9 @@ pub enum Applied {
         run: Option<Box<Run>>,
         claim: Option<Box<Claim>>,
         effects: Vec<Effect>,
+        /// The schedule's state as the plan left it, if the plan changed it
+        /// (a claim's dispatch needs it: read here, not once more).
+        state: Option<Box<ScheduleState>>,
     },
     /// The run moved on first (another scheduler, an operator, a late report):
     /// nothing was written.
@@ -168,6 +171,7 @@ impl Tx<'_> {
             self.append_claimed(&c.run, owner, *due, now)?;
         }
         let mut effects = plan.effects.clone();
+        let mut state = None;
         if let Some(delta) = &plan.schedule {
             let mut st = self.schedule_state(&delta.schedule)?;
             let before = st.clone();
@@ -188,7 +192,13 @@ impl Tx<'_> {
                 self.append_event(&ev)?;
             }
             effects.extend(raised);
+            state = Some(Box::new(st));
         }
-        Ok(Applied::Done { run, claim, effects })
+        Ok(Applied::Done {
+            run,
+            claim,
+            effects,
+            state,
+        })
     }
 }
