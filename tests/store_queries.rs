@@ -289,6 +289,11 @@ fn execution_memory_is_recent_runs_with_their_last_attempts_words() {
             let ids: Vec<i64> = memory.iter().map(|m| m.run_id).collect();
             assert_eq!(ids, recent);
             assert_eq!(ids, [d.id, c.id, b.id, a.id]);
+            let starts: Vec<_> = memory.iter().map(|m| m.window_start).collect();
+            assert_eq!(
+                starts,
+                [d.window_start, c.window_start, b.window_start, a.window_start]
+            );
             let words: Vec<Option<&str>> = memory.iter().map(|m| m.summary.as_deref()).collect();
             assert_eq!(
                 words,

@@ -259,6 +259,8 @@ pub struct Change {
 pub struct RunMemory {
     pub run_id: i64,
     pub window_key: String,
+    /// Where the memory orders it: newest window first.
+    pub window_start: DateTime<Utc>,
     pub state: RunState,
     /// The last attempt's summary or message, else the run's state reason.
     pub summary: Option<String>,

@@ -264,12 +264,7 @@ impl Engine {
         if !fresh {
             let read = self.store.read(|tx| {
                 let rows = tx.execution_memory(&run.tenant, &run.schedule, n)?;
-                let mut entries = vec![];
-                for m in rows {
-                    let start = tx.try_run(m.run_id)?.map_or(now, |r| r.window_start);
-                    entries.push((start, m));
-                }
-                Ok(entries)
+                Ok(rows.into_iter().map(|m| (m.window_start, m)).collect())
             })?;
             self.memory.insert(
                 idx,
@@ -306,6 +301,7 @@ impl Engine {
                 RunMemory {
                     run_id: run.id,
                     window_key: run.window_key.clone(),
+                    window_start: run.window_start,
                     state: run.state,
                     summary,
                 },

@@ -96,7 +96,7 @@ const RECENT_RUNS: &str = concat!(
 /// run's state reason, in one statement.
 const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
        (SELECT COALESCE(a.summary, a.message) FROM attempts a WHERE a.run_id = r.id \
-        ORDER BY a.n DESC LIMIT 1), r.state_reason) \
+        ORDER BY a.n DESC LIMIT 1), r.state_reason), r.window_start \
      FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 \
      AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
@@ -385,6 +385,7 @@ impl Tx<'_> {
                 window_key: r.get(1)?,
                 state: r.get(2)?,
                 summary: r.get(3)?,
+                window_start: r.get::<_, Ms>(4)?.0,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
