@@ -534,9 +534,10 @@ impl Engine {
     /// take the wake-up from one that can. Returns how many runs a quota holds.
     ///
     /// Each woken run takes a place in its pool, so only runs of pools with
-    /// room are read, at most 8 per free place (64 in all) — not 64 every time
-    /// an attempt ends, which after an outage (thousands of catch-up runs held
-    /// by a full backfill pool) was the drain's largest cost.
+    /// room are read, at most 8 per free place of their pool (64 at most) —
+    /// not 64 every time an attempt ends, which after an outage (thousands of
+    /// catch-up runs held by a backfill pool with one place free) was the
+    /// drain's largest cost.
     fn wake_quota_held(&self, now: DateTime<Utc>) -> Result<usize> {
         use crate::core::layers::switches::{Quotas, quota_hold};
         let with_room: Vec<(Pool, usize)> = [Pool::OnTime, Pool::Backfill]
@@ -544,9 +545,15 @@ impl Engine {
             .map(|p| (p, self.pool_room(p)))
             .filter(|(_, room)| *room > 0)
             .collect();
-        let limit = with_room.iter().map(|(_, room)| room * 8).sum::<usize>().min(64);
-        let pools: Vec<Pool> = with_room.iter().map(|(p, _)| *p).collect();
-        let candidates = self.store.read(|tx| tx.quota_held(&pools, limit))?;
+        let mut candidates = self.store.read(|tx| {
+            let mut runs = vec![];
+            for (pool, room) in &with_room {
+                runs.extend(tx.quota_held(&[*pool], (room * 8).min(64))?);
+            }
+            Ok(runs)
+        })?;
+        // Longest waiting first, whichever its pool.
+        candidates.sort_by_key(|r| (r.due_at, r.id));
         if candidates.is_empty() {
             // Nothing that could start now; is anything held at all?
             return Ok(self

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
@@ -214,6 +214,15 @@ CREATE TABLE IF NOT EXISTS schedule_current (
 /// catch-up runs, a third of the drain's time. Only quota-held runs are in it.
 const V10: &str = r#"
 CREATE INDEX IF NOT EXISTS runs_quota_held ON runs (due_at, id)
+    WHERE hold = 'quota' AND state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL;
+"#;
+
+/// The quota-held runs by pool first: the engine asks each pool with room
+/// for its own candidates, and a pool with none held (the on-time pool while
+/// thousands of catch-up runs wait) must not walk the other pool's entries.
+const V11: &str = r#"
+DROP INDEX IF EXISTS runs_quota_held;
+CREATE INDEX runs_quota_held ON runs (pool, due_at, id)
     WHERE hold = 'quota' AND state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL;
 "#;
 
