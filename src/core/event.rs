@@ -603,7 +603,6 @@ impl Event {
         }
     }
 
-    /// (kind, detail) as the `events` table stores them.
     /// [`Event::to_row`] as it is stored: the kind and the detail's JSON
     /// text, written straight from the type with no [`Value`] in between (the
     /// same text: the detail map keeps its fields' order either way).
@@ -626,6 +625,7 @@ impl Event {
         (kind, detail.to_string())
     }
 
+    /// (kind, detail) as the `events` table stores them.
     pub fn to_row(&self) -> (String, Value) {
         if let Event::Other { kind, detail } = self {
             return (kind.clone(), detail.clone());

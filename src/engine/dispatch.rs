@@ -236,12 +236,12 @@ impl Engine {
 /// other schedulers' finishes show up within this.
 const MEMORY_TTL: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
-/// A schedule's execution memory as last read, with the windows' starts (to
-/// keep it in window order as this scheduler's runs finish).
+/// A schedule's execution memory as last read, newest window first (kept in
+/// window order as this scheduler's runs finish).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Memory {
     read_at: Option<DateTime<Utc>>,
-    entries: Vec<(DateTime<Utc>, RunMemory)>,
+    entries: Vec<RunMemory>,
 }
 
 impl Engine {
@@ -262,10 +262,9 @@ impl Engine {
             .and_then(|m| m.read_at)
             .is_some_and(|at| now >= at && now - at < MEMORY_TTL);
         if !fresh {
-            let read = self.store.read(|tx| {
-                let rows = tx.execution_memory(&run.tenant, &run.schedule, n)?;
-                Ok(rows.into_iter().map(|m| (m.window_start, m)).collect())
-            })?;
+            let read = self
+                .store
+                .read(|tx| tx.execution_memory(&run.tenant, &run.schedule, n))?;
             self.memory.insert(
                 idx,
                 Memory {
@@ -277,7 +276,7 @@ impl Engine {
         Ok(self
             .memory
             .get(&idx)
-            .map(|m| m.entries.iter().take(n).map(|(_, e)| e.clone()).collect())
+            .map(|m| m.entries.iter().take(n).cloned().collect())
             .unwrap_or_default())
     }
 
@@ -288,24 +287,21 @@ impl Engine {
         let Some(m) = self.memory.get_mut(&idx) else {
             return;
         };
-        m.entries.retain(|(_, e)| e.run_id != run.id);
+        m.entries.retain(|e| e.run_id != run.id);
         let at = m
             .entries
             .iter()
-            .position(|(start, _)| *start < run.window_start)
+            .position(|e| e.window_start < run.window_start)
             .unwrap_or(m.entries.len());
         m.entries.insert(
             at,
-            (
-                run.window_start,
-                RunMemory {
-                    run_id: run.id,
-                    window_key: run.window_key.clone(),
-                    window_start: run.window_start,
-                    state: run.state,
-                    summary,
-                },
-            ),
+            RunMemory {
+                run_id: run.id,
+                window_key: run.window_key.clone(),
+                window_start: run.window_start,
+                state: run.state,
+                summary,
+            },
         );
         m.entries.truncate(n.max(1));
     }

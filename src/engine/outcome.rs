@@ -540,15 +540,14 @@ impl Engine {
     /// drain's largest cost.
     fn wake_quota_held(&self, now: DateTime<Utc>) -> Result<usize> {
         use crate::core::layers::switches::{Quotas, quota_hold};
-        let with_room: Vec<(Pool, usize)> = [Pool::OnTime, Pool::Backfill]
-            .into_iter()
-            .map(|p| (p, self.pool_room(p)))
-            .filter(|(_, room)| *room > 0)
-            .collect();
+        const POOLS: [Pool; 2] = [Pool::OnTime, Pool::Backfill];
         let mut candidates = self.store.read(|tx| {
             let mut runs = vec![];
-            for (pool, room) in &with_room {
-                runs.extend(tx.quota_held(&[*pool], (room * 8).min(64))?);
+            for pool in POOLS {
+                let room = self.pool_room(pool);
+                if room > 0 {
+                    runs.extend(tx.quota_held(pool, (room * 8).min(64))?);
+                }
             }
             Ok(runs)
         })?;
@@ -556,10 +555,15 @@ impl Engine {
         candidates.sort_by_key(|r| (r.due_at, r.id));
         if candidates.is_empty() {
             // Nothing that could start now; is anything held at all?
-            return Ok(self
-                .store
-                .read(|tx| tx.quota_held(&[Pool::OnTime, Pool::Backfill], 1))?
-                .len());
+            let held = self.store.read(|tx| {
+                for pool in POOLS {
+                    if !tx.quota_held(pool, 1)?.is_empty() {
+                        return Ok(1);
+                    }
+                }
+                Ok(0)
+            })?;
+            return Ok(held);
         }
         let counts = self.store.read(|tx| tx.running_counts_by_pool())?;
         let mut by_schedule: HashMap<String, u32> = HashMap::new();

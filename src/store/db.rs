@@ -407,7 +407,9 @@ impl Store {
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match guard.execute_batch(end) {
             Ok(()) => {
-                self.committed();
+                if out.is_ok() {
+                    self.committed();
+                }
                 out
             }
             Err(e) if out.is_ok() => {

@@ -118,25 +118,17 @@ impl Tx<'_> {
         Ok((woken + by_quota, by_quota))
     }
 
-    /// Waiting runs of `pools` held by a quota, longest waiting (earliest
+    /// Waiting runs of `pool` held by a quota, longest waiting (earliest
     /// due) first, at most `n`: the candidates for a freed slot.
-    pub fn quota_held(&self, pools: &[Pool], n: usize) -> Result<Vec<Run>> {
-        let mut runs = vec![];
-        for pool in pools {
-            let sql = match pool {
-                Pool::OnTime => QUOTA_HELD_ON_TIME,
-                Pool::Backfill => QUOTA_HELD_BACKFILL,
-            };
-            // The limit in the text too (a handful of distinct values).
-            let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?1", n))?;
-            let rows = stmt.query_map([], super::sql::run_from_row)?;
-            runs.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
-        }
-        if pools.len() > 1 {
-            runs.sort_by_key(|r| (r.due_at, r.id));
-            runs.truncate(n);
-        }
-        Ok(runs)
+    pub fn quota_held(&self, pool: Pool, n: usize) -> Result<Vec<Run>> {
+        let sql = match pool {
+            Pool::OnTime => QUOTA_HELD_ON_TIME,
+            Pool::Backfill => QUOTA_HELD_BACKFILL,
+        };
+        // The limit in the text too (a handful of distinct values).
+        let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?1", n))?;
+        let rows = stmt.query_map([], super::sql::run_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Brings the next check of these waiting runs forward to `now`.
