@@ -40,6 +40,24 @@ const TUNING: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
      PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; \
      PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;";
 
+/// Turns off SQLite's memory statistics before its first connection:
+/// with them on, every allocation and free inside SQLite takes a global
+/// mutex to keep counters nobody reads (a twentieth of a lifecycle's time,
+/// measured). Once per process; a no-op if SQLite was already initialized
+/// by someone else (its call then fails harmlessly with SQLITE_MISUSE).
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sqlite3_config is called before any connection of this
+        // process is opened by the store, with an int argument as
+        // SQLITE_CONFIG_MEMSTATUS expects; if SQLite is already initialized
+        // it returns SQLITE_MISUSE and changes nothing.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
+        }
+    });
+}
+
 /// The SQLite store. `Send + Sync`: share one across threads (calls serialize on
 /// its connection) or open one per thread/process on the same file.
 pub struct Store {
@@ -228,6 +246,7 @@ impl Store {
     /// program's database → [`StoreError::Corrupt`]; cannot create or open →
     /// [`StoreError::Open`].
     pub fn open(path: &Path) -> Result<Store> {
+        configure_sqlite();
         let name = display(path);
         let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
@@ -254,6 +273,7 @@ impl Store {
     /// is right for it — nobody who could change it can have it open there
     /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
+        configure_sqlite();
         let name = display(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open = |target: &str, flags: OpenFlags| -> Result<Connection> {
@@ -278,6 +298,7 @@ impl Store {
 
     /// A private database in memory, for tests and rehearsals.
     pub fn open_in_memory() -> Result<Store> {
+        configure_sqlite();
         let mut conn = Connection::open_in_memory()?;
         conn.execute_batch("PRAGMA foreign_keys = ON;")?;
         schema::migrate(&mut conn, ":memory:")?;
