@@ -38,6 +38,37 @@ fn one_run_per_window() {
         .unwrap();
 }
 
+/// `insert_run` builds the new run instead of reading it back: what it
+/// returns must be the stored row exactly, for every state a run can be
+/// created in, with instants that carry sub-millisecond parts (stored as
+/// whole milliseconds) and with or without a next check.
+#[test]
+fn an_inserted_run_is_returned_as_it_was_stored() {
+    let store = Store::open_in_memory().unwrap();
+    let odd = t0() + chrono::Duration::microseconds(1_234_567);
+    store
+        .write(|tx| {
+            for (i, state) in [Pending, Skipped, Missed, Expired].into_iter().enumerate() {
+                for next_check in [None, Some(odd + mins(3))] {
+                    let mut new = new_run("s", &format!("w{i}-{}", next_check.is_some()), odd);
+                    new.state = state;
+                    new.pool = Pool::Backfill;
+                    new.reason = RunReason::Catchup;
+                    new.state_reason = Some(format!("because {i}"));
+                    new.next_check_at = next_check;
+                    let made = tx.insert_run(&new, odd + mins(1))?.expect("created");
+                    assert_eq!(
+                        Some(&made),
+                        tx.try_run(made.id)?.as_ref(),
+                        "{state} {next_check:?}"
+                    );
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 #[test]
 fn pending_runs_default_to_being_checked_when_due() {
     let store = Store::open_in_memory().unwrap();

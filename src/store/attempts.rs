@@ -6,7 +6,7 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_row, run_cols, run_from_row, ts};
+use super::sql::{Ms, attempt_cols, attempt_from_row, ts};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::agent::log::BoundedLog;
@@ -15,15 +15,13 @@ use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 
 /// The one statement that decides a claim; the fencing token is the counter
-/// plus one, and the counter is moved to it in the same transaction.
-const CLAIM: &str = concat!(
-    "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
+/// plus one, and the counter is moved to it in the same transaction. No
+/// `RETURNING` (see `runs::INSERT_RUN`): the claimed run is read back by id.
+const CLAIM: &str = "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
      attempts = attempts + 1, fencing_token = (SELECT token + 1 FROM fencing WHERE id = 1), \
      reason = ?5, state_reason = NULL, hold = NULL, cancel_requested = NULL, not_before = NULL, \
      next_check_at = NULL, updated_at = ?6 \
-     WHERE id = ?1 AND state = ?2 RETURNING ",
-    run_cols!()
-);
+     WHERE id = ?1 AND state = ?2";
 const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
 const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
@@ -154,13 +152,16 @@ impl Tx<'_> {
             });
         }
         let mut stmt = self.conn.prepare_cached(CLAIM)?;
-        let run = stmt
-            .query_row(
-                rusqlite::params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
-                run_from_row,
-            )
-            .optional()?;
+        let claimed = stmt.execute(rusqlite::params![
+            run_id,
+            from,
+            owner,
+            Ms(lease_until),
+            reason,
+            Ms(now)
+        ])?;
         drop(stmt);
+        let run = if claimed == 1 { self.try_run(run_id)? } else { None };
         let Some(run) = run else {
             return Ok(None);
         };

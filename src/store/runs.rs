@@ -1,7 +1,7 @@
 //! Runs: creation (deduped per window), lookups for the engine's hot paths, and
 //! [`Tx::transition`], the one function that changes a run's state.
 
-use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row, with_limit};
+use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row, stored, with_limit};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
@@ -18,14 +18,17 @@ const CREATABLE: [RunState; 4] = [
     RunState::Expired,
 ];
 
-const INSERT_RUN: &str = concat!(
-    "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, \
+/// No `RETURNING` on the hot writes (this, `TRANSITION`, `CLAIM`): SQLite
+/// runs a RETURNING clause as a trigger that fills a temporary table, and a
+/// statement with a trigger inside an open transaction also writes a
+/// statement journal (a copy of every page it touches). Together they were
+/// a tenth of a lifecycle, measured. A new run is built from what was
+/// written; a changed one is read back by id.
+const INSERT_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, \
      reason, pool, state_reason, next_check_at, created_at, updated_at, schedule_version) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, \
-       (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-     ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING ",
-    run_cols!()
-);
+     (SELECT version FROM schedule_current WHERE schedule = ?2)) \
+     ON CONFLICT (tenant, schedule, window_key) DO NOTHING";
 const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
 const RUN_BY_WINDOW: &str = concat!(
     "SELECT ",
@@ -105,8 +108,7 @@ const COUNT_BY_STATE: &str = "SELECT state, n FROM run_counts";
 const COUNT_BY_STATE_SINCE: &str = "SELECT state, count(*) FROM runs WHERE updated_at >= ?1 GROUP BY state";
 /// ?12 clears not_before/next_check_at (entering running or a terminal state);
 /// ?13 clears the lease (leaving running).
-const TRANSITION: &str = concat!(
-    "UPDATE runs SET state = ?3, \
+const TRANSITION: &str = "UPDATE runs SET state = ?3, \
      state_reason = COALESCE(?4, state_reason), \
      not_before = CASE WHEN ?12 THEN NULL ELSE COALESCE(?5, not_before) END, \
      next_check_at = CASE WHEN ?12 THEN NULL ELSE COALESCE(?6, next_check_at) END, \
@@ -119,9 +121,7 @@ const TRANSITION: &str = concat!(
      lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
      hold = CASE WHEN ?3 IN ('pending', 'retry_wait', 'running') THEN NULL ELSE hold END, \
      updated_at = ?14 \
-     WHERE id = ?1 AND state = ?2 AND (?15 IS NULL OR fencing_token = ?15) RETURNING ",
-    run_cols!()
-);
+     WHERE id = ?1 AND state = ?2 AND (?15 IS NULL OR fencing_token = ?15)";
 const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
 const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
      state_reason = COALESCE(?3, state_reason) \
@@ -176,25 +176,47 @@ impl Tx<'_> {
             _ => None,
         };
         let mut stmt = self.conn.prepare_cached(INSERT_RUN)?;
-        let run = stmt
-            .query_row(
-                rusqlite::params![
-                    new.tenant,
-                    new.schedule,
-                    new.window_key,
-                    Ms(new.window_start),
-                    Ms(new.window_end),
-                    Ms(new.due_at),
-                    new.state,
-                    new.reason,
-                    new.pool,
-                    new.state_reason,
-                    ms_opt(next_check),
-                    Ms(now),
-                ],
-                run_from_row,
-            )
-            .optional()?;
+        let inserted = stmt.execute(rusqlite::params![
+            new.tenant,
+            new.schedule,
+            new.window_key,
+            Ms(new.window_start),
+            Ms(new.window_end),
+            Ms(new.due_at),
+            new.state,
+            new.reason,
+            new.pool,
+            new.state_reason,
+            ms_opt(next_check),
+            Ms(now),
+        ])?;
+        drop(stmt);
+        // The new row is exactly what was written: built here, not read back.
+        let run = (inserted == 1).then(|| Run {
+            id: self.conn.last_insert_rowid(),
+            tenant: new.tenant.clone(),
+            schedule: new.schedule.clone(),
+            window_key: new.window_key.clone(),
+            window_start: stored(new.window_start),
+            window_end: stored(new.window_end),
+            due_at: stored(new.due_at),
+            state: new.state,
+            reason: new.reason,
+            pool: new.pool,
+            state_reason: new.state_reason.clone(),
+            attempts: 0,
+            not_before: None,
+            next_check_at: next_check.map(stored),
+            lease_owner: None,
+            lease_expires: None,
+            fencing_token: 0,
+            error_class: None,
+            last_error: None,
+            resume_after: None,
+            created_at: stored(now),
+            updated_at: stored(now),
+            hold: None,
+        });
         if let Some(r) = &run {
             self.counts.moved(None, r.state);
         }
@@ -441,29 +463,25 @@ impl Tx<'_> {
         let clears_schedule = to == RunState::Running || to.is_terminal();
         let leaves_running = from == RunState::Running && to != RunState::Running;
         let mut stmt = self.conn.prepare_cached(TRANSITION)?;
-        let run = stmt
-            .query_row(
-                rusqlite::params![
-                    run_id,
-                    from,
-                    to,
-                    change.state_reason,
-                    ms_opt(change.not_before),
-                    ms_opt(change.next_check_at),
-                    change.error_class,
-                    change.last_error,
-                    change.resume_after,
-                    change.reason,
-                    change.pool,
-                    clears_schedule,
-                    leaves_running,
-                    Ms(now),
-                    token,
-                ],
-                run_from_row,
-            )
-            .optional()?;
+        let changed = stmt.execute(rusqlite::params![
+            run_id,
+            from,
+            to,
+            change.state_reason,
+            ms_opt(change.not_before),
+            ms_opt(change.next_check_at),
+            change.error_class,
+            change.last_error,
+            change.resume_after,
+            change.reason,
+            change.pool,
+            clears_schedule,
+            leaves_running,
+            Ms(now),
+            token,
+        ])?;
         drop(stmt);
+        let run = if changed == 1 { self.try_run(run_id)? } else { None };
         let Some(run) = run else {
             let mut stmt = self.conn.prepare_cached(RUN_STATE)?;
             let actual = stmt.query_row([run_id], |r| r.get::<_, RunState>(0)).optional()?;

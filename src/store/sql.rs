@@ -60,6 +60,11 @@ impl FromSql for Ms {
     }
 }
 
+/// `t` as it reads back once stored (whole milliseconds).
+pub(crate) fn stored(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}
+
 pub(crate) fn ms_opt(t: Option<DateTime<Utc>>) -> Option<Ms> {
     t.map(Ms)
 }
