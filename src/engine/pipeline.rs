@@ -19,10 +19,6 @@ use std::collections::HashMap;
 /// enough that a commit's page writes are shared by many claims.
 pub(crate) const CLAIM_CHUNK: usize = 256;
 
-/// Up to this many schedules' states are read one by one for a tick's
-/// facts; more, and the whole table is read in one pass.
-const FEW_SCHEDULES: usize = 64;
-
 /// Facts about layer 3 gathered once per tick; each run's
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
@@ -153,9 +149,8 @@ impl Engine {
     }
 
     /// The tick's facts: the kill switch, maintenance, running counts, and
-    /// the states of `schedules` (those of the runs to decide) only: a tick
-    /// with a few due runs (a drain ending one catch-up run a second) reads a
-    /// few rows, not every schedule's; one with many reads them all at once.
+    /// the states of `schedules` (those of the runs to decide) only, which
+    /// the store keeps between ticks while no one else writes them.
     pub(crate) fn tick_facts<'a>(
         &self,
         now: DateTime<Utc>,
@@ -166,14 +161,7 @@ impl Engine {
         wanted.dedup();
         let (kill, states, adhoc, running) = self.store.read(|tx| {
             let kill = tx.switch("kill")?.filter(|s| s.on);
-            let states = if wanted.len() > FEW_SCHEDULES {
-                tx.all_schedule_states()?
-            } else {
-                wanted
-                    .iter()
-                    .map(|s| tx.schedule_state(s))
-                    .collect::<crate::store::Result<Vec<_>>>()?
-            };
+            let states = tx.schedule_states(&wanted)?;
             let adhoc = tx.maintenance_at(now)?;
             // One pass over the running runs for the whole tick, not one count
             // query per schedule (each of which walked every running run).

@@ -64,6 +64,7 @@ pub struct Store {
     conn: Mutex<Connection>,
     path: Option<PathBuf>,
     counts: RunCounts,
+    states: StateCache,
     /// Set by [`Store::checkpoint_in_background`]: told after each commit.
     checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
 }
@@ -129,6 +130,80 @@ impl RunCounts {
     }
 }
 
+/// The schedule states this connection last read or wrote, trusted only
+/// while no other connection has committed: each transaction starts by
+/// asking SQLite (`PRAGMA data_version`, which changes exactly when another
+/// connection — another process, a CLI verb, another store on a shared
+/// in-memory database — commits) and forgets them all if one has. A
+/// transaction that rolls back forgets them too. So the engine's claims and
+/// ends read a schedule's state once, not at every run; the writes still go
+/// to the database (write-through).
+#[derive(Default)]
+pub(crate) struct StateCache(Mutex<CachedStates>);
+
+#[derive(Default)]
+struct CachedStates {
+    /// `data_version` as last seen.
+    seen: Option<i64>,
+    states: std::collections::HashMap<String, crate::core::records::ScheduleState>,
+}
+
+impl StateCache {
+    fn inner(&self) -> MutexGuard<'_, CachedStates> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// At the start of a transaction (its snapshot is taken by this very
+    /// statement): forget everything if another connection committed since
+    /// the last look.
+    fn validate(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let version: i64 = conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?;
+        let mut c = self.inner();
+        if c.seen != Some(version) {
+            c.states.clear();
+            c.seen = Some(version);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, schedule: &str) -> Option<crate::core::records::ScheduleState> {
+        self.inner().states.get(schedule).cloned()
+    }
+
+    pub(crate) fn contains(&self, schedule: &str) -> bool {
+        self.inner().states.contains_key(schedule)
+    }
+
+    /// `st` as the database now holds it (instants in whole milliseconds).
+    pub(crate) fn put(&self, st: &crate::core::records::ScheduleState) {
+        use super::sql::stored;
+        let mut st = st.clone();
+        for t in [
+            &mut st.last_evaluated,
+            &mut st.circuit_changed_at,
+            &mut st.last_start,
+            &mut st.last_success,
+        ] {
+            *t = t.map(stored);
+        }
+        self.inner().states.insert(st.schedule.clone(), st);
+    }
+
+    /// A write changed part of `schedule`'s row: the same change to the
+    /// cached copy, if there is one.
+    pub(crate) fn update(&self, schedule: &str, f: impl FnOnce(&mut crate::core::records::ScheduleState)) {
+        if let Some(st) = self.inner().states.get_mut(schedule) {
+            f(st);
+        }
+    }
+
+    pub(crate) fn clear(&self) {
+        self.inner().states.clear();
+    }
+}
+
 thread_local! {
     /// The open [`Store::batch`] of this thread: (store, its locked connection).
     static BATCH: std::cell::Cell<Option<(*const Store, *const Connection)>> =
@@ -163,6 +238,7 @@ fn begin_immediate(conn: &Connection) -> Result<()> {
 pub struct Tx<'a> {
     pub(crate) conn: &'a Connection,
     pub(crate) counts: &'a RunCounts,
+    pub(crate) states: &'a StateCache,
 }
 
 impl fmt::Debug for Store {
@@ -311,6 +387,7 @@ impl Store {
             conn: Mutex::new(conn),
             path,
             counts: RunCounts::default(),
+            states: StateCache::default(),
             checkpointer: std::sync::OnceLock::new(),
         }
     }
@@ -407,6 +484,10 @@ impl Store {
         }
         let guard = self.lock();
         begin_immediate(&guard)?;
+        if let Err(e) = self.states.validate(&guard) {
+            let _ = guard.execute_batch("ROLLBACK");
+            return Err(E::from(e.into()));
+        }
         let conn: *const Connection = &*guard;
         BATCH.with(|b| b.set(Some((me, conn))));
         // Cleared on every way out of `f`, panics included, before the guard goes.
@@ -425,6 +506,9 @@ impl Store {
             out = Err(E::from(e));
         }
         self.counts.clear();
+        if out.is_err() {
+            self.states.clear();
+        }
         let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match guard.execute_batch(end) {
             Ok(()) => {
@@ -434,6 +518,7 @@ impl Store {
                 out
             }
             Err(e) if out.is_ok() => {
+                self.states.clear();
                 let _ = guard.execute_batch("ROLLBACK");
                 Err(E::from(if is_busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
@@ -465,6 +550,7 @@ impl Store {
             return f(&Tx {
                 conn,
                 counts: &self.counts,
+                states: &self.states,
             });
         }
         let mut conn = self.lock();
@@ -489,20 +575,27 @@ impl Store {
                 Err(e) => return Err(e.into()),
             }
         };
+        self.states.validate(&tx)?;
         let out = f(&Tx {
             conn: &tx,
             counts: &self.counts,
+            states: &self.states,
         })
         .and_then(|v| self.counts.flush(&tx).map(|()| v));
         self.counts.clear();
+        if out.is_err() {
+            self.states.clear();
+        }
         match out {
             Ok(v) => match tx.commit() {
                 Ok(()) => {
                     self.committed();
                     Ok(v)
                 }
-                Err(e) if is_busy(&e) => Err(locked(started)),
-                Err(e) => Err(e.into()),
+                Err(e) => {
+                    self.states.clear();
+                    Err(if is_busy(&e) { locked(started) } else { e.into() })
+                }
             },
             // Dropping `tx` rolls back.
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(locked(started)),
@@ -518,14 +611,25 @@ impl Store {
             return f(&Tx {
                 conn: unsafe { &*conn },
                 counts: &self.counts,
+                states: &self.states,
             });
         }
         let mut conn = self.lock();
         let started = Instant::now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        if let Err(e) = self.states.validate(&tx) {
+            return Err(if is_busy(&e) {
+                StoreError::Locked {
+                    waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                }
+            } else {
+                e.into()
+            });
+        }
         match f(&Tx {
             conn: &tx,
             counts: &self.counts,
+            states: &self.states,
         }) {
             Ok(v) => {
                 tx.commit()?;

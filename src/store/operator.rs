@@ -2,7 +2,7 @@
 //! (last evaluated instant, circuit, pause, concurrency divisor), switches,
 //! approvals and ad-hoc maintenance windows.
 
-use super::sql::{Ms, json_value, ms_opt, ts, ts_opt};
+use super::sql::{Ms, json_value, ms_opt, stored, ts, ts_opt};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::core::event::Event;
@@ -102,17 +102,40 @@ fn maintenance_from_row(r: &Row<'_>) -> rusqlite::Result<Maintenance> {
 impl Tx<'_> {
     /// The schedule's durable state; the default (closed, not paused, divisor
     /// 1, never evaluated) if none was stored yet.
+    /// Read once, then kept while no other connection writes (see
+    /// `db::StateCache`).
     pub fn schedule_state(&self, schedule: &str) -> Result<ScheduleState> {
+        if let Some(st) = self.states.get(schedule) {
+            return Ok(st);
+        }
         let mut stmt = self.conn.prepare_cached(SCHEDULE_STATE)?;
         let st = stmt.query_row([schedule], schedule_state_from_row).optional()?;
-        Ok(st.unwrap_or_else(|| ScheduleState::new(schedule)))
+        let st = st.unwrap_or_else(|| ScheduleState::new(schedule));
+        self.states.put(&st);
+        Ok(st)
+    }
+
+    /// The states of `schedules`, in that order: the kept ones as they are,
+    /// the others read one by one, or, when more than a few are not kept
+    /// (a first tick of thousands), all rows in one pass.
+    pub fn schedule_states(&self, schedules: &[&str]) -> Result<Vec<ScheduleState>> {
+        const FEW: usize = 64;
+        let missing = schedules.iter().filter(|s| !self.states.contains(s)).count();
+        if missing > FEW {
+            self.all_schedule_states()?;
+        }
+        schedules.iter().map(|s| self.schedule_state(s)).collect()
     }
 
     /// Every stored schedule state, by schedule name.
     pub fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
         let mut stmt = self.conn.prepare_cached(ALL_SCHEDULE_STATES)?;
         let rows = stmt.query_map([], schedule_state_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        let all = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        for st in &all {
+            self.states.put(st);
+        }
+        Ok(all)
     }
 
     /// Stores the whole state of `st.schedule` (insert or replace).
@@ -130,6 +153,7 @@ impl Tx<'_> {
             ms_opt(st.last_start),
             ms_opt(st.last_success),
         ])?;
+        self.states.put(st);
         Ok(())
     }
 
@@ -140,6 +164,8 @@ impl Tx<'_> {
              ON CONFLICT (schedule) DO UPDATE SET last_start = excluded.last_start",
         )?;
         stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        self.states
+            .update(schedule, |st| st.last_start = Some(stored(at)));
         Ok(())
     }
 
@@ -148,6 +174,8 @@ impl Tx<'_> {
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(SET_LAST_EVALUATED)?;
         stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        self.states
+            .update(schedule, |st| st.last_evaluated = Some(stored(at)));
         Ok(())
     }
 
@@ -155,6 +183,8 @@ impl Tx<'_> {
     pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(SET_BORN)?;
         stmt.execute(rusqlite::params![schedule, Ms(cursor), Ms(at)])?;
+        self.states
+            .update(schedule, |st| st.last_evaluated = Some(stored(cursor)));
         Ok(())
     }
 

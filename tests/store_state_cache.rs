@@ -1,0 +1,133 @@
+//! The store keeps the schedule states it read or wrote between transactions
+//! and trusts them only while no other connection has committed. These tests
+//! change a state behind a store's back (another store on the same file, or
+//! on the same shared in-memory database as rehearsals use) and roll writes
+//! back, and check that what the store answers is always what is stored.
+
+#[path = "store_support.rs"]
+mod support;
+
+use agentcron::store::*;
+use chrono::Duration;
+use std::path::Path;
+use support::*;
+
+fn paused(store: &Store, schedule: &str) -> bool {
+    store.read(|tx| tx.schedule_state(schedule)).unwrap().paused
+}
+
+fn pause(store: &Store, schedule: &str, on: bool) {
+    store
+        .write(|tx| {
+            let mut st = tx.schedule_state(schedule)?;
+            st.paused = on;
+            st.paused_reason = on.then(|| "by the other one".to_string());
+            tx.put_schedule_state(&st)
+        })
+        .unwrap();
+}
+
+fn two_stores_see_each_others_writes(a: &Store, b: &Store) {
+    // A reads (and keeps) the state; B changes it; A must see B's change in
+    // its next read, its next write and its next batch.
+    assert!(!paused(a, "s"));
+    pause(b, "s", true);
+    assert!(paused(a, "s"), "a read after another store's commit");
+    pause(b, "s", false);
+    let in_write = a.write(|tx| Ok(tx.schedule_state("s")?.paused)).unwrap();
+    assert!(!in_write, "a write after another store's commit");
+    pause(b, "s", true);
+    let in_batch = a
+        .batch(|| a.read(|tx| Ok(tx.schedule_state("s")?.paused)))
+        .unwrap();
+    assert!(in_batch, "a batch after another store's commit");
+    // The many-schedule path (one pass over every row) too.
+    pause(b, "s", false);
+    let names: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    let mut wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+    wanted.push("s");
+    let states = a.read(|tx| tx.schedule_states(&wanted)).unwrap();
+    assert!(!states.last().expect("s").paused);
+    pause(b, "s", true);
+    let states = a.read(|tx| tx.schedule_states(&wanted)).unwrap();
+    assert_eq!(states.len(), 101);
+    assert!(
+        states.last().expect("s").paused,
+        "schedule_states after another store's commit"
+    );
+}
+
+#[test]
+fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let b = Store::open(&path).unwrap();
+    two_stores_see_each_others_writes(&a, &b);
+}
+
+#[test]
+fn a_state_changed_by_another_store_on_a_shared_memory_database_is_read_fresh() {
+    let path = agentcron::rehearsal::driver::memory_database("state-cache-shared");
+    let a = Store::open(Path::new(&path)).unwrap();
+    let b = Store::open(Path::new(&path)).unwrap();
+    two_stores_see_each_others_writes(&a, &b);
+}
+
+#[test]
+fn a_write_that_rolls_back_leaves_nothing_behind_in_the_kept_state() {
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    assert!(!paused(&a, "s"));
+    let failed: Result<()> = a.write(|tx| {
+        let mut st = tx.schedule_state("s")?;
+        st.paused = true;
+        tx.put_schedule_state(&st)?;
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(failed.is_err());
+    assert!(!paused(&a, "s"), "a rolled-back write");
+    let failed: Result<()> = a.batch(|| {
+        a.write(|tx| {
+            let mut st = tx.schedule_state("s")?;
+            st.paused = true;
+            tx.put_schedule_state(&st)?;
+            tx.set_last_start("s", t0())
+        })?;
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(failed.is_err());
+    let st = a.read(|tx| tx.schedule_state("s")).unwrap();
+    assert!(
+        !st.paused && st.last_start.is_none(),
+        "a rolled-back batch: {st:?}"
+    );
+}
+
+#[test]
+fn a_kept_state_is_what_the_database_holds() {
+    // Instants keep whole milliseconds in the database; the kept copy must
+    // not keep more, and partial writes (last start, last evaluated) must
+    // reach it.
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let odd = t0() + Duration::microseconds(1_234_567);
+    a.write(|tx| {
+        let mut st = tx.schedule_state("s")?;
+        st.last_success = Some(odd);
+        st.circuit_changed_at = Some(odd);
+        st.consecutive_failures = 2;
+        tx.put_schedule_state(&st)?;
+        tx.set_last_start("s", odd + mins(1))?;
+        tx.set_last_evaluated("s", odd + mins(2))
+    })
+    .unwrap();
+    let kept = a.read(|tx| tx.schedule_state("s")).unwrap();
+    let fresh = Store::open(&path).unwrap();
+    let stored = fresh.read(|tx| tx.schedule_state("s")).unwrap();
+    assert_eq!(kept, stored);
+    assert_eq!(stored.last_start, Some(t0() + Duration::milliseconds(61_234)));
+    assert_eq!(
+        stored.last_evaluated,
+        Some(t0() + Duration::milliseconds(121_234))
+    );
+}
