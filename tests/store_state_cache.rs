@@ -131,3 +131,71 @@ fn a_kept_state_is_what_the_database_holds() {
         Some(t0() + Duration::milliseconds(121_234))
     );
 }
+
+/// The running counts as a fresh count over the running runs gives them.
+fn counted(store: &Store) -> RunningCounts {
+    store
+        .read(|tx| {
+            let mut c = RunningCounts::default();
+            for r in tx.running_runs(None)? {
+                c.add(&r.tenant, &r.schedule, r.pool, true);
+            }
+            Ok(c)
+        })
+        .unwrap()
+}
+
+fn kept(store: &Store) -> RunningCounts {
+    (*store.read(|tx| tx.running_by_schedule()).unwrap()).clone()
+}
+
+#[test]
+fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
+    use RunState::*;
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let b = Store::open(&path).unwrap();
+    // Counted once (nothing runs), then kept up by claims in both pools.
+    assert_eq!(kept(&a), RunningCounts::default());
+    let (one, two) = a
+        .write(|tx| {
+            let one = claim(tx, &insert(tx, "s", "1", t0())).run;
+            let mut late = new_run("s", "2", t0());
+            late.pool = Pool::Backfill;
+            let two = tx.insert_run(&late, t0())?.expect("new");
+            let two = claim(tx, &two).run;
+            claim(tx, &insert(tx, "t", "3", t0()));
+            Ok((one, two))
+        })
+        .unwrap();
+    let now = kept(&a);
+    assert_eq!(now, counted(&a));
+    assert_eq!(
+        (
+            now.of_schedule("s"),
+            now.on_time_of_schedule("s"),
+            now.of_tenant("acme")
+        ),
+        (2, 1, 3)
+    );
+    // An end (running → succeeded) and a retry (running → retry_wait).
+    a.write(|tx| {
+        go(tx, &one, Succeeded);
+        go(tx, &two, RetryWait);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(kept(&a), counted(&a));
+    assert_eq!(kept(&a).of_schedule("s"), 0);
+    // A claim that rolls back is not counted.
+    let failed: Result<()> = a.write(|tx| {
+        claim(tx, &insert(tx, "s", "4", t0()));
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(kept(&a), counted(&a));
+    // Another store's claim shows up in A's next transaction.
+    b.write(|tx| Ok(claim(tx, &insert(tx, "u", "5", t0())))).unwrap();
+    assert_eq!(kept(&a).of_schedule("u"), 1);
+    assert_eq!(kept(&a), counted(&a));
+}

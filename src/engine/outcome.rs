@@ -565,13 +565,11 @@ impl Engine {
             })?;
             return Ok(held);
         }
-        let counts = self.store.read(|tx| tx.running_counts_by_pool())?;
-        let mut by_schedule: HashMap<String, u32> = HashMap::new();
-        let mut by_tenant: HashMap<String, u32> = HashMap::new();
-        for ((tenant, sched, _), n) in counts {
-            *by_schedule.entry(sched).or_insert(0) += n;
-            *by_tenant.entry(tenant).or_insert(0) += n;
-        }
+        // The kept counts, read (not copied); the runs woken here are
+        // counted on top.
+        let counts = self.store.read(|tx| tx.running_by_schedule())?;
+        let mut woken_by_schedule: HashMap<String, u32> = HashMap::new();
+        let mut woken_by_tenant: HashMap<String, u32> = HashMap::new();
         let mut pool_used: HashMap<Pool, usize> = [Pool::OnTime, Pool::Backfill]
             .into_iter()
             .map(|p| (p, self.pool_use(p).0))
@@ -597,8 +595,9 @@ impl Engine {
             let used = pool_used.get(&run.pool).copied().unwrap_or(0);
             let q = Quotas {
                 divisor,
-                running: by_schedule.get(&s.id).copied().unwrap_or(0),
-                tenant_running: by_tenant.get(&s.tenant).copied().unwrap_or(0),
+                running: counts.of_schedule(&s.id) + woken_by_schedule.get(&s.id).copied().unwrap_or(0),
+                tenant_running: counts.of_tenant(&s.tenant)
+                    + woken_by_tenant.get(&s.tenant).copied().unwrap_or(0),
                 tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
                 pool_used: used,
                 pool_size: self.pool_use(run.pool).1,
@@ -606,11 +605,12 @@ impl Engine {
             if quota_hold(run, s, &q).is_none() {
                 // It takes its place: the next candidate sees it counted.
                 wake.push(run.id);
-                *by_schedule.entry(s.id.clone()).or_insert(0) += 1;
-                *by_tenant.entry(s.tenant.clone()).or_insert(0) += 1;
+                *woken_by_schedule.entry(s.id.clone()).or_insert(0) += 1;
+                *woken_by_tenant.entry(s.tenant.clone()).or_insert(0) += 1;
                 pool_used.insert(run.pool, used + 1);
             }
         }
+        drop(counts);
         if !wake.is_empty() {
             self.store.write(|tx| tx.wake_runs(&wake, now))?;
         }

@@ -28,9 +28,7 @@ pub(crate) struct TickFacts {
     maintenance: Vec<MaintenanceWindow>,
     /// Running runs per schedule (all, and on-time) and per tenant, counted up
     /// as this tick claims.
-    by_schedule: HashMap<String, u32>,
-    on_time_by_schedule: HashMap<String, u32>,
-    by_tenant: HashMap<String, u32>,
+    running: RunningCounts,
 }
 
 /// A run the time and switch layers let through, waiting for its gates.
@@ -44,11 +42,7 @@ pub(crate) struct Gated {
 impl TickFacts {
     /// A run claimed in this tick counts against the quotas at once.
     fn count_claim(&mut self, run: &Run) {
-        *self.by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
-        if run.pool == Pool::OnTime {
-            *self.on_time_by_schedule.entry(run.schedule.clone()).or_insert(0) += 1;
-        }
-        *self.by_tenant.entry(run.tenant.clone()).or_insert(0) += 1;
+        self.running.add(&run.tenant, &run.schedule, run.pool, true);
     }
 }
 
@@ -163,28 +157,19 @@ impl Engine {
             let kill = tx.switch("kill")?.filter(|s| s.on);
             let states = tx.schedule_states(&wanted)?;
             let adhoc = tx.maintenance_at(now)?;
-            // One pass over the running runs for the whole tick, not one count
-            // query per schedule (each of which walked every running run).
-            let running = tx.running_counts_by_pool()?;
+            // Counted once for the whole tick, not one count query per
+            // schedule (each of which walked every running run).
+            let running = tx.running_by_schedule()?;
             Ok((kill, states, adhoc, running))
         })?;
         let mut maintenance = switches::maintenance_windows(&self.cfg.maintenance, &adhoc, now);
         maintenance.retain(|m| m.active);
-        let mut facts = TickFacts {
+        let facts = TickFacts {
             kill,
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
-            by_schedule: HashMap::new(),
-            on_time_by_schedule: HashMap::new(),
-            by_tenant: HashMap::new(),
+            running: (*running).clone(),
         };
-        for ((tenant, schedule, pool), n) in running {
-            if pool == Pool::OnTime {
-                *facts.on_time_by_schedule.entry(schedule.clone()).or_insert(0) += n;
-            }
-            *facts.by_schedule.entry(schedule).or_insert(0) += n;
-            *facts.by_tenant.entry(tenant).or_insert(0) += n;
-        }
         Ok(facts)
     }
 
@@ -289,7 +274,7 @@ impl Engine {
         let s = &cfg.schedules[idx];
         let default_state = ScheduleState::new(&s.id);
         let state = facts.states.get(&s.id).unwrap_or(&default_state);
-        let running = facts.by_schedule.get(&s.id).copied().unwrap_or(0);
+        let running = facts.running.of_schedule(&s.id);
         let maintenance = facts
             .maintenance
             .iter()
@@ -305,7 +290,7 @@ impl Engine {
             }
             None => None,
         };
-        let running_on_time = facts.on_time_by_schedule.get(&s.id).copied().unwrap_or(0);
+        let running_on_time = facts.running.on_time_of_schedule(&s.id);
         let overlaps = running > 0 && s.overlap != Overlap::Allow;
         let (on_time_window, catchup_window) = if overlaps {
             (
@@ -343,7 +328,7 @@ impl Engine {
             on_time_window,
             catchup_window,
             on_time_due,
-            tenant_running: facts.by_tenant.get(&s.tenant).copied().unwrap_or(0),
+            tenant_running: facts.running.of_tenant(&s.tenant),
             tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
             first_buffered,
             pool_used,

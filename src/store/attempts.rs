@@ -166,6 +166,8 @@ impl Tx<'_> {
             return Ok(None);
         };
         self.counts.moved(Some(from), run.state);
+        self.states
+            .running_moved(&run.tenant, &run.schedule, run.pool, true);
         self.conn
             .prepare_cached(BUMP_FENCING)?
             .execute([run.fencing_token])?;

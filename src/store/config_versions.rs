@@ -318,7 +318,7 @@ impl Tx<'_> {
     /// version history under its new id. Events are the append-only trace and
     /// keep the name they were written with.
     pub fn rename_schedule(&self, old: &str, new: &str) -> Result<()> {
-        // Moves and drops schedule_state rows behind the state cache's back.
+        // Moves runs and schedule_state rows behind the kept states' back.
         self.states.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [

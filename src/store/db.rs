@@ -130,14 +130,18 @@ impl RunCounts {
     }
 }
 
-/// The schedule states this connection last read or wrote, trusted only
+/// The schedule states this connection last read or wrote, and the counts of
+/// running runs, trusted only
 /// while no other connection has committed: each transaction starts by
 /// asking SQLite (`PRAGMA data_version`, which changes exactly when another
 /// connection — another process, a CLI verb, another store on a shared
 /// in-memory database — commits) and forgets them all if one has. A
 /// transaction that rolls back forgets them too. So the engine's claims and
-/// ends read a schedule's state once, not at every run; the writes still go
-/// to the database (write-through).
+/// ends read a schedule's state once, not at every run, and the running
+/// counts are counted once and then kept up by claims and ends, not counted
+/// again at every end (after an outage, 1,000 runs ending one after another
+/// each counted the others); the writes still go to the database
+/// (write-through).
 #[derive(Default)]
 pub(crate) struct StateCache(Mutex<CachedStates>);
 
@@ -146,6 +150,7 @@ struct CachedStates {
     /// `data_version` as last seen.
     seen: Option<i64>,
     states: std::collections::HashMap<String, crate::core::records::ScheduleState>,
+    running: Option<std::sync::Arc<super::types::RunningCounts>>,
 }
 
 impl StateCache {
@@ -163,6 +168,7 @@ impl StateCache {
         let mut c = self.inner();
         if c.seen != Some(version) {
             c.states.clear();
+            c.running = None;
             c.seen = Some(version);
         }
         Ok(())
@@ -200,7 +206,43 @@ impl StateCache {
     }
 
     pub(crate) fn clear(&self) {
-        self.inner().states.clear();
+        let mut c = self.inner();
+        c.states.clear();
+        c.running = None;
+    }
+
+    pub(crate) fn running(&self) -> Option<std::sync::Arc<super::types::RunningCounts>> {
+        self.inner().running.clone()
+    }
+
+    pub(crate) fn keep_running(
+        &self,
+        counts: super::types::RunningCounts,
+    ) -> std::sync::Arc<super::types::RunningCounts> {
+        let counts = std::sync::Arc::new(counts);
+        self.inner().running = Some(counts.clone());
+        counts
+    }
+
+    /// A run of `schedule` in `pool` started (`up`) or stopped running.
+    pub(crate) fn running_moved(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        pool: crate::core::records::Pool,
+        up: bool,
+    ) {
+        let mut c = self.inner();
+        if let Some(counts) = c.running.as_mut()
+            && !std::sync::Arc::make_mut(counts).add(tenant, schedule, pool, up)
+        {
+            c.running = None;
+        }
+    }
+
+    /// Something changed running runs in a way not counted here.
+    pub(crate) fn forget_running(&self) {
+        self.inner().running = None;
     }
 }
 

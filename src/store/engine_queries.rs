@@ -6,7 +6,6 @@ use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
-use std::collections::HashMap;
 
 /// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
 const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
@@ -193,17 +192,23 @@ impl Tx<'_> {
         Ok(stmt.query_row([schedule], |r| r.get(0)).optional()?)
     }
 
-    /// Running runs per (tenant, schedule, pool), in one pass.
-    pub fn running_counts_by_pool(&self) -> Result<HashMap<(String, String, Pool), u32>> {
+    /// Running runs by schedule and tenant: counted in one pass over the
+    /// running runs, then kept up by this store's claims and ends for as long
+    /// as no other connection writes (see `db::StateCache`).
+    pub fn running_by_schedule(&self) -> Result<std::sync::Arc<RunningCounts>> {
+        if let Some(kept) = self.states.running() {
+            return Ok(kept);
+        }
         let mut stmt = self
             .conn
             .prepare_cached("SELECT tenant, schedule, pool FROM runs WHERE state = 'running'")?;
         let mut rows = stmt.query([])?;
-        let mut counts = HashMap::new();
+        let mut counts = RunningCounts::default();
         while let Some(row) = rows.next()? {
-            *counts.entry((row.get(0)?, row.get(1)?, row.get(2)?)).or_insert(0) += 1;
+            let (tenant, schedule, pool): (String, String, Pool) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            counts.add(&tenant, &schedule, pool, true);
         }
-        Ok(counts)
+        Ok(self.states.keep_running(counts))
     }
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).

@@ -495,6 +495,15 @@ impl Tx<'_> {
             });
         };
         self.counts.moved(Some(from), run.state);
+        if leaves_running {
+            match change.pool {
+                None => self
+                    .states
+                    .running_moved(&run.tenant, &run.schedule, run.pool, false),
+                // It ran in the pool it had before: not known here.
+                Some(_) => self.states.forget_running(),
+            }
+        }
         Ok(run)
     }
 

@@ -5,6 +5,53 @@ pub use crate::core::records::*;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// Running runs counted by schedule (every pool, and the on-time pool
+/// alone) and by tenant: what quotas and overlap rules compare against.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunningCounts {
+    pub by_schedule: std::collections::HashMap<String, u32>,
+    pub on_time_by_schedule: std::collections::HashMap<String, u32>,
+    pub by_tenant: std::collections::HashMap<String, u32>,
+}
+
+impl RunningCounts {
+    /// One more (`up`) or one fewer run of `schedule` running in `pool`.
+    /// `false` if that would count below zero (the counts were wrong).
+    pub fn add(&mut self, tenant: &str, schedule: &str, pool: Pool, up: bool) -> bool {
+        fn step(map: &mut std::collections::HashMap<String, u32>, key: &str, up: bool) -> bool {
+            if up {
+                *map.entry(key.to_string()).or_insert(0) += 1;
+                return true;
+            }
+            match map.get_mut(key) {
+                Some(n) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    map.remove(key);
+                }
+                None => return false,
+            }
+            true
+        }
+        let mut ok = step(&mut self.by_schedule, schedule, up);
+        if pool == Pool::OnTime {
+            ok &= step(&mut self.on_time_by_schedule, schedule, up);
+        }
+        ok & step(&mut self.by_tenant, tenant, up)
+    }
+
+    pub fn of_schedule(&self, schedule: &str) -> u32 {
+        self.by_schedule.get(schedule).copied().unwrap_or(0)
+    }
+
+    pub fn on_time_of_schedule(&self, schedule: &str) -> u32 {
+        self.on_time_by_schedule.get(schedule).copied().unwrap_or(0)
+    }
+
+    pub fn of_tenant(&self, tenant: &str) -> u32 {
+        self.by_tenant.get(tenant).copied().unwrap_or(0)
+    }
+}
+
 /// An append-only trace row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
