@@ -130,9 +130,9 @@ impl RunCounts {
     }
 }
 
-/// The schedule states this connection last read or wrote, and the counts of
-/// running runs, trusted only
-/// while no other connection has committed: each transaction starts by
+/// The schedule states this connection last read or wrote, and the counts
+/// of running runs, trusted only while no other connection has committed:
+/// each transaction starts by
 /// asking SQLite (`PRAGMA data_version`, which changes exactly when another
 /// connection — another process, a CLI verb, another store on a shared
 /// in-memory database — commits) and forgets them all if one has. A

@@ -194,7 +194,8 @@ impl Tx<'_> {
 
     /// Running runs by schedule and tenant: counted in one pass over the
     /// running runs, then kept up by this store's claims and ends for as long
-    /// as no other connection writes (see `db::StateCache`).
+    /// as no other connection writes (see `db::StateCache`). Hold the answer
+    /// only briefly: while it is held, each claim or end copies the counts.
     pub fn running_by_schedule(&self) -> Result<std::sync::Arc<RunningCounts>> {
         if let Some(kept) = self.states.running() {
             return Ok(kept);
