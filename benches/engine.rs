@@ -14,6 +14,10 @@
 //! about speed. The agent is an in-process no-op runner (it reports exit 0 at
 //! once), so what is measured is the engine and its store, not process spawning.
 
+/// The binary's allocator (see Cargo.toml), so the benches measure what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use agentcron::agent::runner::{
     AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec, Ending,
 };

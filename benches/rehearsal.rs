@@ -13,6 +13,10 @@
 //! instead of `every = "5m"`)
 //! Prints numbers; asserts nothing about speed.
 
+/// The binary's allocator (see Cargo.toml), so the benches measure what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use agentcron::config::load_str;
 use agentcron::rehearsal::driver::Driver;
 use agentcron::rehearsal::sim::{SimAgent, SimAttempt};

@@ -1,5 +1,9 @@
 //! The `agentcron` binary: CLI parsing and dispatch only.
 
+/// See Cargo.toml: SQLite's page-at-a-time allocations on a large heap.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use agentcron::cli;
 use agentcron::config::model::{DstFold, DstGap};
 use clap::{Parser, Subcommand, ValueEnum};
