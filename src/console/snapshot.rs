@@ -10,8 +10,8 @@
 //!   (`runs_window` index, newest first, limited) — only for the schedules in
 //!   view ([`SnapshotRequest::view`], the rows around the cursors);
 //! - the retry and backfill queues: [`Tx::due_runs`] with an instant far in the
-//!   future, i.e. the pending / retry_wait runs by next check (`runs_due`
-//!   partial index), at most [`QUEUE_LIMIT`];
+//!   future, i.e. the pending / retry_wait runs by next check (each pool's
+//!   due index), at most [`QUEUE_LIMIT`];
 //! - running runs for the quotas (`runs_lease` partial index);
 //! - today's cost of schedules with a daily cap (`attempts_cost` index);
 //! - for the selected run only: its newest events and its latest decision

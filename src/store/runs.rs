@@ -35,16 +35,10 @@ const RUN_BY_WINDOW: &str = concat!(
     run_cols!(),
     " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_key = ?3"
 );
-const DUE_RUNS: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE state IN ('pending', 'retry_wait') AND next_check_at <= ?1 \
-     ORDER BY next_check_at, id LIMIT ?2"
-);
 const DUE_ON_TIME: &str = concat!(
     "SELECT ",
     run_cols!(),
-    // INDEXED BY: left to itself SQLite walks runs_due through a catch-up backlog.
+    // INDEXED BY: left to itself SQLite may walk another index through a catch-up backlog.
     " FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
      ORDER BY next_check_at, id LIMIT ?2"
@@ -54,18 +48,23 @@ const DUE_BACKFILL: &str = concat!(
     run_cols!(),
     // By next check, then the oldest of those first: in window order SQLite
     // would step over every parked run of a long backlog to find the due ones.
-    " FROM runs INDEXED BY runs_due \
+    " FROM runs INDEXED BY runs_due_backfill_check \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
      ORDER BY window_start, id LIMIT ?2"
+);
+/// Catch-up runs by next check (the order of `due_runs`, which merges the pools).
+const DUE_BACKFILL_BY_CHECK: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs INDEXED BY runs_due_backfill_check \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
+     ORDER BY next_check_at, id LIMIT ?2"
 );
 const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
-const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs \
+const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_backfill_check \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at IS NOT NULL \
-     ORDER BY next_check_at LIMIT 1";
-const NEXT_DUE_CHECK: &str = "SELECT next_check_at FROM runs \
-     WHERE state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
 const PREVIOUS_RUN: &str = concat!(
     "SELECT ",
@@ -137,8 +136,10 @@ const RECHECK: &str = "UPDATE runs SET next_check_at = ?3, \
 
 /// The queries the engine runs every tick, named for [`Tx::hot_query_plans`].
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
-    ("due_runs", DUE_RUNS),
-    ("next_due_check", NEXT_DUE_CHECK),
+    ("due_runs (on time)", DUE_ON_TIME),
+    ("due_runs (catch-up, by check)", DUE_BACKFILL_BY_CHECK),
+    ("next_due_check (on time)", NEXT_DUE_ON_TIME),
+    ("next_due_check (catch-up)", NEXT_DUE_BACKFILL),
     ("previous_run", PREVIOUS_RUN),
     ("count_running", COUNT_RUNNING),
     ("running_counts", RUNNING_PAIRS),
@@ -275,8 +276,20 @@ impl Tx<'_> {
     }
 
     /// Pending / retry_wait runs with `next_check_at <= now`, oldest check first.
+    /// Each pool has its own due index: the two are read in check order and
+    /// merged.
     pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
-        self.query_runs(&with_limit(DUE_RUNS, "?2", limit_to), rusqlite::params![Ms(now)])
+        let mut due = self.query_runs(
+            &with_limit(DUE_ON_TIME, "?2", limit_to),
+            rusqlite::params![Ms(now)],
+        )?;
+        due.extend(self.query_runs(
+            &with_limit(DUE_BACKFILL_BY_CHECK, "?2", limit_to),
+            rusqlite::params![Ms(now)],
+        )?);
+        due.sort_by_key(|r| (r.next_check_at, r.id));
+        due.truncate(limit_to);
+        Ok(due)
     }
 
     /// Due runs of one pool, at most `limit_to`: on-time runs by next check,
@@ -302,9 +315,9 @@ impl Tx<'_> {
 
     /// The earliest `next_check_at` among pending / retry_wait runs.
     pub fn next_due_check(&self) -> Result<Option<DateTime<Utc>>> {
-        let mut stmt = self.conn.prepare_cached(NEXT_DUE_CHECK)?;
-        let at = stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?;
-        Ok(at.map(|m| m.0))
+        let on_time = self.next_due_check_in_pool(Pool::OnTime)?;
+        let backfill = self.next_due_check_in_pool(Pool::Backfill)?;
+        Ok(on_time.into_iter().chain(backfill).min())
     }
 
     /// The run of the same tenant and schedule with the greatest
