@@ -99,7 +99,7 @@ fn state_writers_outside_apply() -> Vec<String> {
             // `Tx::transition` itself is `transition_fenced` plus its events,
             // `Tx::claim` is `claim_row` plus its event.
             let delegation = (rel == "store/runs.rs"
-                && code.contains("self.transition_fenced(run_id, from, to, change, None, now)"))
+                && code.contains("self.transition_fenced(run_id, from, to, change, None, now, None)"))
                 || (rel == "store/attempts.rs"
                     && code.contains("self.claim_row(run_id, from, owner, lease_until, reason, now)"));
             if calls && !delegation {

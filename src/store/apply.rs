@@ -49,21 +49,32 @@ impl Tx<'_> {
         let mut claim = None;
         if let Some(t) = &plan.target {
             let mut state = t.state;
+            // The run as this transaction holds it, when known: read here
+            // for an attempt's end, or left by the last step. A transition
+            // from it builds its result instead of reading the row back
+            // (nothing else writes the row inside this transaction).
+            let mut read_first: Option<Run> = None;
+            let mut image_known = true;
             // An attempt's end writes the attempt before the run: check the
             // run's state and fence first, so a conflict writes nothing.
             if matches!(plan.steps.first(), Some(Step::EndAttempt { .. })) {
-                let (actual, token) = self.state_and_token(t.run_id)?;
+                let before = self.try_run(t.run_id)?.ok_or(StoreError::RunNotFound(t.run_id))?;
+                let (actual, token) = (before.state, before.fencing_token);
                 if actual != t.state || t.token.is_some_and(|tok| tok != token) {
                     return Ok(Applied::Conflict {
                         run_id: t.run_id,
                         why: format!("run is {actual} (token {token}), not {}", t.state),
                     });
                 }
+                read_first = Some(before);
             }
             for (i, step) in plan.steps.iter().enumerate() {
                 let held = match step {
                     Step::Transition { to, change } => {
-                        match self.transition_fenced(t.run_id, state, *to, change, t.token, now) {
+                        let before = image_known
+                            .then(|| run.as_deref().or(read_first.as_ref()))
+                            .flatten();
+                        match self.transition_fenced(t.run_id, state, *to, change, t.token, now, before) {
                             Ok(r) => {
                                 state = r.state;
                                 run = Some(Box::new(r));
@@ -95,6 +106,7 @@ impl Tx<'_> {
                         None => Err("claimed by someone else first".to_string()),
                     },
                     Step::Recheck { at, why } => {
+                        image_known = false;
                         let why = why.as_ref().map(|(reason, hold)| (reason.as_str(), *hold));
                         if self.recheck(t.run_id, state, *at, why)? {
                             Ok(())
@@ -200,5 +212,113 @@ impl Tx<'_> {
             effects,
             state,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::ErrorClass;
+    use chrono::{DateTime, Utc};
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_780_000_000_000 + ms).expect("instant")
+            + chrono::Duration::microseconds(321)
+    }
+
+    /// A transition given the run as the transaction holds it (as `apply`
+    /// gives it) builds the changed run itself: it must be the stored row, field for field, for
+    /// every kind of change (set fields, kept fields, cleared schedule, lease
+    /// and hold, sub-millisecond instants).
+    #[test]
+    fn a_built_transition_result_is_the_stored_row() {
+        let store = crate::store::Store::open_in_memory().expect("store");
+        let cases: Vec<(RunState, Vec<(RunState, Change)>)> = vec![
+            (RunState::Running, vec![(RunState::Succeeded, Change::default())]),
+            (
+                RunState::Running,
+                vec![(
+                    RunState::RetryWait,
+                    Change {
+                        state_reason: Some("retry".into()),
+                        not_before: Some(at(5_000)),
+                        next_check_at: Some(at(5_000)),
+                        error_class: Some(ErrorClass::Retryable),
+                        last_error: Some("boom".into()),
+                        ..Change::default()
+                    },
+                )],
+            ),
+            (
+                RunState::Running,
+                vec![(
+                    RunState::NeedsHuman,
+                    Change {
+                        state_reason: Some("uncertain".into()),
+                        resume_after: Some("deliver".into()),
+                        ..Change::default()
+                    },
+                )],
+            ),
+            (
+                RunState::Pending,
+                vec![
+                    (RunState::Missed, Change::default()),
+                    (
+                        RunState::Pending,
+                        Change {
+                            pool: Some(Pool::Backfill),
+                            reason: Some(RunReason::Catchup),
+                            next_check_at: Some(at(9_000)),
+                            ..Change::default()
+                        },
+                    ),
+                ],
+            ),
+            (
+                RunState::Pending,
+                vec![(
+                    RunState::Skipped,
+                    Change {
+                        state_reason: Some("calendar".into()),
+                        ..Change::default()
+                    },
+                )],
+            ),
+        ];
+        store
+            .write(|tx| {
+                for (i, (start, steps)) in cases.iter().enumerate() {
+                    let new = NewRun {
+                        tenant: "t".into(),
+                        schedule: "s".into(),
+                        window_key: format!("w{i}"),
+                        window_start: at(0),
+                        window_end: at(60_000),
+                        due_at: at(0),
+                        state: RunState::Pending,
+                        reason: RunReason::Scheduled,
+                        pool: Pool::OnTime,
+                        state_reason: Some("held".into()),
+                        next_check_at: Some(at(1)),
+                    };
+                    let mut run = tx.insert_run(&new, at(0))?.expect("new run");
+                    if *start == RunState::Running {
+                        run = tx
+                            .claim_row(run.id, run.state, "me", at(30_000), RunReason::Scheduled, at(2))?
+                            .expect("claimed");
+                    }
+                    for (to, change) in steps {
+                        let token = (run.state == RunState::Running).then_some(run.fencing_token);
+                        let built =
+                            tx.transition_fenced(run.id, run.state, *to, change, token, at(3), Some(&run))?;
+                        let stored = tx.run(run.id)?;
+                        assert_eq!(built, stored, "case {i}: {} → {to}", run.state);
+                        run = stored;
+                    }
+                }
+                Ok(())
+            })
+            .expect("transitions");
     }
 }

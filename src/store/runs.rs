@@ -446,7 +446,7 @@ impl Tx<'_> {
         now: DateTime<Utc>,
         events: &[NewEvent],
     ) -> Result<Run> {
-        let run = self.transition_fenced(run_id, from, to, change, None, now)?;
+        let run = self.transition_fenced(run_id, from, to, change, None, now, None)?;
         for ev in events {
             self.append_event_for(ev, &run)?;
         }
@@ -456,7 +456,10 @@ impl Tx<'_> {
     /// [`Tx::transition`] without events, and with the attempt's fencing
     /// token as part of the expected state when given: a plan about an attempt
     /// holds only while that attempt is still the run's (`StateConflict`
-    /// otherwise, with the run's actual state).
+    /// otherwise, with the run's actual state). `before`: the run as this
+    /// transaction already holds it (read in it, with nothing written to the
+    /// row since), from which the changed run is built rather than read back.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn transition_fenced(
         &self,
         run_id: i64,
@@ -465,6 +468,7 @@ impl Tx<'_> {
         change: &Change,
         token: Option<i64>,
         now: DateTime<Utc>,
+        before: Option<&Run>,
     ) -> Result<Run> {
         if !from.can_become(to, change.operator.is_some()) {
             return Err(StoreError::IllegalTransition {
@@ -494,7 +498,18 @@ impl Tx<'_> {
             token,
         ])?;
         drop(stmt);
-        let run = if changed == 1 { self.try_run(run_id)? } else { None };
+        let run = match before {
+            _ if changed != 1 => None,
+            Some(b) if b.id == run_id && b.state == from => Some(after_transition(
+                b,
+                to,
+                change,
+                clears_schedule,
+                leaves_running,
+                now,
+            )),
+            _ => self.try_run(run_id)?,
+        };
         let Some(run) = run else {
             let mut stmt = self.conn.prepare_cached(RUN_STATE)?;
             let actual = stmt.query_row([run_id], |r| r.get::<_, RunState>(0)).optional()?;
@@ -518,16 +533,6 @@ impl Tx<'_> {
             }
         }
         Ok(run)
-    }
-
-    /// The run's state and fencing token (`RunNotFound` if there is none).
-    pub(crate) fn state_and_token(&self, run_id: i64) -> Result<(RunState, i64)> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT state, fencing_token FROM runs WHERE id = ?1")?;
-        stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or(StoreError::RunNotFound(run_id))
     }
 
     /// Moves the next evaluation of a pending / retry_wait run (and, if given,
@@ -581,4 +586,48 @@ impl Tx<'_> {
             ev.detail_text(),
         )
     }
+}
+
+/// The row `TRANSITION` leaves, computed from the row before it: the same
+/// rules as its SQL (set what the change gives, keep the rest; clear the
+/// next check entering running or a terminal state, the lease leaving
+/// running, the hold once running or waiting again).
+fn after_transition(
+    before: &Run,
+    to: RunState,
+    change: &Change,
+    clears_schedule: bool,
+    leaves_running: bool,
+    now: DateTime<Utc>,
+) -> Run {
+    let mut r = before.clone();
+    r.state = to;
+    if let Some(v) = &change.state_reason {
+        r.state_reason = Some(v.clone());
+    }
+    if clears_schedule {
+        r.not_before = None;
+        r.next_check_at = None;
+    } else {
+        r.not_before = change.not_before.map(stored).or(r.not_before);
+        r.next_check_at = change.next_check_at.map(stored).or(r.next_check_at);
+    }
+    r.error_class = change.error_class.or(r.error_class);
+    if let Some(v) = &change.last_error {
+        r.last_error = Some(v.clone());
+    }
+    if let Some(v) = &change.resume_after {
+        r.resume_after = Some(v.clone());
+    }
+    r.reason = change.reason.unwrap_or(r.reason);
+    r.pool = change.pool.unwrap_or(r.pool);
+    if leaves_running {
+        r.lease_owner = None;
+        r.lease_expires = None;
+    }
+    if matches!(to, RunState::Pending | RunState::RetryWait | RunState::Running) {
+        r.hold = None;
+    }
+    r.updated_at = stored(now);
+    r
 }
