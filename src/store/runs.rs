@@ -43,23 +43,25 @@ const DUE_ON_TIME: &str = concat!(
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
      ORDER BY next_check_at, id LIMIT ?2"
 );
-const DUE_BACKFILL: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    // By next check, then the oldest of those first: in window order SQLite
-    // would step over every parked run of a long backlog to find the due ones.
-    " FROM runs INDEXED BY runs_due_backfill_check \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
-     ORDER BY window_start, id LIMIT ?2"
-);
+/// Due catch-up runs through their own due index, in `$order`.
+macro_rules! due_backfill {
+    ($order:literal) => {
+        concat!(
+            "SELECT ",
+            run_cols!(),
+            " FROM runs INDEXED BY runs_due_backfill_check \
+             WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
+             ORDER BY ",
+            $order,
+            " LIMIT ?2"
+        )
+    };
+}
+// By next check, then the oldest of those first: in window order SQLite
+// would step over every parked run of a long backlog to find the due ones.
+const DUE_BACKFILL: &str = due_backfill!("window_start, id");
 /// Catch-up runs by next check (the order of `due_runs`, which merges the pools).
-const DUE_BACKFILL_BY_CHECK: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs INDEXED BY runs_due_backfill_check \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
-     ORDER BY next_check_at, id LIMIT ?2"
-);
+const DUE_BACKFILL_BY_CHECK: &str = due_backfill!("next_check_at, id");
 const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
