@@ -568,8 +568,7 @@ impl Engine {
         // The kept counts, read (not copied); the runs woken here are
         // counted on top.
         let counts = self.store.read(|tx| tx.running_by_schedule())?;
-        let mut woken_by_schedule: HashMap<String, u32> = HashMap::new();
-        let mut woken_by_tenant: HashMap<String, u32> = HashMap::new();
+        let mut woken = RunningCounts::default();
         let mut pool_used: HashMap<Pool, usize> = [Pool::OnTime, Pool::Backfill]
             .into_iter()
             .map(|p| (p, self.pool_use(p).0))
@@ -595,9 +594,8 @@ impl Engine {
             let used = pool_used.get(&run.pool).copied().unwrap_or(0);
             let q = Quotas {
                 divisor,
-                running: counts.of_schedule(&s.id) + woken_by_schedule.get(&s.id).copied().unwrap_or(0),
-                tenant_running: counts.of_tenant(&s.tenant)
-                    + woken_by_tenant.get(&s.tenant).copied().unwrap_or(0),
+                running: counts.of_schedule(&s.id) + woken.of_schedule(&s.id),
+                tenant_running: counts.of_tenant(&s.tenant) + woken.of_tenant(&s.tenant),
                 tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
                 pool_used: used,
                 pool_size: self.pool_use(run.pool).1,
@@ -605,8 +603,7 @@ impl Engine {
             if quota_hold(run, s, &q).is_none() {
                 // It takes its place: the next candidate sees it counted.
                 wake.push(run.id);
-                *woken_by_schedule.entry(s.id.clone()).or_insert(0) += 1;
-                *woken_by_tenant.entry(s.tenant.clone()).or_insert(0) += 1;
+                woken.add(&s.tenant, &s.id, run.pool, true);
                 pool_used.insert(run.pool, used + 1);
             }
         }
@@ -628,14 +625,10 @@ impl Engine {
         what: &str,
         message: &str,
     ) -> Result<()> {
-        let (_, ev) =
+        let (alert, ev) =
             crate::recovery::alert::alert_event(&self.cfg, tenant, schedule, run_id, what, message, now);
         self.store.write(|tx| tx.append_event(&ev).map(|_| ()))?;
-        if let crate::core::event::Event::Alert(a) =
-            crate::core::event::Event::from_row(&ev.kind, &ev.detail())
-        {
-            self.send_alert(&a, now);
-        }
+        self.send_alert(&alert, now);
         Ok(())
     }
 

@@ -40,7 +40,7 @@ pub fn alert_event(
     what: &str,
     message: &str,
     now: DateTime<Utc>,
-) -> (Value, NewEvent) {
+) -> (crate::core::event::Alert, NewEvent) {
     let alert = crate::core::event::Alert {
         what: what.to_string(),
         message: message.to_string(),
@@ -50,11 +50,10 @@ pub fn alert_event(
         schedule: schedule.to_string(),
         run: run_id,
     };
-    let ev = NewEvent::of(now, crate::core::event::Event::Alert(alert));
-    let detail = ev.detail();
+    let ev = NewEvent::of(now, crate::core::event::Event::Alert(alert.clone()));
     let mut ev = ev.for_schedule(tenant, schedule);
     ev.run_id = run_id;
-    (detail, ev)
+    (alert, ev)
 }
 
 /// Sends an alert the scheduler raised (its `alert` event already written):

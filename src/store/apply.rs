@@ -227,9 +227,9 @@ mod tests {
     }
 
     /// A transition given the run as the transaction holds it (as `apply`
-    /// gives it) builds the changed run itself: it must be the stored row, field for field, for
-    /// every kind of change (set fields, kept fields, cleared schedule, lease
-    /// and hold, sub-millisecond instants).
+    /// gives it) builds the changed run itself: it must be the stored row,
+    /// field for field, for every kind of change (set fields, kept fields,
+    /// cleared schedule, lease and hold, sub-millisecond instants).
     #[test]
     fn a_built_transition_result_is_the_stored_row() {
         let store = crate::store::Store::open_in_memory().expect("store");

@@ -101,8 +101,7 @@ fn maintenance_from_row(r: &Row<'_>) -> rusqlite::Result<Maintenance> {
 
 impl Tx<'_> {
     /// The schedule's durable state; the default (closed, not paused, divisor
-    /// 1, never evaluated) if none was stored yet.
-    /// Read once, then kept while no other connection writes (see
+    /// 1, never evaluated) if none was stored yet. Read once, then kept while no other connection writes (see
     /// `db::StateCache`).
     pub fn schedule_state(&self, schedule: &str) -> Result<ScheduleState> {
         if let Some(st) = self.states.get(schedule) {
