@@ -569,3 +569,34 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
         "the standby drained the rest: {by_standby_after}"
     );
 }
+
+/// The catch-up planner's own alert (windows expired after a gap) is not only
+/// in the trace: it reaches the configured sink, with what and which schedule.
+#[test]
+fn a_catchup_alert_is_sent_to_the_sink_not_only_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config_for("all").replace(
+        "[scheduler]\n",
+        "[scheduler]\nalert = { kind = \"file\", path = \"alerts.jsonl\" }\n",
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(72);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.run_until(up + TimeDelta::minutes(1)).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("alerts.jsonl")).unwrap_or_default();
+    let sent: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|a: &serde_json::Value| a["what"] == "catchup")
+        .collect();
+    assert!(
+        sent.iter()
+            .any(|a| a["schedule"] == "five" && a["message"].as_str().is_some_and(|m| m.contains("expired"))),
+        "{text}"
+    );
+}
