@@ -7,17 +7,17 @@ use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, Attemp
 use agentcron::config::load_str;
 use agentcron::engine::{Engine, EngineOptions};
 use agentcron::store::Store;
-use agentcron::store::types::RunState;
+use agentcron::store::types::{NewRun, Pool, RunFilter, RunReason, RunState};
 use agentcron::time::clock::VirtualClock;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// What another connection saw when an agent started: (its run was running
-/// there, how many runs were running there).
-type Seen = Arc<Mutex<Vec<(bool, u64)>>>;
+/// there, how many runs were running there, how many runs there were).
+type Seen = Arc<Mutex<Vec<(bool, u64, u64)>>>;
 
 /// Looks at the database through a connection of its own at every start, and
 /// never reports (the attempts stay running).
@@ -29,18 +29,18 @@ struct Watching {
 impl AgentRunner for Watching {
     fn start(&self, spec: AttemptSpec, _reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
         let other = Store::open(&self.db).unwrap();
-        let (mine, running) = other
+        let (mine, running, all) = other
             .read(|tx| {
                 let mine = tx.run(spec.run_id)?.state == RunState::Running;
-                let running = tx
-                    .count_by_state()?
+                let counts = tx.count_by_state()?;
+                let running = counts
                     .iter()
                     .find(|(s, _)| *s == RunState::Running)
                     .map_or(0, |(_, n)| *n);
-                Ok((mine, running))
+                Ok((mine, running, counts.iter().map(|(_, n)| *n).sum()))
             })
             .unwrap();
-        self.seen.lock().unwrap().push((mine, running));
+        self.seen.lock().unwrap().push((mine, running, all));
         AttemptHandle::detached()
     }
 }
@@ -92,7 +92,7 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
         "every due window was claimed and started in one tick"
     );
     assert!(
-        seen.iter().all(|(mine, _)| *mine),
+        seen.iter().all(|(mine, _, _)| *mine),
         "an agent started on a claim another connection could not see yet"
     );
     let first = seen[0].1;
@@ -102,10 +102,17 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
     );
     // Chunk by chunk: what the other connection sees only grows, in a few steps.
     assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1));
-    let mut steps: Vec<u64> = seen.iter().map(|(_, n)| *n).collect();
+    let mut steps: Vec<u64> = seen.iter().map(|(_, n, _)| *n).collect();
     steps.dedup();
     assert!(steps.len() >= 2, "claims committed in one piece: {steps:?}");
     assert_eq!(steps.last(), Some(&SCHEDULES));
+    // Opened with them: the first agents start before the last windows are
+    // even opened, and every run there is then is claimed.
+    assert!(
+        seen[0].2 < SCHEDULES,
+        "all {SCHEDULES} windows were opened before the first claim committed"
+    );
+    assert!(seen.iter().all(|(_, running, all)| running == all));
     // Every claim's commit is kept for the lateness bench: all due at 00:01,
     // committed then (a virtual clock does not move inside a tick).
     let commits = engine.claim_commits();
@@ -116,4 +123,75 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
         "{:?}",
         &commits[..3]
     );
+}
+
+/// Windows opening now are decided in the transaction that opens them only
+/// when no other on-time run is due: a run due before them keeps its turn.
+#[test]
+fn a_run_due_before_the_windows_opening_now_keeps_its_turn_at_a_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::from(
+        "[scheduler]\ntimezone = \"UTC\"\nworkers = 10\nlease = \"60s\"\n\n\
+         [agents.noop]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout = \"1m\"\n\n\
+         [tenants.t]\nmax_concurrent = 1\n",
+    );
+    for id in ["a", "b"] {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"{id}\"\ntenant = \"t\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
+        );
+    }
+    let path = dir.path().join("agentcron.toml");
+    let cfg = load_str(&toml, &path).unwrap();
+    let db = dir.path().join("turn.db");
+    let store = Arc::new(Store::open(&db).unwrap());
+    let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
+    let mut engine = Engine::new(
+        Arc::new(cfg),
+        store.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(Watching {
+            db: db.clone(),
+            seen: Arc::default(),
+        }),
+        EngineOptions::default(),
+    );
+    engine.tick().unwrap();
+    // A run of `a` due at 00:00:50, not yet decided when 00:01 comes.
+    let early: DateTime<Utc> = "2026-06-01T00:00:50Z".parse().unwrap();
+    let manual = store
+        .write(|tx| {
+            tx.insert_run(
+                &NewRun {
+                    tenant: "t".into(),
+                    schedule: "a".into(),
+                    window_key: "manual-1".into(),
+                    window_start: early,
+                    window_end: early + TimeDelta::minutes(5),
+                    due_at: early,
+                    state: RunState::Pending,
+                    reason: RunReason::Manual,
+                    pool: Pool::OnTime,
+                    state_reason: None,
+                    next_check_at: Some(early),
+                },
+                early,
+            )
+        })
+        .unwrap()
+        .unwrap();
+    clock.set("2026-06-01T00:01:00Z".parse().unwrap());
+    engine.tick().unwrap();
+    let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    let running: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.state == RunState::Running)
+        .map(|r| r.window_key.as_str())
+        .collect();
+    assert_eq!(running, ["manual-1"], "the earlier run lost its turn: {runs:?}");
+    assert_eq!(
+        store.read(|tx| tx.run(manual.id)).unwrap().state,
+        RunState::Running
+    );
+    assert_eq!(runs.len(), 3, "both windows of 00:01 were opened");
 }

@@ -35,7 +35,7 @@ use crate::time::Clock;
 use crate::time::fire::FireRule;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -414,18 +414,43 @@ impl Engine {
         // Its own transaction: a supervisor hears of a renewal only once it
         // is committed, so it never keeps an agent past the stored lease.
         self.renew_leases(now)?;
-        store.batch(|| {
-            self.sweep_zombies(now)?;
-            if !self.stopping {
-                self.open_due_windows(now)?;
-                self.queue_backlogs(now)?;
-                self.open_posted_events(now)?;
+        // When no other on-time run is due, the windows opening now are decided
+        // in the transaction that opens them, a chunk at a time: their claims
+        // commit with their windows and their agents start while later chunks
+        // are still being opened. (Otherwise they would be decided after runs
+        // due before them, which must keep their turn.)
+        let fuse = !self.stopping
+            && self
+                .store
+                .read(|tx| tx.next_due_check_in_pool(Pool::OnTime))?
+                .is_none_or(|t| t > now);
+        let mut decided = HashSet::new();
+        let mut first = true;
+        loop {
+            let more = store.batch(|| {
+                if std::mem::take(&mut first) {
+                    self.sweep_zombies(now)?;
+                }
+                if self.stopping {
+                    return Ok(false);
+                }
+                let mut fresh = Vec::new();
+                let more = self.open_due_windows(now, fuse.then_some(&mut fresh))?;
+                if !more {
+                    self.queue_backlogs(now)?;
+                    self.open_posted_events(now)?;
+                }
+                self.decide_fresh(fresh, now, &mut decided)?;
+                Ok::<bool, EngineError>(more)
+            })?;
+            self.start_pending();
+            if !more {
+                break;
             }
-            Ok::<(), EngineError>(())
-        })?;
+        }
         if !self.stopping {
             self.apply_kill_cancel(now)?;
-            self.evaluate_due_runs(now)?;
+            self.evaluate_due_runs(now, &decided)?;
         }
         store.batch(|| {
             self.expire_approvals(now)?;

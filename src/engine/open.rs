@@ -2,13 +2,14 @@
 //! time triggers (from the due heap) and event triggers (from posted events),
 //! including the catch-up plan after any gap.
 
+use super::pipeline::CLAIM_CHUNK;
 use super::{Engine, Result};
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::{self, Disposition};
 use crate::store::Backlog;
-use crate::store::types::NewEvent;
+use crate::store::types::{NewEvent, Pool, Run, RunState};
 use crate::time::duration::to_delta;
 use crate::time::fire::{Fire, window_key};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -19,10 +20,21 @@ impl Engine {
     /// (first start, downtime, suspend, forward clock jump) several fires are due
     /// at once; the catch-up planner decides which run on time, which are caught
     /// up in the backfill pool, coalesced, skipped or expired.
-    pub(crate) fn open_due_windows(&mut self, now: DateTime<Utc>) -> Result<()> {
+    ///
+    /// With `fresh` it stops once [`CLAIM_CHUNK`] fresh runs are in it: the
+    /// on-time runs it opened that are due now, for the caller to decide in
+    /// the same transaction. `true`: it stopped with windows still due.
+    pub(crate) fn open_due_windows(
+        &mut self,
+        now: DateTime<Utc>,
+        mut fresh: Option<&mut Vec<Run>>,
+    ) -> Result<bool> {
         while let Some(Reverse((at, idx))) = self.heap.peek().copied() {
             if at > now {
                 break;
+            }
+            if fresh.as_ref().is_some_and(|f| f.len() >= CLAIM_CHUNK) {
+                return Ok(true);
             }
             // Popped only once the window is durably opened: a failed write (a
             // locked database) leaves it due for the next tick.
@@ -106,6 +118,13 @@ impl Engine {
                     tx.append_event(
                         &NewEvent::of(now, opened_event(&run, p.fire.note, Opener::default())).for_run(&run),
                     )?;
+                    if let Some(f) = fresh.as_mut()
+                        && run.pool == Pool::OnTime
+                        && run.state == RunState::Pending
+                        && run.next_check_at.is_some_and(|t| t <= now)
+                    {
+                        f.push(run);
+                    }
                 }
                 if let Some(r) = &range {
                     let (next, until) = (plan[*r.start()].fire.at, plan[*r.end()].fire.at);
@@ -167,7 +186,7 @@ impl Engine {
                 self.heap.push(Reverse((next.at, idx)));
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn open_last_start_window(

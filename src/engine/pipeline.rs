@@ -12,7 +12,7 @@ use crate::gates::GateResult;
 use crate::store::Applied;
 use crate::store::types::*;
 use chrono::{DateTime, Utc};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Due runs decided and claimed per transaction: small enough that the
 /// first agents start a few milliseconds into a tick of thousands, large
@@ -47,7 +47,40 @@ impl TickFacts {
 }
 
 impl Engine {
-    pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>) -> Result<()> {
+    /// Decides the on-time runs a tick just opened, in the transaction that
+    /// opened them (see [`Engine::tick`]): their claims commit with their
+    /// windows, a chunk at a time, without reading them back. Runs whose gates
+    /// do IO are left to [`Engine::evaluate_due_runs`]; `decided` collects
+    /// the ids decided here, which it then leaves alone.
+    pub(crate) fn decide_fresh(
+        &mut self,
+        mut fresh: Vec<Run>,
+        now: DateTime<Utc>,
+        decided: &mut HashSet<i64>,
+    ) -> Result<()> {
+        fresh.retain(|r| {
+            self.index
+                .get(&r.schedule)
+                .is_some_and(|&idx| !self.gates_do_io(idx))
+        });
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        fresh.sort_by_key(|r| (r.next_check_at, r.id));
+        let mut facts = self.tick_facts(now, fresh.iter().map(|r| r.schedule.as_str()))?;
+        let now = self.clock.now().max(now);
+        for run in fresh {
+            decided.insert(run.id);
+            if let Some(&idx) = self.index.get(&run.schedule) {
+                self.evaluate_run(idx, run, now, &mut facts)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides every due run but those in `decided` (decided earlier in this
+    /// tick by [`Engine::decide_fresh`]).
+    pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>, decided: &HashSet<i64>) -> Result<()> {
         // Catch-up runs are read only as far as the backfill pool has room: a
         // backlog of thousands waits in the store, untouched, instead of being
         // re-decided (and re-held as "pool full") on every tick.
@@ -59,6 +92,9 @@ impl Engine {
             }
             Ok(due)
         })?;
+        if !decided.is_empty() {
+            due.retain(|r| !decided.contains(&r.id));
+        }
         if due.is_empty() {
             return self.collect_gates(std::time::Duration::ZERO);
         }
