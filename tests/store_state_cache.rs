@@ -199,3 +199,46 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
     assert_eq!(kept(&a).of_schedule("u"), 1);
     assert_eq!(kept(&a), counted(&a));
 }
+
+#[test]
+fn a_run_read_again_is_what_the_database_holds() {
+    use RunState::*;
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let b = Store::open(&path).unwrap();
+    let state = |s: &Store, id: i64| s.read(|tx| tx.run(id)).unwrap().state;
+    let run = a.write(|tx| Ok(insert(tx, "s", "1", t0()))).unwrap();
+    assert_eq!(state(&a, run.id), Pending);
+    // Another store claims it: A's next read sees it running.
+    b.write(|tx| Ok(claim(tx, &run))).unwrap();
+    assert_eq!(state(&a, run.id), Running, "a read after another store's commit");
+    // A's own write between two reads, in one transaction and across two.
+    let running = a.read(|tx| tx.run(run.id)).unwrap();
+    let (before, after) = a
+        .write(|tx| {
+            let before = tx.run(run.id)?.lease_expires;
+            tx.renew_lease(run.id, running.fencing_token, t0() + mins(30))?;
+            Ok((before, tx.run(run.id)?.lease_expires))
+        })
+        .unwrap();
+    assert_ne!(before, after, "a read after this transaction's own write");
+    assert_eq!(a.read(|tx| tx.run(run.id)).unwrap().lease_expires, after);
+    // A write that read its own change and then rolled back, alone and in a
+    // batch: the next read is the stored row, not what the write had read.
+    let failed: Result<()> = a.write(|tx| {
+        go(tx, &running, Succeeded);
+        assert_eq!(tx.run(run.id)?.state, Succeeded);
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(state(&a, run.id), Running, "a rolled-back write");
+    let failed: Result<()> = a.batch(|| {
+        a.write(|tx| {
+            go(tx, &running, Succeeded);
+            tx.run(run.id).map(|_| ())
+        })?;
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(state(&a, run.id), Running, "a rolled-back batch");
+}

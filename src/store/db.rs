@@ -151,6 +151,12 @@ struct CachedStates {
     seen: Option<i64>,
     states: std::collections::HashMap<String, crate::core::records::ScheduleState>,
     running: Option<std::sync::Arc<super::types::RunningCounts>>,
+    /// The run last read, with the connection's `total_changes` then: still
+    /// the stored row while that count has not moved (no row written since
+    /// on this connection) and no other connection committed (see
+    /// [`StateCache::validate`]). An attempt's end reads its run to plan,
+    /// then again as the transaction's conflict check.
+    run: Option<(u64, crate::core::records::Run)>,
 }
 
 impl StateCache {
@@ -169,6 +175,7 @@ impl StateCache {
         if c.seen != Some(version) {
             c.states.clear();
             c.running = None;
+            c.run = None;
             c.seen = Some(version);
         }
         Ok(())
@@ -209,6 +216,22 @@ impl StateCache {
         let mut c = self.inner();
         c.states.clear();
         c.running = None;
+        c.run = None;
+    }
+
+    /// Run `id` as last read, if nothing was written since (`changes`: the
+    /// connection's `total_changes` now).
+    pub(crate) fn run_as_read(&self, id: i64, changes: u64) -> Option<crate::core::records::Run> {
+        let c = self.inner();
+        c.run
+            .as_ref()
+            .filter(|(at, r)| *at == changes && r.id == id)
+            .map(|(_, r)| r.clone())
+    }
+
+    /// `run` as just read, when the connection's `total_changes` was `changes`.
+    pub(crate) fn read_run(&self, changes: u64, run: &crate::core::records::Run) {
+        self.inner().run = Some((changes, run.clone()));
     }
 
     pub(crate) fn running(&self) -> Option<std::sync::Arc<super::types::RunningCounts>> {

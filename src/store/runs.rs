@@ -233,8 +233,16 @@ impl Tx<'_> {
 
     /// The run, or `None` if there is no such id.
     pub fn try_run(&self, id: i64) -> Result<Option<Run>> {
+        let changes = self.conn.total_changes();
+        if let Some(run) = self.states.run_as_read(id, changes) {
+            return Ok(Some(run));
+        }
         let mut stmt = self.conn.prepare_cached(RUN_BY_ID)?;
-        Ok(stmt.query_row([id], run_from_row).optional()?)
+        let run = stmt.query_row([id], run_from_row).optional()?;
+        if let Some(r) = &run {
+            self.states.read_run(changes, r);
+        }
+        Ok(run)
     }
 
     pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
