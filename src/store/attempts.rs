@@ -151,7 +151,7 @@ impl Tx<'_> {
                 to: RunState::Running,
             });
         }
-        let mut stmt = self.conn.prepare_cached(CLAIM)?;
+        let mut stmt = self.cached(CLAIM)?;
         let claimed = stmt.execute(rusqlite::params![
             run_id,
             from,
@@ -168,21 +168,17 @@ impl Tx<'_> {
         self.counts.moved(Some(from), run.state);
         self.states
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
-        self.conn
-            .prepare_cached(BUMP_FENCING)?
-            .execute([run.fencing_token])?;
-        self.conn
-            .prepare_cached(INSERT_ATTEMPT)?
-            .execute(rusqlite::params![
-                run.id,
-                run.attempts,
-                run.fencing_token,
-                run.tenant,
-                run.schedule,
-                owner,
-                reason,
-                Ms(now),
-            ])?;
+        self.cached(BUMP_FENCING)?.execute([run.fencing_token])?;
+        self.cached(INSERT_ATTEMPT)?.execute(rusqlite::params![
+            run.id,
+            run.attempts,
+            run.fencing_token,
+            run.tenant,
+            run.schedule,
+            owner,
+            reason,
+            Ms(now),
+        ])?;
         Ok(Some(run))
     }
 
@@ -210,14 +206,14 @@ impl Tx<'_> {
     /// Extends the lease to `until` if `token` is still the run's token and
     /// the run is running; `false` = stale (the attempt lost its claim).
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(RENEW_LEASE)?;
+        let mut stmt = self.cached(RENEW_LEASE)?;
         Ok(stmt.execute(rusqlite::params![run_id, token, Ms(until)])? == 1)
     }
 
     /// Asks the scheduler running the attempt with `token` to cancel it: a
     /// newer window (`why`, its key) superseded it. No-op once it has ended.
     pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "UPDATE runs SET cancel_requested = ?3 WHERE id = ?1 AND fencing_token = ?2 \
              AND state = 'running' AND cancel_requested IS NULL",
         )?;
@@ -226,7 +222,7 @@ impl Tx<'_> {
 
     /// The cancel requests for attempts `owner` runs: (run, token, why).
     pub fn cancel_requests(&self, owner: &str) -> Result<Vec<(i64, i64, String)>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "SELECT id, fencing_token, cancel_requested FROM runs INDEXED BY runs_lease \
              WHERE state = 'running' AND lease_owner = ?1 AND cancel_requested IS NOT NULL",
         )?;
@@ -236,7 +232,7 @@ impl Tx<'_> {
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
     pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(SET_ENVELOPE)?;
+        let mut stmt = self.cached(SET_ENVELOPE)?;
         stmt.execute(rusqlite::params![run_id, attempt, envelope])?;
         Ok(())
     }
@@ -249,7 +245,7 @@ impl Tx<'_> {
     /// touched: that is [`Tx::transition`]'s job.
     pub fn end_attempt(&self, run_id: i64, token: i64, end: &AttemptEnd, now: DateTime<Utc>) -> Result<bool> {
         let status = end.status.unwrap_or_else(|| inferred_status(end));
-        let mut stmt = self.conn.prepare_cached(END_ATTEMPT)?;
+        let mut stmt = self.cached(END_ATTEMPT)?;
         let changed = stmt.execute(rusqlite::params![
             run_id,
             token,
@@ -273,7 +269,7 @@ impl Tx<'_> {
 
     /// The run's attempts, first first.
     pub fn attempts(&self, run_id: i64) -> Result<Vec<Attempt>> {
-        let mut stmt = self.conn.prepare_cached(ATTEMPTS_OF_RUN)?;
+        let mut stmt = self.cached(ATTEMPTS_OF_RUN)?;
         let rows = stmt.query_map([run_id], attempt_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -290,13 +286,12 @@ impl Tx<'_> {
         cost_usd: f64,
     ) -> Result<Option<(i64, f64)>> {
         let changed = self
-            .conn
-            .prepare_cached(ADD_USAGE)?
+            .cached(ADD_USAGE)?
             .execute(rusqlite::params![run_id, token, tokens, cost_usd])?;
         if changed == 0 {
             return Ok(None);
         }
-        let mut stmt = self.conn.prepare_cached(RUN_USAGE)?;
+        let mut stmt = self.cached(RUN_USAGE)?;
         Ok(Some(stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
     }
 
@@ -308,7 +303,7 @@ impl Tx<'_> {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<f64> {
-        let mut stmt = self.conn.prepare_cached(SCHEDULE_COST)?;
+        let mut stmt = self.cached(SCHEDULE_COST)?;
         Ok(
             stmt.query_row(rusqlite::params![tenant, schedule, Ms(from), Ms(to)], |r| {
                 r.get(0)
@@ -325,7 +320,7 @@ impl Tx<'_> {
         if text.is_empty() {
             return Ok(());
         }
-        let mut stmt = self.conn.prepare_cached(LOG_OF_ATTEMPT)?;
+        let mut stmt = self.cached(LOG_OF_ATTEMPT)?;
         let current = stmt
             .query_row(rusqlite::params![run_id, token], |r| {
                 Ok((
@@ -343,8 +338,7 @@ impl Tx<'_> {
         log.push(text);
         let (head, tail, dropped) = log.into_parts();
         let dropped = i64::try_from(dropped).unwrap_or(i64::MAX);
-        self.conn
-            .prepare_cached(SET_LOG)?
+        self.cached(SET_LOG)?
             .execute(rusqlite::params![token, head, tail, dropped])?;
         Ok(())
     }
@@ -363,7 +357,7 @@ impl Tx<'_> {
         side_effect: bool,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(RECORD_STEP)?;
+        let mut stmt = self.cached(RECORD_STEP)?;
         let changed = stmt.execute(rusqlite::params![
             run_id,
             token,
@@ -392,7 +386,7 @@ impl Tx<'_> {
         side_effect: bool,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(RECORD_STEP_FENCED)?;
+        let mut stmt = self.cached(RECORD_STEP_FENCED)?;
         let changed = stmt.execute(rusqlite::params![
             run_id,
             token,
@@ -408,7 +402,7 @@ impl Tx<'_> {
 
     /// The run's step journal across attempts, in the order written.
     pub fn steps(&self, run_id: i64) -> Result<Vec<Step>> {
-        let mut stmt = self.conn.prepare_cached(STEPS_OF_RUN)?;
+        let mut stmt = self.cached(STEPS_OF_RUN)?;
         let rows = stmt.query_map([run_id], |r| {
             Ok(Step {
                 run_id: r.get(0)?,

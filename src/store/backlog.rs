@@ -47,26 +47,24 @@ impl Tx<'_> {
 
     /// Sets (or replaces) the backlog of `b.schedule`.
     pub fn put_backlog(&self, b: &Backlog) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO catchup_backlog (schedule, next_at, until_at, planned_at) \
+        self.cached(
+            "INSERT INTO catchup_backlog (schedule, next_at, until_at, planned_at) \
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule) DO UPDATE SET \
                  next_at = excluded.next_at, until_at = excluded.until_at, \
                  planned_at = excluded.planned_at",
-            )?
-            .execute(rusqlite::params![
-                b.schedule,
-                Ms(b.next),
-                Ms(b.until),
-                Ms(b.planned_at)
-            ])?;
+        )?
+        .execute(rusqlite::params![
+            b.schedule,
+            Ms(b.next),
+            Ms(b.until),
+            Ms(b.planned_at)
+        ])?;
         Ok(())
     }
 
     /// The backlog of `schedule` is all queued.
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
+        self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
             .execute([schedule])?;
         Ok(())
     }
@@ -78,16 +76,14 @@ impl Tx<'_> {
         // Waiting catch-up runs of windows younger than the backlog (an on-time
         // window missed since) do not hold its place: older windows go first.
         let waiting: i64 = self
-            .conn
-            .prepare_cached(
+            .cached(
                 "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
                  WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill' \
                  AND window_start < ?2",
             )?
             .query_row(rusqlite::params![schedule, Ms(older_than)], |r| r.get(0))?;
         let running: i64 = self
-            .conn
-            .prepare_cached(
+            .cached(
                 "SELECT COUNT(*) FROM runs INDEXED BY runs_lease \
                  WHERE state = 'running' AND schedule = ?1 AND pool = 'backfill'",
             )?

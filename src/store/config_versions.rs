@@ -128,8 +128,7 @@ impl Tx<'_> {
     /// scheduler watches (one row, read every loop).
     pub fn config_watch(&self) -> Result<(Option<i64>, i64)> {
         Ok(self
-            .conn
-            .prepare_cached("SELECT version, reload_seq FROM config_current WHERE id = 1")?
+            .cached("SELECT version, reload_seq FROM config_current WHERE id = 1")?
             .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .unwrap_or((None, 0)))
@@ -140,16 +139,14 @@ impl Tx<'_> {
     /// waiting for `approve-config`.
     pub fn config_glance(&self) -> Result<(Option<String>, Option<i64>)> {
         let hash = self
-            .conn
-            .prepare_cached(
+            .cached(
                 "SELECT hash FROM config_versions \
                  WHERE version = (SELECT version FROM config_current WHERE id = 1)",
             )?
             .query_row([], |r| r.get(0))
             .optional()?;
         let waiting = self
-            .conn
-            .prepare_cached("SELECT MAX(version) FROM config_versions WHERE status = ?1")?
+            .cached("SELECT MAX(version) FROM config_versions WHERE status = ?1")?
             .query_row([ConfigStatus::Waiting.as_str()], |r| r.get(0))?;
         Ok((hash, waiting))
     }
@@ -183,26 +180,24 @@ impl Tx<'_> {
         status: ConfigStatus,
         note: Option<&str>,
     ) -> Result<i64> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO config_versions (hash, path, text, loaded_at, loaded_by, status, note) \
+        self.cached(
+            "INSERT INTO config_versions (hash, path, text, loaded_at, loaded_by, status, note) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(rusqlite::params![
-                hash,
-                path,
-                text,
-                Ms(at),
-                by,
-                status.as_str(),
-                note
-            ])?;
+        )?
+        .execute(rusqlite::params![
+            hash,
+            path,
+            text,
+            Ms(at),
+            by,
+            status.as_str(),
+            note
+        ])?;
         Ok(self.conn.last_insert_rowid())
     }
 
     pub fn set_config_status(&self, version: i64, status: ConfigStatus) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE config_versions SET status = ?2 WHERE version = ?1")?
+        self.cached("UPDATE config_versions SET status = ?2 WHERE version = ?1")?
             .execute(rusqlite::params![version, status.as_str()])?;
         Ok(())
     }
@@ -215,27 +210,24 @@ impl Tx<'_> {
         reason: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE config_versions SET approved_by = ?2, approval_reason = ?3, approved_at = ?4 \
+        self.cached(
+            "UPDATE config_versions SET approved_by = ?2, approval_reason = ?3, approved_at = ?4 \
                  WHERE version = ?1",
-            )?
-            .execute(rusqlite::params![version, by, reason, Ms(at)])?;
+        )?
+        .execute(rusqlite::params![version, by, reason, Ms(at)])?;
         Ok(())
     }
 
     /// Makes `version` the one the database runs.
     pub fn set_current_config(&self, version: i64) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE config_current SET version = ?1 WHERE id = 1")?
+        self.cached("UPDATE config_current SET version = ?1 WHERE id = 1")?
             .execute([version])?;
         Ok(())
     }
 
     /// `agentcron reload`: every scheduler on the database re-reads its file.
     pub fn request_reload(&self) -> Result<i64> {
-        self.conn
-            .prepare_cached("UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1")?
+        self.cached("UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1")?
             .execute([])?;
         Ok(self.config_watch()?.1)
     }
@@ -274,42 +266,38 @@ impl Tx<'_> {
     /// The newest version number a schedule id ever had (0 if none).
     pub fn last_schedule_version(&self, schedule: &str) -> Result<i64> {
         Ok(self
-            .conn
-            .prepare_cached("SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1")?
+            .cached("SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1")?
             .query_row([schedule], |r| r.get(0))?)
     }
 
     /// Stores a schedule version and makes it the schedule's current one.
     pub fn put_schedule_version(&self, v: &ScheduleVersion) -> Result<()> {
         let settings = serde_json::to_string(&v.settings).unwrap_or_else(|_| "{}".into());
-        self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO schedule_versions \
+        self.cached(
+            "INSERT OR REPLACE INTO schedule_versions \
                  (schedule, version, hash, settings, config_version, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(rusqlite::params![
-                v.schedule,
-                v.version,
-                v.hash,
-                settings,
-                v.config_version,
-                Ms(v.created_at)
-            ])?;
+        )?
+        .execute(rusqlite::params![
+            v.schedule,
+            v.version,
+            v.hash,
+            settings,
+            v.config_version,
+            Ms(v.created_at)
+        ])?;
         self.set_schedule_current(&v.schedule, v.version)
     }
 
     pub fn set_schedule_current(&self, schedule: &str, version: i64) -> Result<()> {
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)")?
+        self.cached("INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)")?
             .execute(rusqlite::params![schedule, version])?;
         Ok(())
     }
 
     /// A removed schedule has no current version (its history stays).
     pub fn drop_schedule_current(&self, schedule: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("DELETE FROM schedule_current WHERE schedule = ?1")?
+        self.cached("DELETE FROM schedule_current WHERE schedule = ?1")?
             .execute([schedule])?;
         Ok(())
     }
@@ -343,7 +331,7 @@ impl Tx<'_> {
             ),
             ("DELETE FROM schedule_current WHERE schedule = ?1", false),
         ] {
-            let mut stmt = self.conn.prepare_cached(sql)?;
+            let mut stmt = self.cached(sql)?;
             if both {
                 stmt.execute([old, new])?;
             } else if sql.starts_with("DELETE FROM schedule_current") {
@@ -365,16 +353,14 @@ impl Tx<'_> {
 
     /// A scheduler that reloaded runs another config: its registry row says so.
     pub fn set_scheduler_config_hash(&self, owner: &str, hash: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1")?
+        self.cached("UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1")?
             .execute([owner, hash])?;
         Ok(())
     }
 
     /// Catch-up windows of `schedule` not yet queued are dropped.
     pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
-        self.conn
-            .prepare_cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
+        self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
             .execute([schedule])?;
         Ok(())
     }
@@ -383,14 +369,12 @@ impl Tx<'_> {
     /// attempt number).
     pub fn run_versions(&self, run_id: i64) -> Result<RunVersionRows> {
         let opened = self
-            .conn
-            .prepare_cached("SELECT schedule_version FROM runs WHERE id = ?1")?
+            .cached("SELECT schedule_version FROM runs WHERE id = ?1")?
             .query_row([run_id], |r| r.get::<_, Option<i64>>(0))
             .optional()?
             .flatten();
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n")?;
+        let mut stmt =
+            self.cached("SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n")?;
         let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok((opened, rows.collect::<rusqlite::Result<Vec<_>>>()?))
     }

@@ -61,7 +61,12 @@ fn configure_sqlite() {
 /// The SQLite store. `Send + Sync`: share one across threads (calls serialize on
 /// its connection) or open one per thread/process on the same file.
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// Before `conn`: fields drop in order, and every statement must be
+    /// finalized before its connection closes.
+    stmts: Statements,
+    /// Boxed: the held statements point at the connection, which must not
+    /// move when the store does.
+    conn: Mutex<Box<Connection>>,
     path: Option<PathBuf>,
     counts: RunCounts,
     states: StateCache,
@@ -300,8 +305,85 @@ fn begin_immediate(conn: &Connection) -> Result<()> {
 
 /// A handle inside one transaction; every query lives here so callers can batch
 /// several in one atomic unit.
+/// The store's prepared statements for its fixed SQL, keyed by where the
+/// `&'static str` is (address and length): rusqlite's own cache keys by the
+/// text, so every use hashed the SQL twice and copied it once (about 4 % of
+/// a lifecycle, at some 18 statements each). Only used under the
+/// connection's lock; SQL built at run time still goes through rusqlite's
+/// cache.
+#[derive(Default)]
+pub(crate) struct Statements(Mutex<std::collections::HashMap<(usize, usize), Held>>);
+
+/// A prepared statement of the store's connection, kept between uses.
+struct Held(rusqlite::Statement<'static>);
+
+// SAFETY: a held statement is only taken out and used by a thread that holds
+// the store's connection lock (through a `Tx`), like the connection itself
+// (which is Send); SQLite's serialized threading mode (the bundled build)
+// allows a connection and its statements to move between threads.
+unsafe impl Send for Held {}
+
+/// A statement taken from [`Statements`], put back when dropped.
+pub(crate) struct Cached<'c> {
+    stmt: Option<rusqlite::Statement<'c>>,
+    key: (usize, usize),
+    home: &'c Statements,
+}
+
+impl Statements {
+    fn get<'c>(&'c self, conn: &'c Connection, sql: &'static str) -> rusqlite::Result<Cached<'c>> {
+        let key = (sql.as_ptr() as usize, sql.len());
+        let held = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        let stmt = match held {
+            Some(Held(stmt)) => stmt,
+            None => conn.prepare_with_flags(sql, rusqlite::PrepFlags::SQLITE_PREPARE_PERSISTENT)?,
+        };
+        Ok(Cached {
+            stmt: Some(stmt),
+            key,
+            home: self,
+        })
+    }
+}
+
+impl<'c> std::ops::Deref for Cached<'c> {
+    type Target = rusqlite::Statement<'c>;
+    fn deref(&self) -> &Self::Target {
+        self.stmt
+            .as_ref()
+            .expect("a cached statement is present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Cached<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.stmt
+            .as_mut()
+            .expect("a cached statement is present until dropped")
+    }
+}
+
+impl Drop for Cached<'_> {
+    fn drop(&mut self) {
+        if let Some(mut stmt) = self.stmt.take() {
+            stmt.clear_bindings();
+            // SAFETY: the statement belongs to the store's connection, which
+            // outlives every held statement (`Store::stmts` drops first); it
+            // is only used again through `Statements::get` under the
+            // connection's lock, where it gets that borrow's lifetime back.
+            let stmt: rusqlite::Statement<'static> = unsafe { std::mem::transmute(stmt) };
+            self.home
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(self.key, Held(stmt));
+        }
+    }
+}
+
 pub struct Tx<'a> {
     pub(crate) conn: &'a Connection,
+    pub(crate) stmts: &'a Statements,
     pub(crate) counts: &'a RunCounts,
     pub(crate) states: &'a StateCache,
 }
@@ -449,7 +531,8 @@ impl Store {
     fn from_conn(conn: Connection, path: Option<PathBuf>) -> Store {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Store {
-            conn: Mutex::new(conn),
+            stmts: Statements::default(),
+            conn: Mutex::new(Box::new(conn)),
             path,
             counts: RunCounts::default(),
             states: StateCache::default(),
@@ -520,7 +603,7 @@ impl Store {
         Ok(())
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    fn lock(&self) -> MutexGuard<'_, Box<Connection>> {
         // A panic inside `write`/`read` unwound through the transaction guard,
         // which rolled back; the connection itself is still sound.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
@@ -553,7 +636,7 @@ impl Store {
             let _ = guard.execute_batch("ROLLBACK");
             return Err(E::from(e.into()));
         }
-        let conn: *const Connection = &*guard;
+        let conn: *const Connection = &**guard;
         BATCH.with(|b| b.set(Some((me, conn))));
         // Cleared on every way out of `f`, panics included, before the guard goes.
         struct Clear;
@@ -614,6 +697,7 @@ impl Store {
             let conn = unsafe { &*conn };
             return f(&Tx {
                 conn,
+                stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
             });
@@ -643,6 +727,7 @@ impl Store {
         self.states.validate(&tx)?;
         let out = f(&Tx {
             conn: &tx,
+            stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
         })
@@ -675,6 +760,7 @@ impl Store {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
             return f(&Tx {
                 conn: unsafe { &*conn },
+                stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
             });
@@ -693,6 +779,7 @@ impl Store {
         }
         match f(&Tx {
             conn: &tx,
+            stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
         }) {
@@ -705,6 +792,14 @@ impl Store {
             }),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// The prepared statement for `sql`, one of the store's fixed statements
+    /// (see [`Statements`]).
+    pub(crate) fn cached(&self, sql: &'static str) -> rusqlite::Result<Cached<'a>> {
+        self.stmts.get(self.conn, sql)
     }
 }
 

@@ -70,8 +70,7 @@ impl Tx<'_> {
         // answers that, where the UPDATEs open write cursors on every index
         // of `runs` even when they change nothing.
         let waiting = self
-            .conn
-            .prepare_cached(
+            .cached(
                 "SELECT 1 FROM runs INDEXED BY runs_waiting \
                  WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND next_check_at > ?1 LIMIT 1",
             )?
@@ -132,7 +131,7 @@ impl Tx<'_> {
 
     /// Brings the next check of these waiting runs forward to `now`.
     pub fn wake_runs(&self, ids: &[i64], now: DateTime<Utc>) -> Result<usize> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "UPDATE runs SET next_check_at = ?1 WHERE id = ?2 \
              AND state IN ('pending', 'retry_wait') AND next_check_at > ?1",
         )?;
@@ -145,7 +144,7 @@ impl Tx<'_> {
 
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).
     pub fn next_lease_expiry(&self) -> Result<Option<DateTime<Utc>>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "SELECT lease_expires FROM runs WHERE state = 'running' AND lease_expires IS NOT NULL \
              ORDER BY lease_expires LIMIT 1",
         )?;
@@ -154,7 +153,7 @@ impl Tx<'_> {
 
     /// One posted event by name and id.
     pub fn posted_event(&self, name: &str, event_id: &str) -> Result<Option<PostedEvent>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
              WHERE name = ?1 AND event_id = ?2",
         )?;
@@ -173,7 +172,7 @@ impl Tx<'_> {
 
     /// Pending runs of a schedule held by an overlap buffer, oldest first.
     pub fn buffered_runs(&self, tenant: &str, schedule: &str) -> Result<Vec<i64>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "SELECT id FROM runs WHERE tenant = ?1 AND schedule = ?2 AND state = 'pending' \
              AND hold = 'overlap' ORDER BY window_start, id",
         )?;
@@ -184,7 +183,7 @@ impl Tx<'_> {
     /// The window key of a pending on-time window of the schedule, if one is
     /// waiting (catch-up runs of the schedule wait for it: on-time first).
     pub fn pending_on_time(&self, schedule: &str) -> Result<Option<String>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "SELECT window_key FROM runs INDEXED BY runs_waiting \
              WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND state = 'pending' \
              AND pool = 'on_time' ORDER BY next_check_at LIMIT 1",
@@ -200,9 +199,7 @@ impl Tx<'_> {
         if let Some(kept) = self.states.running() {
             return Ok(kept);
         }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT tenant, schedule, pool FROM runs WHERE state = 'running'")?;
+        let mut stmt = self.cached("SELECT tenant, schedule, pool FROM runs WHERE state = 'running'")?;
         let mut rows = stmt.query([])?;
         let mut counts = RunningCounts::default();
         while let Some(row) = rows.next()? {
@@ -214,9 +211,8 @@ impl Tx<'_> {
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).
     pub fn has_newer_run(&self, tenant: &str, schedule: &str, after: DateTime<Utc>) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT 1 FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start > ?3 LIMIT 1",
-        )?;
+        let mut stmt = self
+            .cached("SELECT 1 FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start > ?3 LIMIT 1")?;
         Ok(stmt
             .query_row(rusqlite::params![tenant, schedule, Ms(after)], |_| Ok(()))
             .optional()?
@@ -229,7 +225,7 @@ impl Tx<'_> {
     /// schedule (`None`: of all schedules) to `now`, after a resume or unkill.
     /// Does not touch their state; a retry still waits for its `not_before`.
     pub fn recheck_all(&self, schedule: Option<&str>, now: DateTime<Utc>) -> Result<usize> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
              AND (?2 IS NULL OR schedule = ?2) AND next_check_at > ?1",
         )?;

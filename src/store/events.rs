@@ -94,7 +94,7 @@ impl Tx<'_> {
         run_id: Option<i64>,
         detail: &str,
     ) -> Result<i64> {
-        let mut stmt = self.conn.prepare_cached(INSERT_EVENT)?;
+        let mut stmt = self.cached(INSERT_EVENT)?;
         stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -129,7 +129,7 @@ impl Tx<'_> {
 
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
-        let mut stmt = self.conn.prepare_cached(MAX_EVENT_ID)?;
+        let mut stmt = self.cached(MAX_EVENT_ID)?;
         Ok(stmt.query_row([], |r| r.get(0))?)
     }
 
@@ -142,7 +142,7 @@ impl Tx<'_> {
         payload: &serde_json::Value,
         at: DateTime<Utc>,
     ) -> Result<Option<i64>> {
-        let mut stmt = self.conn.prepare_cached(POST_EVENT)?;
+        let mut stmt = self.cached(POST_EVENT)?;
         Ok(stmt
             .query_row(
                 rusqlite::params![name, event_id, json_text(payload), Ms(at)],

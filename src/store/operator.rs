@@ -107,7 +107,7 @@ impl Tx<'_> {
         if let Some(st) = self.states.get(schedule) {
             return Ok(st);
         }
-        let mut stmt = self.conn.prepare_cached(SCHEDULE_STATE)?;
+        let mut stmt = self.cached(SCHEDULE_STATE)?;
         let st = stmt.query_row([schedule], schedule_state_from_row).optional()?;
         let st = st.unwrap_or_else(|| ScheduleState::new(schedule));
         self.states.put(&st);
@@ -128,7 +128,7 @@ impl Tx<'_> {
 
     /// Every stored schedule state, by schedule name.
     pub fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
-        let mut stmt = self.conn.prepare_cached(ALL_SCHEDULE_STATES)?;
+        let mut stmt = self.cached(ALL_SCHEDULE_STATES)?;
         let rows = stmt.query_map([], schedule_state_from_row)?;
         let all = rows.collect::<rusqlite::Result<Vec<_>>>()?;
         for st in &all {
@@ -139,7 +139,7 @@ impl Tx<'_> {
 
     /// Stores the whole state of `st.schedule` (insert or replace).
     pub fn put_schedule_state(&self, st: &ScheduleState) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(PUT_SCHEDULE_STATE)?;
+        let mut stmt = self.cached(PUT_SCHEDULE_STATE)?;
         stmt.execute(rusqlite::params![
             st.schedule,
             ms_opt(st.last_evaluated),
@@ -158,7 +158,7 @@ impl Tx<'_> {
 
     /// Records that an attempt of `schedule` started at `at`.
     pub fn set_last_start(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.cached(
             "INSERT INTO schedule_state (schedule, last_start) VALUES (?1, ?2) \
              ON CONFLICT (schedule) DO UPDATE SET last_start = excluded.last_start",
         )?;
@@ -171,7 +171,7 @@ impl Tx<'_> {
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(SET_LAST_EVALUATED)?;
+        let mut stmt = self.cached(SET_LAST_EVALUATED)?;
         stmt.execute(rusqlite::params![schedule, Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
@@ -180,7 +180,7 @@ impl Tx<'_> {
 
     /// A schedule first evaluated at `at` (its birth), with its cursor.
     pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(SET_BORN)?;
+        let mut stmt = self.cached(SET_BORN)?;
         stmt.execute(rusqlite::params![schedule, Ms(cursor), Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(cursor)));
@@ -189,7 +189,7 @@ impl Tx<'_> {
 
     /// When the schedule was first evaluated, if it ever was.
     pub fn born_at(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
-        let mut stmt = self.conn.prepare_cached(BORN_AT)?;
+        let mut stmt = self.cached(BORN_AT)?;
         let at = stmt
             .query_row([schedule], |r| r.get::<_, Option<Ms>>(0))
             .optional()?
@@ -199,13 +199,13 @@ impl Tx<'_> {
 
     /// The switch, if it was ever set.
     pub fn switch(&self, name: &str) -> Result<Option<Switch>> {
-        let mut stmt = self.conn.prepare_cached(SWITCH)?;
+        let mut stmt = self.cached(SWITCH)?;
         Ok(stmt.query_row([name], switch_from_row).optional()?)
     }
 
     /// Every switch ever set, by name.
     pub fn switches(&self) -> Result<Vec<Switch>> {
-        let mut stmt = self.conn.prepare_cached(SWITCHES)?;
+        let mut stmt = self.cached(SWITCHES)?;
         let rows = stmt.query_map([], switch_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -220,7 +220,7 @@ impl Tx<'_> {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(SET_SWITCH)?;
+        let mut stmt = self.cached(SET_SWITCH)?;
         stmt.execute(rusqlite::params![name, on, actor, reason, Ms(now)])?;
         let changed = crate::core::planner::switch_changed(name, None, on, actor, reason);
         self.append_event(&NewEvent::of(now, changed))?;
@@ -232,29 +232,26 @@ impl Tx<'_> {
     /// `RunNotFound`.
     pub fn record_approval(&self, a: &Approval) -> Result<()> {
         let exists = self
-            .conn
-            .prepare_cached(RUN_EXISTS)?
+            .cached(RUN_EXISTS)?
             .query_row([a.run_id], |_| Ok(()))
             .optional()?;
         if exists.is_none() {
             return Err(StoreError::RunNotFound(a.run_id));
         }
-        self.conn
-            .prepare_cached(INSERT_APPROVAL)?
-            .execute(rusqlite::params![
-                a.run_id,
-                a.approved,
-                a.actor,
-                a.reason,
-                a.resume_after,
-                Ms(a.at),
-            ])?;
+        self.cached(INSERT_APPROVAL)?.execute(rusqlite::params![
+            a.run_id,
+            a.approved,
+            a.actor,
+            a.reason,
+            a.resume_after,
+            Ms(a.at),
+        ])?;
         Ok(())
     }
 
     /// The run's approval decisions, oldest first.
     pub fn approvals(&self, run_id: i64) -> Result<Vec<Approval>> {
-        let mut stmt = self.conn.prepare_cached(APPROVALS_OF_RUN)?;
+        let mut stmt = self.cached(APPROVALS_OF_RUN)?;
         let rows = stmt.query_map([run_id], |r| {
             Ok(Approval {
                 run_id: r.get(0)?,
@@ -281,7 +278,7 @@ impl Tx<'_> {
         now: DateTime<Utc>,
     ) -> Result<i64> {
         let list = serde_json::Value::from(schedules.to_vec()).to_string();
-        let mut stmt = self.conn.prepare_cached(INSERT_MAINTENANCE)?;
+        let mut stmt = self.cached(INSERT_MAINTENANCE)?;
         stmt.execute(rusqlite::params![Ms(from), Ms(to), reason, actor, list, Ms(now)])?;
         let id = self.conn.last_insert_rowid();
         self.append_event(&NewEvent::of(
@@ -303,14 +300,14 @@ impl Tx<'_> {
 
     /// Maintenance windows in force at `at` (`from <= at < to`).
     pub fn maintenance_at(&self, at: DateTime<Utc>) -> Result<Vec<Maintenance>> {
-        let mut stmt = self.conn.prepare_cached(MAINTENANCE_AT)?;
+        let mut stmt = self.cached(MAINTENANCE_AT)?;
         let rows = stmt.query_map([Ms(at)], maintenance_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Every ad-hoc maintenance window, by start.
     pub fn maintenance_list(&self) -> Result<Vec<Maintenance>> {
-        let mut stmt = self.conn.prepare_cached(MAINTENANCE_LIST)?;
+        let mut stmt = self.cached(MAINTENANCE_LIST)?;
         let rows = stmt.query_map([], maintenance_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

@@ -54,10 +54,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SchedulerRecord> {
 impl Tx<'_> {
     /// Writes (or rewrites) this scheduler's row at its start.
     pub fn register_scheduler(&self, rec: &SchedulerRecord) -> Result<()> {
-        self.conn
-            .prepare_cached(FORGET)?
+        self.cached(FORGET)?
             .execute([Ms(rec.started_at - FORGET_AFTER)])?;
-        self.conn.prepare_cached(REGISTER)?.execute(rusqlite::params![
+        self.cached(REGISTER)?.execute(rusqlite::params![
             rec.owner,
             rec.host,
             rec.pid,
@@ -73,18 +72,12 @@ impl Tx<'_> {
     /// Refreshes `last_seen`; `false` when the row is missing or stopped
     /// (someone deleted it: register again).
     pub fn scheduler_seen(&self, owner: &str, now: DateTime<Utc>) -> Result<bool> {
-        Ok(self
-            .conn
-            .prepare_cached(SEEN)?
-            .execute(rusqlite::params![owner, Ms(now)])?
-            == 1)
+        Ok(self.cached(SEEN)?.execute(rusqlite::params![owner, Ms(now)])? == 1)
     }
 
     /// A clean stop.
     pub fn scheduler_stopped(&self, owner: &str, now: DateTime<Utc>) -> Result<()> {
-        self.conn
-            .prepare_cached(STOPPED)?
-            .execute(rusqlite::params![owner, Ms(now)])?;
+        self.cached(STOPPED)?.execute(rusqlite::params![owner, Ms(now)])?;
         Ok(())
     }
 
@@ -97,17 +90,15 @@ impl Tx<'_> {
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self.conn.prepare_cached(MARK_LOST)?.execute(rusqlite::params![
-            owner,
-            Ms(last_seen),
-            Ms(now),
-            by
-        ])? == 1)
+        Ok(self
+            .cached(MARK_LOST)?
+            .execute(rusqlite::params![owner, Ms(last_seen), Ms(now), by])?
+            == 1)
     }
 
     /// Every registered scheduler, oldest start first.
     pub fn schedulers(&self) -> Result<Vec<SchedulerRecord>> {
-        let mut stmt = self.conn.prepare_cached(ALL)?;
+        let mut stmt = self.cached(ALL)?;
         let rows = stmt.query_map([], from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

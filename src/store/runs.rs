@@ -178,7 +178,7 @@ impl Tx<'_> {
             RunState::Missed => new.next_check_at,
             _ => None,
         };
-        let mut stmt = self.conn.prepare_cached(INSERT_RUN)?;
+        let mut stmt = self.cached(INSERT_RUN)?;
         let inserted = stmt.execute(rusqlite::params![
             new.tenant,
             new.schedule,
@@ -237,7 +237,7 @@ impl Tx<'_> {
         if let Some(run) = self.states.run_as_read(id, changes) {
             return Ok(Some(run));
         }
-        let mut stmt = self.conn.prepare_cached(RUN_BY_ID)?;
+        let mut stmt = self.cached(RUN_BY_ID)?;
         let run = stmt.query_row([id], run_from_row).optional()?;
         if let Some(r) = &run {
             self.states.read_run(changes, r);
@@ -246,7 +246,7 @@ impl Tx<'_> {
     }
 
     pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
-        let mut stmt = self.conn.prepare_cached(RUN_BY_WINDOW)?;
+        let mut stmt = self.cached(RUN_BY_WINDOW)?;
         Ok(stmt
             .query_row([tenant, schedule, window_key], run_from_row)
             .optional()?)
@@ -318,7 +318,7 @@ impl Tx<'_> {
             Pool::OnTime => NEXT_DUE_ON_TIME,
             Pool::Backfill => NEXT_DUE_BACKFILL,
         };
-        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut stmt = self.cached(sql)?;
         let at = stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?;
         Ok(at.map(|m| m.0))
     }
@@ -333,7 +333,7 @@ impl Tx<'_> {
     /// The run of the same tenant and schedule with the greatest
     /// `window_start < before`, in any state.
     pub fn previous_run(&self, tenant: &str, schedule: &str, before: DateTime<Utc>) -> Result<Option<Run>> {
-        let mut stmt = self.conn.prepare_cached(PREVIOUS_RUN)?;
+        let mut stmt = self.cached(PREVIOUS_RUN)?;
         Ok(stmt
             .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
             .optional()?)
@@ -342,7 +342,7 @@ impl Tx<'_> {
     /// How many runs are running per (tenant, schedule), in one pass over the
     /// running runs; pairs with none are absent.
     pub fn running_counts(&self) -> Result<HashMap<(String, String), u32>> {
-        let mut stmt = self.conn.prepare_cached(RUNNING_PAIRS)?;
+        let mut stmt = self.cached(RUNNING_PAIRS)?;
         let mut rows = stmt.query([])?;
         let mut counts = HashMap::new();
         while let Some(row) = rows.next()? {
@@ -358,7 +358,7 @@ impl Tx<'_> {
         tenant: Option<&str>,
         pool: Option<Pool>,
     ) -> Result<u32> {
-        let mut stmt = self.conn.prepare_cached(COUNT_RUNNING)?;
+        let mut stmt = self.cached(COUNT_RUNNING)?;
         let n: i64 = stmt.query_row(rusqlite::params![schedule, tenant, pool], |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
@@ -376,7 +376,7 @@ impl Tx<'_> {
     /// How many runs are in each state, for every state (zeros included), in
     /// [`RunState::ALL`] order.
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
-        let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE)?;
+        let mut stmt = self.cached(COUNT_BY_STATE)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
         let mut stored: Vec<(RunState, i64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
         for row in rows {
@@ -396,7 +396,7 @@ impl Tx<'_> {
     /// [`RunState::ALL`] order: the console header's last 24 hours. A scan of
     /// the runs table (no index on `updated_at`), so callers read it rarely.
     pub fn count_by_state_since(&self, since: DateTime<Utc>) -> Result<Vec<(RunState, u64)>> {
-        let mut stmt = self.conn.prepare_cached(COUNT_BY_STATE_SINCE)?;
+        let mut stmt = self.cached(COUNT_BY_STATE_SINCE)?;
         let rows = stmt.query_map([Ms(since)], |r| {
             Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?))
         })?;
@@ -489,7 +489,7 @@ impl Tx<'_> {
         }
         let clears_schedule = to == RunState::Running || to.is_terminal();
         let leaves_running = from == RunState::Running && to != RunState::Running;
-        let mut stmt = self.conn.prepare_cached(TRANSITION)?;
+        let mut stmt = self.cached(TRANSITION)?;
         let changed = stmt.execute(rusqlite::params![
             run_id,
             from,
@@ -521,7 +521,7 @@ impl Tx<'_> {
             _ => self.try_run(run_id)?,
         };
         let Some(run) = run else {
-            let mut stmt = self.conn.prepare_cached(RUN_STATE)?;
+            let mut stmt = self.cached(RUN_STATE)?;
             let actual = stmt.query_row([run_id], |r| r.get::<_, RunState>(0)).optional()?;
             return Err(match actual {
                 Some(actual) => StoreError::StateConflict {
@@ -549,7 +549,7 @@ impl Tx<'_> {
     /// its hold reason) without changing its state. `false` if the run is no
     /// longer pending / retry_wait (it moved on) or does not exist.
     pub fn set_next_check(&self, run_id: i64, at: DateTime<Utc>, state_reason: Option<&str>) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(SET_NEXT_CHECK)?;
+        let mut stmt = self.cached(SET_NEXT_CHECK)?;
         Ok(stmt.execute(rusqlite::params![run_id, Ms(at), state_reason])? == 1)
     }
 
@@ -563,7 +563,7 @@ impl Tx<'_> {
         reason: &str,
         hold: Option<crate::core::decision::HoldKind>,
     ) -> Result<bool> {
-        let mut stmt = self.conn.prepare_cached(HOLD)?;
+        let mut stmt = self.cached(HOLD)?;
         Ok(stmt.execute(rusqlite::params![run_id, Ms(at), reason, hold])? == 1)
     }
 
@@ -581,7 +581,7 @@ impl Tx<'_> {
             Some((reason, hold)) => (true, Some(reason), hold),
             None => (false, None, None),
         };
-        let mut stmt = self.conn.prepare_cached(RECHECK)?;
+        let mut stmt = self.cached(RECHECK)?;
         Ok(stmt.execute(rusqlite::params![run_id, state, Ms(at), set, reason, hold])? == 1)
     }
 

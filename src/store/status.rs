@@ -25,8 +25,7 @@ impl Tx<'_> {
     /// The run that has been in `state` longest, if any.
     pub fn oldest_in_state(&self, state: RunState) -> Result<Option<Oldest>> {
         Ok(self
-            .conn
-            .prepare_cached(OLDEST_IN_STATE)?
+            .cached(OLDEST_IN_STATE)?
             .query_row([state.as_str()], |r| Ok((r.get(0)?, r.get(1)?, ts(r, 2)?)))
             .optional()?)
     }
@@ -34,18 +33,14 @@ impl Tx<'_> {
     /// Catch-up runs queued and not yet finished (pending or retry-waiting in
     /// the backfill pool).
     pub fn backfill_pending(&self) -> Result<u64> {
-        let n: i64 = self
-            .conn
-            .prepare_cached(BACKFILL_PENDING)?
-            .query_row([], |r| r.get(0))?;
+        let n: i64 = self.cached(BACKFILL_PENDING)?.query_row([], |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// (tokens, cost in USD) one attempt reported.
     pub fn attempt_usage(&self, run_id: i64, n: u32) -> Result<Option<(i64, f64)>> {
         Ok(self
-            .conn
-            .prepare_cached(ATTEMPT_USAGE)?
+            .cached(ATTEMPT_USAGE)?
             .query_row(rusqlite::params![run_id, n], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?)
     }
