@@ -237,3 +237,28 @@ fn an_in_memory_store_has_no_checkpointer() {
     store.checkpoint_in_background().unwrap();
     write_mebibytes(&store, 1);
 }
+
+/// A database in memory (rehearsals) is made with 16 KiB pages, a file with
+/// SQLite's 4 KiB (see `db::MEMORY_PAGE_SIZE`); both work the same.
+#[test]
+fn a_database_in_memory_has_bigger_pages_than_a_file() {
+    let page_size =
+        |c: &rusqlite::Connection| -> i64 { c.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap() };
+    let uri = agentcron::rehearsal::driver::memory_database("page-size-check");
+    let store = Store::open(&uri).unwrap();
+    let run = store.write(|tx| Ok(insert(tx, "s", "1", t0()))).unwrap();
+    let raw = rusqlite::Connection::open_with_flags(
+        &uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+    )
+    .unwrap();
+    assert_eq!(page_size(&raw), 16384);
+    let count: i64 = raw
+        .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 1, "the same shared database");
+    assert_eq!(store.read(|tx| tx.run(run.id)).unwrap().window_key, "1");
+    let (_dir, path) = temp_db();
+    let _file = Store::open(&path).unwrap();
+    assert_eq!(page_size(&rusqlite::Connection::open(&path).unwrap()), 4096);
+}
