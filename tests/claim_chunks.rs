@@ -45,40 +45,56 @@ impl AgentRunner for Watching {
     }
 }
 
+/// The config's `[scheduler]` and agent, `workers` of them, then `rest`.
+fn config(workers: u32, rest: &str) -> String {
+    format!(
+        "[scheduler]\ntimezone = \"UTC\"\nworkers = {workers}\nlease = \"60s\"\n\n\
+         [agents.noop]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout = \"1m\"\n{rest}"
+    )
+}
+
+/// An engine on `toml` with a file database, a virtual clock at 00:00:30
+/// and the watching agent recording into `seen`.
+fn engine(
+    dir: &tempfile::TempDir,
+    toml: &str,
+    seen: &Seen,
+    opts: EngineOptions,
+) -> (Arc<Store>, VirtualClock, Engine) {
+    let cfg = load_str(toml, &dir.path().join("agentcron.toml")).unwrap();
+    let db = dir.path().join("chunks.db");
+    let store = Arc::new(Store::open(&db).unwrap());
+    let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
+    let engine = Engine::new(
+        Arc::new(cfg),
+        store.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(Watching {
+            db,
+            seen: seen.clone(),
+        }),
+        opts,
+    );
+    (store, clock, engine)
+}
+
 #[test]
 fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
     const SCHEDULES: u64 = 600;
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = String::from(
-        "[scheduler]\ntimezone = \"UTC\"\nworkers = 1000\nlease = \"60s\"\n\n\
-         [agents.noop]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout = \"1m\"\n",
-    );
+    let mut toml = config(1000, "");
     for i in 0..SCHEDULES {
         let _ = write!(
             toml,
             "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
         );
     }
-    let path = dir.path().join("agentcron.toml");
-    let cfg = load_str(&toml, &path).unwrap();
-    let db = dir.path().join("chunks.db");
-    let store = Arc::new(Store::open(&db).unwrap());
-    let start: DateTime<Utc> = "2026-06-01T00:00:30Z".parse().unwrap();
-    let clock = VirtualClock::new(start);
     let seen: Seen = Arc::default();
-    let mut engine = Engine::new(
-        Arc::new(cfg),
-        store.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(Watching {
-            db: db.clone(),
-            seen: seen.clone(),
-        }),
-        EngineOptions {
-            record_claim_commits: true,
-            ..EngineOptions::default()
-        },
-    );
+    let opts = EngineOptions {
+        record_claim_commits: true,
+        ..EngineOptions::default()
+    };
+    let (_store, clock, mut engine) = engine(&dir, &toml, &seen, opts);
     engine.tick().unwrap();
     // The first evaluation: every schedule is born now, nothing is due yet.
     assert!(seen.lock().unwrap().is_empty());
@@ -130,32 +146,14 @@ fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
 #[test]
 fn a_run_due_before_the_windows_opening_now_keeps_its_turn_at_a_quota() {
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = String::from(
-        "[scheduler]\ntimezone = \"UTC\"\nworkers = 10\nlease = \"60s\"\n\n\
-         [agents.noop]\nkind = \"command\"\ncommand = [\"true\"]\ntimeout = \"1m\"\n\n\
-         [tenants.t]\nmax_concurrent = 1\n",
-    );
+    let mut toml = config(10, "\n[tenants.t]\nmax_concurrent = 1\n");
     for id in ["a", "b"] {
         let _ = write!(
             toml,
             "\n[[schedule]]\nid = \"{id}\"\ntenant = \"t\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
         );
     }
-    let path = dir.path().join("agentcron.toml");
-    let cfg = load_str(&toml, &path).unwrap();
-    let db = dir.path().join("turn.db");
-    let store = Arc::new(Store::open(&db).unwrap());
-    let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
-    let mut engine = Engine::new(
-        Arc::new(cfg),
-        store.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(Watching {
-            db: db.clone(),
-            seen: Arc::default(),
-        }),
-        EngineOptions::default(),
-    );
+    let (store, clock, mut engine) = engine(&dir, &toml, &Arc::default(), EngineOptions::default());
     engine.tick().unwrap();
     // A run of `a` due at 00:00:50, not yet decided when 00:01 comes.
     let early: DateTime<Utc> = "2026-06-01T00:00:50Z".parse().unwrap();
