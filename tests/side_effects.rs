@@ -288,11 +288,31 @@ fn freeze_outside_a_write(dir: &Path, child: &Child) {
     );
 }
 
+/// When the test fails, prints the end of each scheduler's log before the
+/// temporary folder (and the logs with it) goes: a failure that does not
+/// repeat can still be read afterwards.
+struct LogsOnFailure<'a>(&'a Path, &'static [&'static str]);
+
+impl Drop for LogsOnFailure<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for name in self.1 {
+            let text = std::fs::read_to_string(self.0.join(name)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(80)..];
+            eprintln!("--- last {} lines of {name} ---\n{}", tail.len(), tail.join("\n"));
+        }
+    }
+}
+
 // (a) a frozen scheduler
 #[test]
 fn a_scheduler_frozen_past_its_lease_leaves_each_side_effect_done_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    let _logs = LogsOnFailure(d, &["a.log", "b.log"]);
     // `deliver started` after 1 s; the ledger written 5 s after the ack:
     // later than the lease (3 s) and the takeover grace (1 s) together.
     let ledger = ledger_config(
