@@ -262,3 +262,28 @@ fn a_database_in_memory_has_bigger_pages_than_a_file() {
     let _file = Store::open(&path).unwrap();
     assert_eq!(page_size(&rusqlite::Connection::open(&path).unwrap()), 4096);
 }
+
+/// Several schedulers started at once on a new file: each one's open sees
+/// either no schema yet or the whole migrated one, never the tables of the
+/// other's migration without its version (which it once refused as "not an
+/// agentcron database", and exited).
+#[test]
+fn stores_opened_at_once_on_a_new_file_all_open_it() {
+    for round in 0..30 {
+        let (_dir, path) = temp_db();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let opens: Vec<_> = (0..4)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open(&path).map(|_| ())
+                })
+            })
+            .collect();
+        for open in opens {
+            let opened = open.join().unwrap();
+            assert!(opened.is_ok(), "round {round}: {opened:?}");
+        }
+    }
+}

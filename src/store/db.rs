@@ -500,7 +500,21 @@ impl Store {
                 // Before the first table; a no-op on a database already made.
                 conn.execute_batch(MEMORY_PAGE_SIZE)?;
             }
-            let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            // Two processes opening a new file at once both switch it to WAL,
+            // and SQLite answers one of them SQLITE_BUSY at once, without
+            // waiting (waiting would deadlock): the other's switch is done in
+            // a moment, so try again.
+            let mut tries = 0;
+            loop {
+                match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                    Ok(_) => break,
+                    Err(e) if is_busy(&e) && tries < 50 => {
+                        tries += 1;
+                        std::thread::sleep(LOCK_BACKOFF);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             conn.execute_batch(TUNING)?;
             schema::migrate(&mut conn, &name)
         })();

@@ -439,16 +439,27 @@ fn check_owner(conn: &Connection, path: &str, version: i64) -> Result<()> {
 
 /// [`check_owner`] of an open file, by reading only.
 pub(crate) fn check_owner_read(conn: &Connection, path: &str) -> Result<()> {
-    let version = user_version(conn)?;
-    check_owner(conn, path, version)
+    checked_version(conn, path).map(|_| ())
+}
+
+/// The schema version, checked by [`check_owner`], read from one snapshot.
+/// Two separate reads could see no version yet and then the tables another
+/// process's migration committed in between, and call a new file someone
+/// else's: one of two schedulers started at once on a new file sometimes
+/// refused it as "not an agentcron database" and exited.
+fn checked_version(conn: &Connection, path: &str) -> Result<i64> {
+    let tx = conn.unchecked_transaction()?;
+    let version = user_version(&tx)?;
+    check_owner(&tx, path, version)?;
+    tx.commit()?;
+    Ok(version)
 }
 
 /// Brings the schema up to [`SCHEMA_VERSION`] in one `BEGIN IMMEDIATE`
 /// transaction, so two processes opening a new file never both migrate it.
 pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<()> {
     // Fast path without the write lock: a current file needs nothing.
-    let version = user_version(conn)?;
-    check_owner(conn, path, version)?;
+    let version = checked_version(conn, path)?;
     if version == SCHEMA_VERSION {
         return Ok(());
     }
