@@ -65,8 +65,13 @@ struct Outage {
 /// Up from 2026-06-01 00:00Z, down at 01:30Z for exactly 72 h, restarted
 /// (nothing run yet at the restart instant): (dir, driver, down, up).
 fn restarted(policy: &str) -> (tempfile::TempDir, Driver, DateTime<Utc>, DateTime<Utc>) {
+    restarted_with(&config_for(policy))
+}
+
+/// [`restarted`] with the config `toml`.
+fn restarted_with(toml: &str) -> (tempfile::TempDir, Driver, DateTime<Utc>, DateTime<Utc>) {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(&dir, &config_for(policy));
+    let cfg = config(&dir, toml);
     let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
     let down = t("2026-06-01T01:30:00Z");
     d.run_until(down).unwrap();
@@ -574,19 +579,11 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
 /// in the trace: it reaches the configured sink, with what and which schedule.
 #[test]
 fn a_catchup_alert_is_sent_to_the_sink_not_only_recorded() {
-    let dir = tempfile::tempdir().unwrap();
     let toml = config_for("all").replace(
         "[scheduler]\n",
         "[scheduler]\nalert = { kind = \"file\", path = \"alerts.jsonl\" }\n",
     );
-    let cfg = config(&dir, &toml);
-    let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(72);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (dir, mut d, _down, up) = restarted_with(&toml);
     d.run_until(up + TimeDelta::minutes(1)).unwrap();
     let text = std::fs::read_to_string(dir.path().join("alerts.jsonl")).unwrap_or_default();
     let sent: Vec<serde_json::Value> = text
