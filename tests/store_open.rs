@@ -205,6 +205,7 @@ fn the_background_checkpointer_copies_a_grown_wal_into_the_database() {
     let store = Store::open(&path).unwrap();
     store.checkpoint_in_background().unwrap();
     store.checkpoint_in_background().unwrap(); // a second call changes nothing
+    assert!(store.checkpoints_in_background());
     write_mebibytes(&store, 24);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while main_file_bytes(&path) < 16 << 20 {
@@ -235,7 +236,14 @@ fn the_background_checkpointer_copies_a_grown_wal_into_the_database() {
 fn an_in_memory_store_has_no_checkpointer() {
     let store = Store::open_in_memory().unwrap();
     store.checkpoint_in_background().unwrap();
+    assert!(!store.checkpoints_in_background());
     write_mebibytes(&store, 1);
+    // A rehearsal's shared in-memory database has a path (its URI) but no
+    // WAL either: no thread woken after every commit to look for one.
+    let shared = Store::open(&agentcron::rehearsal::driver::memory_database("no-checkpointer")).unwrap();
+    shared.checkpoint_in_background().unwrap();
+    assert!(!shared.checkpoints_in_background());
+    write_mebibytes(&shared, 1);
 }
 
 /// A database in memory (rehearsals) is made with 16 KiB pages, a file with

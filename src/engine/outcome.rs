@@ -600,7 +600,7 @@ impl Engine {
                 pool_used: used,
                 pool_size: self.pool_use(run.pool).1,
             };
-            if quota_hold(run, s, &q).is_none() {
+            if quota_hold(run.pool, s, &q).is_none() {
                 // It takes its place: the next candidate sees it counted.
                 wake.push(run.id);
                 woken.add(&s.tenant, &s.id, run.pool, true);

@@ -583,10 +583,11 @@ impl Store {
     /// whenever a commit has left it larger than 16 MiB, so no claim waits for
     /// a checkpoint's page copies and fsync. The writer's own checkpoint stays
     /// as a backstop at 256 MiB. The thread ends with the store. A store in
-    /// memory, or one opened read-only, has nothing to checkpoint: a no-op.
-    /// Calling it again is a no-op too.
+    /// memory (an in-memory URI too: a rehearsal's shared database), or one
+    /// opened read-only, has nothing to checkpoint: a no-op. Calling it again
+    /// is a no-op too.
     pub fn checkpoint_in_background(&self) -> Result<()> {
-        let Some(path) = self.path.clone() else {
+        let Some(path) = self.path.clone().filter(|p| !is_memory_uri(p)) else {
             return Ok(());
         };
         if self.checkpointer.get().is_some() || self.lock().is_readonly(rusqlite::MAIN_DB)? {
@@ -618,6 +619,12 @@ impl Store {
             })
             .map_err(|e| StoreError::Invariant(format!("cannot start the checkpoint thread: {e}")))?;
         Ok(())
+    }
+
+    /// Whether a background checkpointer runs for this store
+    /// ([`Store::checkpoint_in_background`]).
+    pub fn checkpoints_in_background(&self) -> bool {
+        self.checkpointer.get().is_some()
     }
 
     /// After a commit: lets the background checkpointer look at the WAL.

@@ -17,9 +17,7 @@ const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
 macro_rules! quota_held_sql {
     ($pool:literal) => {
         concat!(
-            "SELECT ",
-            super::sql::run_cols!(),
-            " FROM runs INDEXED BY runs_quota_held WHERE pool = '",
+            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_quota_held WHERE pool = '",
             $pool,
             "' AND state IN ('pending', 'retry_wait') \
              AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?1"
@@ -117,15 +115,24 @@ impl Tx<'_> {
     }
 
     /// Waiting runs of `pool` held by a quota, longest waiting (earliest
-    /// due) first, at most `n`: the candidates for a freed slot.
-    pub fn quota_held(&self, pool: Pool, n: usize) -> Result<Vec<Run>> {
+    /// due) first, at most `n`: the candidates for a freed slot. Only what
+    /// choosing among them needs: after an outage this is read at every
+    /// attempt's end, and decoding whole runs was most of its cost.
+    pub fn quota_held(&self, pool: Pool, n: usize) -> Result<Vec<HeldRun>> {
         let sql = match pool {
             Pool::OnTime => QUOTA_HELD_ON_TIME,
             Pool::Backfill => QUOTA_HELD_BACKFILL,
         };
         // The limit in the text too (a handful of distinct values).
         let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?1", n))?;
-        let rows = stmt.query_map([], super::sql::run_from_row)?;
+        let rows = stmt.query_map([], |r| {
+            Ok(HeldRun {
+                id: r.get(0)?,
+                schedule: r.get(1)?,
+                pool,
+                due_at: super::sql::ts(r, 2)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

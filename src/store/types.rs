@@ -141,6 +141,16 @@ impl NewEvent {
 }
 
 /// Filter for run listings; `None` = any.
+/// A waiting run held by a quota, as [`Tx::quota_held`](super::Tx::quota_held)
+/// reads it: what choosing the runs a freed slot admits needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldRun {
+    pub id: i64,
+    pub schedule: String,
+    pub pool: Pool,
+    pub due_at: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub schedule: Option<String>,

@@ -357,7 +357,7 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
     }
     out.checks.push(clear(SwitchName::Overlap));
     // Quotas: schedule concurrency (halved after rate limits), tenant, pool.
-    if let Some(reason) = quota_hold(run, s, &Quotas::of(f)) {
+    if let Some(reason) = quota_hold(run.pool, s, &Quotas::of(f)) {
         push_held(&mut out, SwitchName::Quota, reason, Hold::Wait);
         return out;
     }
@@ -390,9 +390,9 @@ impl Quotas {
     }
 }
 
-/// Why a quota holds `run` (schedule concurrency halved after rate limits,
+/// Why a quota holds a run of `pool` (schedule concurrency halved after rate limits,
 /// tenant, this process's pool), or `None` when it may start.
-pub fn quota_hold(run: &Run, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
+pub fn quota_hold(pool: Pool, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
     let divisor = q.divisor.max(1);
     let limit = schedule_limit(s.max_concurrency, divisor);
     if q.running >= limit {
@@ -417,7 +417,7 @@ pub fn quota_hold(run: &Run, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
     if q.pool_used >= q.pool_size {
         return Some(format!(
             "{} pool full ({}/{})",
-            run.pool.as_str(),
+            pool.as_str(),
             q.pool_used,
             q.pool_size
         ));
