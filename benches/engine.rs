@@ -895,7 +895,7 @@ fn store_replay(runs: usize) -> Spent {
         ok(ended, "end_attempt");
         let running = ok(spent[5].time(|| store.read(|tx| tx.run(run.id))), "read run");
         ok(
-            spent[6].time(|| store.write(|tx| tx.recheck_held(&run.schedule, 1, true, now))),
+            spent[6].time(|| store.write(|tx| tx.recheck_held(&run.schedule, 1, true, true, now))),
             "recheck_held",
         );
         let ev = NewEvent::new(

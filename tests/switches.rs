@@ -666,10 +666,72 @@ fn wake_ups_follow_the_hold_kind_not_the_reason_text() {
             Ok((a.id, b.id))
         })
         .unwrap();
-    let (woken, _) = store.write(|tx| tx.recheck_held("job", 1, true, now)).unwrap();
-    assert_eq!(woken, 1, "only the run a slot holds");
     let run = |id: i64| store.read(|tx| tx.run(id)).unwrap();
+    // The engine, choosing among quota-held runs itself, leaves them be.
+    let (woken, _) = store
+        .write(|tx| tx.recheck_held("job", 1, false, false, now))
+        .unwrap();
+    assert_eq!(woken, 0, "a quota hold is left to the caller");
+    assert_eq!(run(reworded).next_check_at, Some(later));
+    let held = store.read(|tx| tx.quota_held_of("job", Pool::OnTime, 5)).unwrap();
+    assert_eq!(held.iter().map(|h| h.id).collect::<Vec<_>>(), vec![reworded]);
+    let (woken, _) = store
+        .write(|tx| tx.recheck_held("job", 1, true, true, now))
+        .unwrap();
+    assert_eq!(woken, 1, "only the run a slot holds");
     assert_eq!(run(reworded).next_check_at, Some(now));
     assert_eq!(run(reworded).hold, Some(HoldKind::Quota));
     assert_eq!(run(lookalike).next_check_at, Some(later));
+}
+
+/// A freed place is offered to the ending schedule's own held runs too,
+/// however many older runs of other schedules are held (the engine reads
+/// only the oldest few of those): here eight runs of `c`, held by its own
+/// limit, are older than `a`'s, and `a`'s still starts at once.
+#[test]
+fn a_freed_place_reaches_its_own_schedules_held_run_behind_older_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = BASE.replace("workers = 4", "workers = 2");
+    toml.push_str(
+        "\n[[schedule]]\nid = \"c\"\nagent = \"sim\"\ncron = \"* * * * *\"\noverlap = \"allow\"\n\
+         max_concurrency = 1\nclose_after = \"1h\"\ncheck_every = \"1h\"\n\
+         \n[[schedule]]\nid = \"a\"\nagent = \"sim\"\ncron = \"0,9 * * * *\"\noverlap = \"allow\"\n\
+         max_concurrency = 3\nclose_after = \"1h\"\ncheck_every = \"1h\"\n",
+    );
+    let cfg = config(&dir, &toml);
+    let agent = |minutes: i64| {
+        sim_agent(vec![SimAttempt {
+            latency: TimeDelta::minutes(minutes),
+            ..Default::default()
+        }])
+    };
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-01T01:00:00Z",
+        vec![("c", agent(60)), ("a", agent(10))],
+        vec![],
+    );
+    d.run_until(t("2026-06-01T01:09:30Z")).unwrap();
+    let store = d.store().unwrap();
+    let held_c = runs(&store, "c")
+        .iter()
+        .filter(|r| {
+            r.state == RunState::Pending && r.hold == Some(agentcron::core::decision::HoldKind::Quota)
+        })
+        .count();
+    assert_eq!(held_c, 9, "c's runs of 01:01 to 01:09 wait for c's own limit");
+    let own = run_by_key(&store, "a", "2026-06-01T09:09+08:00");
+    assert_eq!(
+        own.hold,
+        Some(agentcron::core::decision::HoldKind::Quota),
+        "held: both places are taken"
+    );
+    // 01:10: a's first run ends. c's held runs are older but cannot start.
+    d.run_until(t("2026-06-01T01:10:30Z")).unwrap();
+    let claimed = events(&store, own.id)
+        .into_iter()
+        .find(|e| e.kind == "claimed")
+        .map(|e| e.at);
+    assert_eq!(claimed, Some(t("2026-06-01T01:10:00Z")));
 }

@@ -519,9 +519,12 @@ impl Engine {
         if let Some(&idx) = self.index.get(schedule) {
             self.backlog_room(idx, now);
         }
+        // While runs may be held by a quota, the schedule's own are among
+        // the candidates that wake_quota_held wakes only if they fit.
+        let by_candidates = self.quota_holds.get();
         self.store
-            .write(|tx| tx.recheck_held(schedule, backfill, false, now))?;
-        if self.quota_holds.get() && self.wake_quota_held(now)? == 0 {
+            .write(|tx| tx.recheck_held(schedule, backfill, false, !by_candidates, now))?;
+        if by_candidates && self.wake_quota_held(schedule, now)? == 0 {
             // Nothing is held by a quota any more: stop looking on every end.
             self.quota_holds.set(false);
         }
@@ -538,7 +541,7 @@ impl Engine {
     /// not 64 every time an attempt ends, which after an outage (thousands of
     /// catch-up runs held by a backfill pool with one place free) was the
     /// drain's largest cost.
-    fn wake_quota_held(&self, now: DateTime<Utc>) -> Result<usize> {
+    fn wake_quota_held(&self, schedule: &str, now: DateTime<Utc>) -> Result<usize> {
         use crate::core::layers::switches::{Quotas, quota_hold};
         const POOLS: [Pool; 2] = [Pool::OnTime, Pool::Backfill];
         let mut candidates = self.store.read(|tx| {
@@ -547,12 +550,16 @@ impl Engine {
                 let room = self.pool_room(pool);
                 if room > 0 {
                     runs.extend(tx.quota_held(pool, (room * 8).min(64))?);
+                    // The freed slot's own schedule's runs, however many
+                    // older runs of other schedules are held.
+                    runs.extend(tx.quota_held_of(schedule, pool, room)?);
                 }
             }
             Ok(runs)
         })?;
         // Longest waiting first, whichever its pool.
         candidates.sort_by_key(|r| (r.due_at, r.id));
+        candidates.dedup_by_key(|r| r.id);
         if candidates.is_empty() {
             // Nothing that could start now; is anything held at all?
             let held = self.store.read(|tx| {

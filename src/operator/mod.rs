@@ -282,7 +282,7 @@ fn carry_out(store: &Store, cfg: Option<&Config>, plan: &Plan, now: DateTime<Utc
                 for effect in effects {
                     match effect {
                         Effect::WakeHeld { schedule, slots } => {
-                            tx.recheck_held(schedule, slots.unwrap_or(1), false, now)?;
+                            tx.recheck_held(schedule, slots.unwrap_or(1), false, true, now)?;
                         }
                         Effect::RecheckAll { schedule } => {
                             tx.recheck_all(schedule.as_deref(), now)?;

@@ -9,6 +9,7 @@ use rusqlite::OptionalExtension;
 
 /// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
 const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
+const SLOT_HOLDS_BUT_QUOTA: &str = "hold IN ('overlap', 'circuit', 'on_time')";
 
 /// The quota-held runs of one pool, the pool and the limit written into the
 /// text: with the limit bound (`LIMIT ?1`), SQLite prepared the statement
@@ -40,19 +41,29 @@ impl Tx<'_> {
     /// `quota`, also the `backfill` runs of any schedule held by a quota longest
     /// (on-time by next check, catch-up by window). Waking everything held on every attempt
     /// end re-decided whole backlogs each time. Does not touch their state.
-    /// Returns (runs woken, of them held by a quota).
+    /// Without `own_quota`, the schedule's own runs held by a quota are left
+    /// to the caller, which wakes only those a free place admits
+    /// ([`Tx::quota_held_of`]): woken here, all but one of them were decided
+    /// again only to be held again (after an outage, most of the drain's
+    /// decisions). Returns (runs woken, of them held by a quota).
     pub fn recheck_held(
         &self,
         schedule: &str,
         backfill: usize,
         quota: bool,
+        own_quota: bool,
         now: DateTime<Utc>,
     ) -> Result<(usize, usize)> {
+        let holds = if own_quota {
+            SLOT_HOLDS
+        } else {
+            SLOT_HOLDS_BUT_QUOTA
+        };
         // One statement per index: an UPDATE with ORs made SQLite scan every run.
         let own = format!(
             "UPDATE runs INDEXED BY runs_waiting SET next_check_at = ?1 \
              WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
-               AND next_check_at > ?1 AND {SLOT_HOLDS}"
+               AND next_check_at > ?1 AND {holds}"
         );
         // The oldest catch-up runs so held: of one schedule through its waiting
         // runs (runs_waiting), of any schedule in window order.
@@ -82,7 +93,7 @@ impl Tx<'_> {
             woken += self
                 .conn
                 .prepare_cached(&with_limit(
-                    &oldest("runs_waiting", &format!("schedule = ?2 AND {SLOT_HOLDS}")),
+                    &oldest("runs_waiting", &format!("schedule = ?2 AND {holds}")),
                     "?3",
                     backfill,
                 ))?
@@ -125,14 +136,22 @@ impl Tx<'_> {
         };
         // The limit in the text too (a handful of distinct values).
         let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?1", n))?;
-        let rows = stmt.query_map([], |r| {
-            Ok(HeldRun {
-                id: r.get(0)?,
-                schedule: r.get(1)?,
-                pool,
-                due_at: super::sql::ts(r, 2)?,
-            })
-        })?;
+        let rows = stmt.query_map([], |r| held_run(r, pool))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The waiting runs of `schedule` in `pool` held by a quota, longest
+    /// waiting first, at most `n`: a freed slot's own schedule's candidates,
+    /// as [`Tx::quota_held`] reads them.
+    pub fn quota_held_of(&self, schedule: &str, pool: Pool, n: usize) -> Result<Vec<HeldRun>> {
+        let mut stmt = self.conn.prepare_cached(&with_limit(
+            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_waiting \
+             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = ?2 \
+               AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?3",
+            "?3",
+            n,
+        ))?;
+        let rows = stmt.query_map(rusqlite::params![schedule, pool], |r| held_run(r, pool))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
@@ -238,4 +257,14 @@ impl Tx<'_> {
         )?;
         Ok(stmt.execute(rusqlite::params![Ms(now), schedule])?)
     }
+}
+
+/// A [`HeldRun`] from its columns (id, schedule, due_at).
+fn held_run(r: &rusqlite::Row<'_>, pool: Pool) -> rusqlite::Result<HeldRun> {
+    Ok(HeldRun {
+        id: r.get(0)?,
+        schedule: r.get(1)?,
+        pool,
+        due_at: ts(r, 2)?,
+    })
 }
