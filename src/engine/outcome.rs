@@ -551,8 +551,10 @@ impl Engine {
                 if room > 0 {
                     runs.extend(tx.quota_held(pool, (room * 8).min(64))?);
                     // The freed slot's own schedule's runs, however many
-                    // older runs of other schedules are held.
-                    runs.extend(tx.quota_held_of(schedule, pool, room)?);
+                    // older runs of other schedules are held. (A few: the
+                    // limit is in the statement's text, and a pool's room
+                    // takes many values.)
+                    runs.extend(tx.quota_held_of(schedule, pool, room.min(8))?);
                 }
             }
             Ok(runs)

@@ -26,6 +26,18 @@ macro_rules! quota_held_sql {
     };
 }
 const QUOTA_HELD_ON_TIME: &str = quota_held_sql!("on_time");
+macro_rules! quota_held_of_sql {
+    ($pool:literal) => {
+        concat!(
+            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_waiting \
+             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = '",
+            $pool,
+            "' AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?2"
+        )
+    };
+}
+const QUOTA_HELD_OF_ON_TIME: &str = quota_held_of_sql!("on_time");
+const QUOTA_HELD_OF_BACKFILL: &str = quota_held_of_sql!("backfill");
 const QUOTA_HELD_BACKFILL: &str = quota_held_sql!("backfill");
 
 /// The engine's hot queries here, for [`Tx::hot_query_plans`].
@@ -144,14 +156,13 @@ impl Tx<'_> {
     /// waiting first, at most `n`: a freed slot's own schedule's candidates,
     /// as [`Tx::quota_held`] reads them.
     pub fn quota_held_of(&self, schedule: &str, pool: Pool, n: usize) -> Result<Vec<HeldRun>> {
-        let mut stmt = self.conn.prepare_cached(&with_limit(
-            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_waiting \
-             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = ?2 \
-               AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?3",
-            "?3",
-            n,
-        ))?;
-        let rows = stmt.query_map(rusqlite::params![schedule, pool], |r| held_run(r, pool))?;
+        // The pool and the limit in the text, as in `quota_held`.
+        let sql = match pool {
+            Pool::OnTime => QUOTA_HELD_OF_ON_TIME,
+            Pool::Backfill => QUOTA_HELD_OF_BACKFILL,
+        };
+        let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?2", n))?;
+        let rows = stmt.query_map([schedule], |r| held_run(r, pool))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
