@@ -8,8 +8,32 @@ use chrono::{DateTime, Utc};
 use rusqlite::OptionalExtension;
 
 /// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
-const SLOT_HOLDS: &str = "hold IN ('quota', 'overlap', 'circuit', 'on_time')";
-const SLOT_HOLDS_BUT_QUOTA: &str = "hold IN ('overlap', 'circuit', 'on_time')";
+macro_rules! slot_holds {
+    () => {
+        "'quota', 'overlap', 'circuit', 'on_time'"
+    };
+}
+macro_rules! slot_holds_but_quota {
+    () => {
+        "'overlap', 'circuit', 'on_time'"
+    };
+}
+const SLOT_HOLDS: &str = concat!("hold IN (", slot_holds!(), ")");
+const SLOT_HOLDS_BUT_QUOTA: &str = concat!("hold IN (", slot_holds_but_quota!(), ")");
+/// Whether a schedule has runs [`Tx::recheck_held`] would wake.
+macro_rules! waiting_probe_sql {
+    ($holds:expr) => {
+        concat!(
+            "SELECT 1 FROM runs INDEXED BY runs_waiting \
+             WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND next_check_at > ?1 \
+               AND hold IN (",
+            $holds,
+            ") LIMIT 1"
+        )
+    };
+}
+const WAITING_PROBE: &str = waiting_probe_sql!(slot_holds!());
+const WAITING_PROBE_BUT_QUOTA: &str = waiting_probe_sql!(slot_holds_but_quota!());
 
 /// The quota-held runs of one pool, the pool and the limit written into the
 /// text: with the limit bound (`LIMIT ?1`), SQLite prepared the statement
@@ -87,15 +111,16 @@ impl Tx<'_> {
                    ORDER BY window_start, id LIMIT ?3)"
             )
         };
-        // Most ends free a slot nobody waits for: one read of the index
-        // answers that, where the UPDATEs open write cursors on every index
-        // of `runs` even when they change nothing.
-        let waiting = self
-            .cached(
-                "SELECT 1 FROM runs INDEXED BY runs_waiting \
-                 WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND next_check_at > ?1 LIMIT 1",
-            )?
-            .exists(rusqlite::params![Ms(now), schedule])?;
+        // Most ends free a slot nobody waits for (or only runs left to the
+        // caller): one read of the index answers that, where the UPDATEs
+        // open write cursors on every index of `runs` even when they change
+        // nothing.
+        let probe = if own_quota {
+            WAITING_PROBE
+        } else {
+            WAITING_PROBE_BUT_QUOTA
+        };
+        let waiting = self.cached(probe)?.exists(rusqlite::params![Ms(now), schedule])?;
         let mut woken = 0;
         if waiting {
             woken += self
