@@ -2,6 +2,7 @@
 //! contention between separate connections on one file.
 
 #[path = "store_support.rs"]
+#[macro_use]
 mod support;
 
 use agentcron::config::model::ErrorClass;
@@ -11,9 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier};
 use support::*;
 
-#[test]
-fn second_claim_of_the_same_run_loses() {
-    let store = Store::open_in_memory().unwrap();
+fn second_claim_of_the_same_run_loses(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -128,9 +127,7 @@ fn four_processes_on_one_file_never_double_claim() {
         .unwrap();
 }
 
-#[test]
-fn fencing_tokens_strictly_increase_across_runs_and_retries() {
-    let store = Store::open_in_memory().unwrap();
+fn fencing_tokens_strictly_increase_across_runs_and_retries(store: &Store) {
     store
         .write(|tx| {
             let a = insert(tx, "s", "a", t0());
@@ -157,9 +154,7 @@ fn fencing_tokens_strictly_increase_across_runs_and_retries() {
         .unwrap();
 }
 
-#[test]
-fn claim_records_attempt_and_event_with_exact_detail() {
-    let store = Store::open_in_memory().unwrap();
+fn claim_records_attempt_and_event_with_exact_detail(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t("2026-06-06T09:30:00Z"));
@@ -215,9 +210,7 @@ fn claim_records_attempt_and_event_with_exact_detail() {
         .unwrap();
 }
 
-#[test]
-fn stale_tokens_cannot_renew_end_or_journal() {
-    let store = Store::open_in_memory().unwrap();
+fn stale_tokens_cannot_renew_end_or_journal(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -308,9 +301,7 @@ fn stale_tokens_cannot_renew_end_or_journal() {
         .unwrap();
 }
 
-#[test]
-fn end_attempt_records_the_result() {
-    let store = Store::open_in_memory().unwrap();
+fn end_attempt_records_the_result(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -338,9 +329,7 @@ fn end_attempt_records_the_result() {
         .unwrap();
 }
 
-#[test]
-fn usage_adds_up_per_run_and_per_schedule_day() {
-    let store = Store::open_in_memory().unwrap();
+fn usage_adds_up_per_run_and_per_schedule_day(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -384,9 +373,7 @@ fn usage_adds_up_per_run_and_per_schedule_day() {
         .unwrap();
 }
 
-#[test]
-fn attempt_log_is_bounded_keeping_head_and_tail() {
-    let store = Store::open_in_memory().unwrap();
+fn attempt_log_is_bounded_keeping_head_and_tail(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -426,3 +413,13 @@ fn a_held_write_lock_ends_in_locked_not_a_hang() {
         .write(|tx| tx.append_event(&NewEvent::new(t0(), "tick", json!({}))))
         .unwrap();
 }
+
+conformance!(
+    second_claim_of_the_same_run_loses,
+    fencing_tokens_strictly_increase_across_runs_and_retries,
+    claim_records_attempt_and_event_with_exact_detail,
+    stale_tokens_cannot_renew_end_or_journal,
+    end_attempt_records_the_result,
+    usage_adds_up_per_run_and_per_schedule_day,
+    attempt_log_is_bounded_keeping_head_and_tail,
+);

@@ -2,6 +2,7 @@
 //! per-schedule state, switches, approvals, maintenance and posted events.
 
 #[path = "store_support.rs"]
+#[macro_use]
 mod support;
 
 use RunState::*;
@@ -9,9 +10,7 @@ use agentcron::store::*;
 use serde_json::json;
 use support::*;
 
-#[test]
-fn one_run_per_window() {
-    let store = Store::open_in_memory().unwrap();
+fn one_run_per_window(store: &Store) {
     store
         .write(|tx| {
             let first = tx.insert_run(&new_run("s", "2026-06-06", t0()), t0())?;
@@ -42,9 +41,7 @@ fn one_run_per_window() {
 /// returns must be the stored row exactly, for every state a run can be
 /// created in, with instants that carry sub-millisecond parts (stored as
 /// whole milliseconds) and with or without a next check.
-#[test]
-fn an_inserted_run_is_returned_as_it_was_stored() {
-    let store = Store::open_in_memory().unwrap();
+fn an_inserted_run_is_returned_as_it_was_stored(store: &Store) {
     let odd = t0() + chrono::Duration::microseconds(1_234_567);
     store
         .write(|tx| {
@@ -69,9 +66,7 @@ fn an_inserted_run_is_returned_as_it_was_stored() {
         .unwrap();
 }
 
-#[test]
-fn pending_runs_default_to_being_checked_when_due() {
-    let store = Store::open_in_memory().unwrap();
+fn pending_runs_default_to_being_checked_when_due(store: &Store) {
     store
         .write(|tx| {
             let mut new = new_run("s", "w", t0());
@@ -88,9 +83,7 @@ fn pending_runs_default_to_being_checked_when_due() {
         .unwrap();
 }
 
-#[test]
-fn due_runs_are_pending_or_retrying_and_due_oldest_check_first() {
-    let store = Store::open_in_memory().unwrap();
+fn due_runs_are_pending_or_retrying_and_due_oldest_check_first(store: &Store) {
     store
         .write(|tx| {
             insert(tx, "s", "late", t0() + mins(10));
@@ -117,9 +110,7 @@ fn due_runs_are_pending_or_retrying_and_due_oldest_check_first() {
         .unwrap();
 }
 
-#[test]
-fn next_due_check_ignores_runs_not_waiting() {
-    let store = Store::open_in_memory().unwrap();
+fn next_due_check_ignores_runs_not_waiting(store: &Store) {
     store
         .write(|tx| {
             assert_eq!(tx.next_due_check()?, None);
@@ -132,9 +123,7 @@ fn next_due_check_ignores_runs_not_waiting() {
         .unwrap();
 }
 
-#[test]
-fn set_next_check_only_moves_waiting_runs() {
-    let store = Store::open_in_memory().unwrap();
+fn set_next_check_only_moves_waiting_runs(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -154,9 +143,7 @@ fn set_next_check_only_moves_waiting_runs() {
         .unwrap();
 }
 
-#[test]
-fn expired_leases_are_running_runs_past_their_lease() {
-    let store = Store::open_in_memory().unwrap();
+fn expired_leases_are_running_runs_past_their_lease(store: &Store) {
     store
         .write(|tx| {
             let a = insert(tx, "s", "a", t0());
@@ -182,9 +169,7 @@ fn expired_leases_are_running_runs_past_their_lease() {
         .unwrap();
 }
 
-#[test]
-fn previous_run_is_the_latest_earlier_window_of_the_same_schedule() {
-    let store = Store::open_in_memory().unwrap();
+fn previous_run_is_the_latest_earlier_window_of_the_same_schedule(store: &Store) {
     store
         .write(|tx| {
             let d1 = insert(tx, "s", "d1", t0());
@@ -204,9 +189,7 @@ fn previous_run_is_the_latest_earlier_window_of_the_same_schedule() {
         .unwrap();
 }
 
-#[test]
-fn running_counts_by_schedule_tenant_and_pool() {
-    let store = Store::open_in_memory().unwrap();
+fn running_counts_by_schedule_tenant_and_pool(store: &Store) {
     store
         .write(|tx| {
             let a = insert(tx, "s", "a", t0());
@@ -241,9 +224,7 @@ fn running_counts_by_schedule_tenant_and_pool() {
         .unwrap();
 }
 
-#[test]
-fn recent_runs_are_finished_runs_newest_window_first() {
-    let store = Store::open_in_memory().unwrap();
+fn recent_runs_are_finished_runs_newest_window_first(store: &Store) {
     store
         .write(|tx| {
             let mut ids = Vec::new();
@@ -270,9 +251,7 @@ fn recent_runs_are_finished_runs_newest_window_first() {
         .unwrap();
 }
 
-#[test]
-fn execution_memory_is_recent_runs_with_their_last_attempts_words() {
-    let store = Store::open_in_memory().unwrap();
+fn execution_memory_is_recent_runs_with_their_last_attempts_words(store: &Store) {
     store
         .write(|tx| {
             let end = |summary: Option<&str>, message: Option<&str>| AttemptEnd {
@@ -343,9 +322,7 @@ fn execution_memory_is_recent_runs_with_their_last_attempts_words() {
         .unwrap();
 }
 
-#[test]
-fn run_listing_filters_and_counts_by_state() {
-    let store = Store::open_in_memory().unwrap();
+fn run_listing_filters_and_counts_by_state(store: &Store) {
     store
         .write(|tx| {
             let a = insert(tx, "s", "a", t0());
@@ -386,9 +363,7 @@ fn run_listing_filters_and_counts_by_state() {
         .unwrap();
 }
 
-#[test]
-fn step_journal_tells_completed_from_uncertain() {
-    let store = Store::open_in_memory().unwrap();
+fn step_journal_tells_completed_from_uncertain(store: &Store) {
     store
         .write(|tx| {
             let run = insert(tx, "s", "w", t0());
@@ -428,9 +403,7 @@ fn step_journal_tells_completed_from_uncertain() {
         .unwrap();
 }
 
-#[test]
-fn event_filters_select_and_order() {
-    let store = Store::open_in_memory().unwrap();
+fn event_filters_select_and_order(store: &Store) {
     store
         .write(|tx| {
             let a = insert(tx, "s", "a", t0());
@@ -499,9 +472,7 @@ fn event_filters_select_and_order() {
         .unwrap();
 }
 
-#[test]
-fn switches_are_upserted_and_traced() {
-    let store = Store::open_in_memory().unwrap();
+fn switches_are_upserted_and_traced(store: &Store) {
     store
         .write(|tx| {
             assert_eq!(tx.switch("kill")?, None);
@@ -532,9 +503,7 @@ fn switches_are_upserted_and_traced() {
         .unwrap();
 }
 
-#[test]
-fn approvals_are_recorded_per_run() {
-    let store = Store::open_in_memory().unwrap();
+fn approvals_are_recorded_per_run(store: &Store) {
     store
         .write(|tx| {
             let run = run_in(tx, NeedsHuman, "w");
@@ -568,9 +537,7 @@ fn approvals_are_recorded_per_run() {
         .unwrap();
 }
 
-#[test]
-fn maintenance_windows_are_half_open() {
-    let store = Store::open_in_memory().unwrap();
+fn maintenance_windows_are_half_open(store: &Store) {
     store
         .write(|tx| {
             let all = tx.add_maintenance(t0(), t0() + mins(60), "db upgrade", "ops", &[], t0())?;
@@ -611,9 +578,7 @@ fn maintenance_windows_are_half_open() {
         .unwrap();
 }
 
-#[test]
-fn posted_events_are_deduped_and_read_in_order() {
-    let store = Store::open_in_memory().unwrap();
+fn posted_events_are_deduped_and_read_in_order(store: &Store) {
     store
         .write(|tx| {
             let s1 = tx
@@ -644,9 +609,7 @@ fn posted_events_are_deduped_and_read_in_order() {
         .unwrap();
 }
 
-#[test]
-fn schedule_state_defaults_and_upserts() {
-    let store = Store::open_in_memory().unwrap();
+fn schedule_state_defaults_and_upserts(store: &Store) {
     store
         .write(|tx| {
             let fresh = tx.schedule_state("s")?;
@@ -714,9 +677,7 @@ fn sorted(mut v: Vec<(RunState, u64)>) -> Vec<(RunState, u64)> {
     v
 }
 
-#[test]
-fn run_counts_follow_every_insert_and_transition() {
-    let store = Store::open_in_memory().unwrap();
+fn run_counts_follow_every_insert_and_transition(store: &Store) {
     store
         .write(|tx| {
             for (i, to) in [Succeeded, Skipped, NeedsHuman, Running, Pending, Expired, Missed]
@@ -772,3 +733,26 @@ fn the_migration_counts_the_runs_an_older_database_already_has() {
         })
         .unwrap();
 }
+
+conformance!(
+    one_run_per_window,
+    an_inserted_run_is_returned_as_it_was_stored,
+    pending_runs_default_to_being_checked_when_due,
+    due_runs_are_pending_or_retrying_and_due_oldest_check_first,
+    next_due_check_ignores_runs_not_waiting,
+    set_next_check_only_moves_waiting_runs,
+    expired_leases_are_running_runs_past_their_lease,
+    previous_run_is_the_latest_earlier_window_of_the_same_schedule,
+    running_counts_by_schedule_tenant_and_pool,
+    recent_runs_are_finished_runs_newest_window_first,
+    execution_memory_is_recent_runs_with_their_last_attempts_words,
+    run_listing_filters_and_counts_by_state,
+    step_journal_tells_completed_from_uncertain,
+    event_filters_select_and_order,
+    switches_are_upserted_and_traced,
+    approvals_are_recorded_per_run,
+    maintenance_windows_are_half_open,
+    posted_events_are_deduped_and_read_in_order,
+    schedule_state_defaults_and_upserts,
+    run_counts_follow_every_insert_and_transition,
+);

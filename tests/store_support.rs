@@ -1,7 +1,9 @@
 //! Shared helpers for the `store_*` tests: fixed instants, new runs, and a way
-//! to bring a run into any state through legal paths only. Included with
+//! to bring a run into any state through legal paths only; and the store
+//! conformance suite's harness: a test written as `fn(&Store)` and named in
+//! `conformance!` runs on every kind of store ([`Kind`]). Included with
 //! `#[path]` by the other files; compiled alone it is an empty test crate.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use agentcron::store::*;
 use chrono::{DateTime, Duration, Utc};
@@ -87,4 +89,69 @@ pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("agentcron.db");
     (dir, path)
+}
+
+/// The kinds of store every conformance test runs on: the same SQLite store
+/// opened three ways, because each is configured differently (page size,
+/// journal, caching across connections). A store implementation added later
+/// (PostgreSQL) is one more kind here.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `Store::open_in_memory`: one private in-memory database.
+    Memory,
+    /// A database file (WAL, 4 KiB pages), as a scheduler runs it.
+    File,
+    /// A rehearsal's shared in-memory database (`file:…?mode=memory&cache=shared`,
+    /// 16 KiB pages).
+    Shared,
+}
+
+/// A new, empty store of `kind`; the folder (if any) lives as long as it.
+pub fn open(kind: Kind) -> (Option<tempfile::TempDir>, Store) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SHARED: AtomicUsize = AtomicUsize::new(0);
+    match kind {
+        Kind::Memory => (None, Store::open_in_memory().expect("in-memory store")),
+        Kind::File => {
+            let (dir, path) = temp_db();
+            (Some(dir), Store::open(&path).expect("file store"))
+        }
+        Kind::Shared => {
+            let name = format!(
+                "conformance-{}-{}",
+                std::process::id(),
+                SHARED.fetch_add(1, Ordering::Relaxed)
+            );
+            let uri = agentcron::rehearsal::driver::memory_database(&name);
+            (None, Store::open(&uri).expect("shared in-memory store"))
+        }
+    }
+}
+
+/// Runs each named `fn(&Store)` as a test on every [`Kind`] of store:
+/// `conformance!(a, b)` makes the tests `a::memory`, `a::file`,
+/// `a::shared`, and so on.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                use super::support::{Kind, open};
+                #[test]
+                fn memory() {
+                    let (_dir, store) = open(Kind::Memory);
+                    super::$name(&store);
+                }
+                #[test]
+                fn file() {
+                    let (_dir, store) = open(Kind::File);
+                    super::$name(&store);
+                }
+                #[test]
+                fn shared() {
+                    let (_dir, store) = open(Kind::Shared);
+                    super::$name(&store);
+                }
+            }
+        )*
+    };
 }

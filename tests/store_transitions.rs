@@ -2,6 +2,7 @@
 //! what DESIGN.md's machine refuses, and nothing else writes `runs.state`.
 
 #[path = "store_support.rs"]
+#[macro_use]
 mod support;
 
 use RunState::*;
@@ -60,9 +61,7 @@ fn can_become_matches_the_design() {
     }
 }
 
-#[test]
-fn transition_refuses_exactly_what_the_machine_refuses() {
-    let store = Store::open_in_memory().unwrap();
+fn transition_refuses_exactly_what_the_machine_refuses(store: &Store) {
     store
         .write(|tx| {
             for (i, from) in RunState::ALL.into_iter().enumerate() {
@@ -107,9 +106,7 @@ fn transition_refuses_exactly_what_the_machine_refuses() {
         .unwrap();
 }
 
-#[test]
-fn transition_from_the_wrong_state_is_a_conflict() {
-    let store = Store::open_in_memory().unwrap();
+fn transition_from_the_wrong_state_is_a_conflict(store: &Store) {
     store
         .write(|tx| {
             let run = run_in(tx, Pending, "w");
@@ -132,9 +129,7 @@ fn transition_from_the_wrong_state_is_a_conflict() {
         .unwrap();
 }
 
-#[test]
-fn transition_sets_change_fields_and_clears_what_the_target_state_clears() {
-    let store = Store::open_in_memory().unwrap();
+fn transition_sets_change_fields_and_clears_what_the_target_state_clears(store: &Store) {
     store
         .write(|tx| {
             let run = run_in(tx, Running, "w");
@@ -174,9 +169,7 @@ fn transition_sets_change_fields_and_clears_what_the_target_state_clears() {
         .unwrap();
 }
 
-#[test]
-fn transition_events_get_the_run_filled_in_and_roll_back_with_it() {
-    let store = Store::open_in_memory().unwrap();
+fn transition_events_get_the_run_filled_in_and_roll_back_with_it(store: &Store) {
     let run = store.write(|tx| Ok(run_in(tx, Pending, "w"))).unwrap();
     let before = store.read(|tx| tx.max_event_id()).unwrap();
 
@@ -217,9 +210,7 @@ fn transition_events_get_the_run_filled_in_and_roll_back_with_it() {
     assert_eq!(events[0].detail, json!({"reason": "calendar"}));
 }
 
-#[test]
-fn claim_only_leaves_pending_or_retry_wait() {
-    let store = Store::open_in_memory().unwrap();
+fn claim_only_leaves_pending_or_retry_wait(store: &Store) {
     store
         .write(|tx| {
             for (i, from) in RunState::ALL.into_iter().enumerate() {
@@ -241,9 +232,7 @@ fn claim_only_leaves_pending_or_retry_wait() {
         .unwrap();
 }
 
-#[test]
-fn runs_cannot_be_created_already_running_or_finished() {
-    let store = Store::open_in_memory().unwrap();
+fn runs_cannot_be_created_already_running_or_finished(store: &Store) {
     store
         .write(|tx| {
             for (i, state) in RunState::ALL.into_iter().enumerate() {
@@ -306,3 +295,12 @@ fn only_transition_and_claim_write_the_state_column() {
     writers.sort();
     assert_eq!(writers, ["attempts.rs", "runs.rs"], "writers of runs.state");
 }
+
+conformance!(
+    transition_refuses_exactly_what_the_machine_refuses,
+    transition_from_the_wrong_state_is_a_conflict,
+    transition_sets_change_fields_and_clears_what_the_target_state_clears,
+    transition_events_get_the_run_filled_in_and_roll_back_with_it,
+    claim_only_leaves_pending_or_retry_wait,
+    runs_cannot_be_created_already_running_or_finished,
+);
