@@ -28,14 +28,6 @@ const LOCK_RETRIES: u32 = 5;
 const LOCK_BACKOFF: Duration = Duration::from_millis(20);
 /// Enough for every statement the store prepares plus the filter variants.
 const STATEMENT_CACHE: usize = 128;
-/// Durable at every commit against a process crash, fsync only at checkpoints
-/// (WAL + NORMAL). Checkpointing every 10 000 pages instead of SQLite's 1 000
-/// writes hot pages (the due index, the fencing row) far less often; the WAL is
-/// cut back to 64 MiB after a checkpoint. A 16 MiB page cache keeps the hot
-/// indexes in memory.
-/// Statement journals (a statement that fails midway rolls back alone) are
-/// kept in memory, not in a temporary file: they were a fifth of a
-/// lifecycle's time.
 /// Pages of 16 KiB (not 4 KiB) for a database in memory (rehearsals). When
 /// SQLite rebalances a b-tree it parks a page for a moment at the page
 /// number past the 1 GiB lock byte; at commit, a page cache that has seen
@@ -54,6 +46,14 @@ fn is_memory_uri(path: &Path) -> bool {
     p.starts_with("file:") && p.contains("mode=memory")
 }
 
+/// Durable at every commit against a process crash, fsync only at checkpoints
+/// (WAL + NORMAL). Checkpointing every 10 000 pages instead of SQLite's 1 000
+/// writes hot pages (the due index, the fencing row) far less often; the WAL is
+/// cut back to 64 MiB after a checkpoint. A 16 MiB page cache keeps the hot
+/// indexes in memory.
+/// Statement journals (a statement that fails midway rolls back alone) are
+/// kept in memory, not in a temporary file: they were a fifth of a
+/// lifecycle's time.
 const TUNING: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
      PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; \
      PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;";

@@ -35,39 +35,46 @@ macro_rules! waiting_probe_sql {
 const WAITING_PROBE: &str = waiting_probe_sql!(slot_holds!());
 const WAITING_PROBE_BUT_QUOTA: &str = waiting_probe_sql!(slot_holds_but_quota!());
 
-/// The quota-held runs of one pool, the pool and the limit written into the
-/// text: with the limit bound (`LIMIT ?1`), SQLite prepared the statement
-/// again at every execution (`sqlite3Reprepare`, an eighth of the outage
-/// drain's time).
+/// The quota-held runs of one pool (with `schedule = ?1`, of one schedule),
+/// the pool and the limit written into the text: with the limit bound
+/// (`LIMIT ?1`), SQLite prepared the statement again at every execution
+/// (`sqlite3Reprepare`, an eighth of the outage drain's time).
 macro_rules! quota_held_sql {
-    ($pool:literal) => {
+    ($index:literal, $schedule:literal, $pool:literal, $limit:literal) => {
         concat!(
-            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_quota_held WHERE pool = '",
+            "SELECT id, schedule, due_at FROM runs INDEXED BY ",
+            $index,
+            " WHERE ",
+            $schedule,
+            "pool = '",
             $pool,
             "' AND state IN ('pending', 'retry_wait') \
-             AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?1"
+             AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ",
+            $limit
         )
     };
 }
-const QUOTA_HELD_ON_TIME: &str = quota_held_sql!("on_time");
-macro_rules! quota_held_of_sql {
-    ($pool:literal) => {
-        concat!(
-            "SELECT id, schedule, due_at FROM runs INDEXED BY runs_waiting \
-             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = '",
-            $pool,
-            "' AND next_check_at IS NOT NULL AND hold = 'quota' ORDER BY due_at, id LIMIT ?2"
-        )
-    };
-}
-const QUOTA_HELD_OF_ON_TIME: &str = quota_held_of_sql!("on_time");
-const QUOTA_HELD_OF_BACKFILL: &str = quota_held_of_sql!("backfill");
-const QUOTA_HELD_BACKFILL: &str = quota_held_sql!("backfill");
+const QUOTA_HELD_ON_TIME: &str = quota_held_sql!("runs_quota_held", "", "on_time", "?1");
+const QUOTA_HELD_BACKFILL: &str = quota_held_sql!("runs_quota_held", "", "backfill", "?1");
+const QUOTA_HELD_OF_ON_TIME: &str = quota_held_sql!(
+    "runs_quota_held_by_schedule",
+    "schedule = ?1 AND ",
+    "on_time",
+    "?2"
+);
+const QUOTA_HELD_OF_BACKFILL: &str = quota_held_sql!(
+    "runs_quota_held_by_schedule",
+    "schedule = ?1 AND ",
+    "backfill",
+    "?2"
+);
 
 /// The engine's hot queries here, for [`Tx::hot_query_plans`].
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("quota_held (on time)", QUOTA_HELD_ON_TIME),
     ("quota_held (backfill)", QUOTA_HELD_BACKFILL),
+    ("quota_held_of (on time)", QUOTA_HELD_OF_ON_TIME),
+    ("quota_held_of (backfill)", QUOTA_HELD_OF_BACKFILL),
 ];
 
 impl Tx<'_> {

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
@@ -235,6 +235,15 @@ const V12: &str = r#"
 DROP INDEX IF EXISTS runs_due;
 CREATE INDEX IF NOT EXISTS runs_due_backfill_check ON runs (next_check_at)
     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill';
+"#;
+
+/// The quota-held runs of one schedule, by pool, longest waiting first
+/// (`quota_held_of`: an attempt's end offers the freed place to its own
+/// schedule's held runs). Through the waiting-runs index that query sorted
+/// every waiting run of the schedule. Only quota-held runs are in it.
+const V13: &str = r#"
+CREATE INDEX IF NOT EXISTS runs_quota_held_by_schedule ON runs (schedule, pool, due_at, id)
+    WHERE hold = 'quota' AND state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL;
 "#;
 
 const V1: &str = r#"

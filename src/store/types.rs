@@ -140,7 +140,6 @@ impl NewEvent {
     }
 }
 
-/// Filter for run listings; `None` = any.
 /// A waiting run held by a quota, as [`Tx::quota_held`](super::Tx::quota_held)
 /// reads it: what choosing the runs a freed slot admits needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,6 +150,7 @@ pub struct HeldRun {
     pub due_at: DateTime<Utc>,
 }
 
+/// Filter for run listings; `None` = any.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub schedule: Option<String>,
