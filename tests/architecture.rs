@@ -93,9 +93,15 @@ fn state_writers_outside_apply() -> Vec<String> {
         let text = std::fs::read_to_string(&file).unwrap();
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            let calls = [".transition(", ".transition_fenced(", ".claim(", ".claim_row("]
-                .iter()
-                .any(|c| code.contains(c));
+            let calls = [
+                ".transition(",
+                ".transition_fenced(",
+                ".claim(",
+                ".claim_row(",
+                ".insert_claimed_row(",
+            ]
+            .iter()
+            .any(|c| code.contains(c));
             // `Tx::transition` itself is `transition_fenced` plus its events,
             // `Tx::claim` is `claim_row` plus its event.
             let delegation = (rel == "store/runs.rs"

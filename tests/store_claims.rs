@@ -7,6 +7,7 @@ mod support;
 
 use agentcron::config::model::ErrorClass;
 use agentcron::store::*;
+use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier};
@@ -414,7 +415,155 @@ fn a_held_write_lock_ends_in_locked_not_a_hang() {
         .unwrap();
 }
 
+/// What a window's run, attempts and events are after `write` opened and
+/// claimed it in a new store of `kind` (the run's id included: both ways
+/// give the same).
+fn opened_and_claimed(
+    kind: Kind,
+    write: impl FnOnce(&Tx, &NewRun, &agentcron::core::event::Event) -> Result<()>,
+) -> (Run, Vec<Attempt>, Vec<(String, String)>) {
+    let (_dir, store) = open(kind);
+    let mut new = new_run("s", "w", t0() + Duration::microseconds(1_234));
+    new.next_check_at = None;
+    store
+        .write(|tx| {
+            // Another run first: ids and fencing tokens are not the first ones.
+            claim(tx, &insert(tx, "other", "w", t0()));
+            let opened = agentcron::core::layers::time::opened_event(
+                &opened_run(&new, 0, t0()),
+                None,
+                Default::default(),
+            );
+            write(tx, &new, &opened)
+        })
+        .expect("opened and claimed");
+    store
+        .read(|tx| {
+            let run = tx.find_run("acme", "s", "w")?.expect("the window's run");
+            let filter = EventFilter {
+                run_id: Some(run.id),
+                ..EventFilter::default()
+            };
+            let events = tx.events(&filter)?;
+            let events = events
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.kind.clone(),
+                        format!("{} {:?} {:?} {}", e.at, e.tenant, e.schedule, e.detail),
+                    )
+                })
+                .collect();
+            Ok((tx.attempts(run.id)?, run, events))
+        })
+        .map(|(attempts, run, events)| (run, attempts, events))
+        .expect("read back")
+}
+
+/// The plan a decided claim of `new`'s pending run is (its id unknown: 0).
+fn claim_plan(new: &NewRun, now: DateTime<Utc>) -> agentcron::core::plan::Plan {
+    use agentcron::core::plan::{Effect, Plan, Scope, Step, Target};
+    Plan {
+        target: Some(Target {
+            run_id: 0,
+            tenant: new.tenant.clone(),
+            schedule: new.schedule.clone(),
+            state: RunState::Pending,
+            token: None,
+        }),
+        steps: vec![Step::Claim {
+            owner: "me".into(),
+            lease_until: now + mins(5) + Duration::microseconds(7),
+            reason: RunReason::Scheduled,
+            due: new.due_at,
+        }],
+        events: vec![(
+            Scope::Run,
+            agentcron::core::event::Event::Tick {
+                owner: "decided".into(),
+                running: 3,
+            },
+        )],
+        effects: vec![Effect::Dispatch],
+        ..Plan::default()
+    }
+}
+
+/// A window opened already claimed (`Tx::open_claimed`, the engine's way for
+/// a window claimed the moment it opens) writes what opening it pending and
+/// then applying its claim writes: the same run row, attempt, fencing token
+/// and events, field for field, sub-millisecond instants and all. A window
+/// whose run exists is a conflict that writes nothing.
+#[test]
+fn a_window_opened_claimed_is_an_insert_and_a_claim() {
+    let opened_at = t0() + Duration::microseconds(5_555);
+    let now = t0() + mins(1) + Duration::microseconds(999);
+    for kind in [Kind::Memory, Kind::File, Kind::Shared] {
+        let two_steps = opened_and_claimed(kind, |tx, new, opened| {
+            let run = tx.insert_run(new, opened_at)?.expect("new window");
+            tx.append_event(&NewEvent::of(opened_at, opened.clone()).for_run(&run))?;
+            let mut plan = claim_plan(new, now);
+            if let Some(t) = plan.target.as_mut() {
+                t.run_id = run.id;
+            }
+            let applied = tx.apply(&plan, now)?;
+            assert!(!applied.is_conflict());
+            Ok(())
+        });
+        let mut built = None;
+        let at_once = opened_and_claimed(kind, |tx, new, opened| {
+            let plan = claim_plan(new, now);
+            assert!(opens_claimed(&plan));
+            let applied = tx.open_claimed(new, opened, opened_at, &plan, now)?;
+            let Applied::Done {
+                run, claim, effects, ..
+            } = applied
+            else {
+                panic!("not written: {applied:?}");
+            };
+            assert_eq!(effects, plan.effects);
+            let claim = claim.expect("the claim");
+            assert_eq!((claim.attempt, claim.fencing_token), (1, 2));
+            assert_eq!(run.as_deref(), Some(&claim.run));
+            built = run;
+            // Opened again (another scheduler first): nothing is written.
+            let again = tx.open_claimed(new, opened, opened_at, &plan, now)?;
+            assert!(again.is_conflict(), "{again:?}");
+            Ok(())
+        });
+        assert_eq!(
+            built.as_deref(),
+            Some(&at_once.0),
+            "{kind:?}: the built run is the stored row"
+        );
+        assert_eq!(two_steps.0, at_once.0, "{kind:?}: the run row");
+        assert_eq!(two_steps.1, at_once.1, "{kind:?}: the attempts");
+        assert_eq!(two_steps.2, at_once.2, "{kind:?}: the events");
+        assert_eq!(
+            at_once.2.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["window_opened", "tick", "claimed"]
+        );
+    }
+}
+
+/// A plan that is not one first claim is refused before anything is written.
+fn open_claimed_refuses_any_other_plan(store: &Store) {
+    let mut new = new_run("s", "w", t0());
+    new.next_check_at = None;
+    let opened =
+        agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
+    let mut plan = claim_plan(&new, t0());
+    plan.steps
+        .push(agentcron::core::plan::Step::Recheck { at: t0(), why: None });
+    assert!(!opens_claimed(&plan));
+    let refused = store.write(|tx| tx.open_claimed(&new, &opened, t0(), &plan, t0()));
+    assert!(matches!(refused, Err(StoreError::Invariant(_))), "{refused:?}");
+    let none = store.read(|tx| tx.find_run("acme", "s", "w")).expect("read");
+    assert_eq!(none, None);
+}
+
 conformance!(
+    open_claimed_refuses_any_other_plan,
     second_claim_of_the_same_run_loses,
     fencing_tokens_strictly_increase_across_runs_and_retries,
     claim_records_attempt_and_event_with_exact_detail,

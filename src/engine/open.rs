@@ -2,14 +2,14 @@
 //! time triggers (from the due heap) and event triggers (from posted events),
 //! including the catch-up plan after any gap.
 
-use super::pipeline::CLAIM_CHUNK;
+use super::pipeline::{CLAIM_CHUNK, Fresh};
 use super::{Engine, Result};
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::{self, Disposition};
-use crate::store::Backlog;
-use crate::store::types::{NewEvent, Pool, Run, RunState};
+use crate::store::types::{NewEvent, Pool, RunState};
+use crate::store::{Backlog, opened_run};
 use crate::time::duration::to_delta;
 use crate::time::fire::{Fire, window_key};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -24,10 +24,13 @@ impl Engine {
     /// With `fresh` it stops once [`CLAIM_CHUNK`] fresh runs are in it: the
     /// on-time runs it opened that are due now, for the caller to decide in
     /// the same transaction. `true`: it stopped with windows still due.
+    /// The one window due now of a schedule without gates is left unopened
+    /// there ([`Fresh::Unopened`]): the caller inserts it already claimed
+    /// when its decision claims it.
     pub(crate) fn open_due_windows(
         &mut self,
         now: DateTime<Utc>,
-        mut fresh: Option<&mut Vec<Run>>,
+        mut fresh: Option<&mut Vec<Fresh>>,
     ) -> Result<bool> {
         while let Some(Reverse((at, idx))) = self.heap.peek().copied() {
             if at > now {
@@ -96,6 +99,9 @@ impl Engine {
                 .map(|(i, _)| i)
                 .collect();
             let mut deferred = 0;
+            // The steady state: one window, on time, of a schedule without
+            // gates (any gate is decided the usual way, after its insert).
+            let unopened = !gap && plan.len() == 1 && self.gates.get(idx).is_some_and(|g| g.is_empty());
             self.store.write(|tx| {
                 // Only catch-up windows can join a backlog range.
                 let existing = if catch_ups.is_empty() {
@@ -112,6 +118,23 @@ impl Engine {
                         continue;
                     }
                     let new = new_run_for(s, &p.fire, p.disposition, now);
+                    if unopened
+                        && let Some(f) = fresh.as_mut()
+                        && new.pool == Pool::OnTime
+                        && new.state == RunState::Pending
+                    {
+                        let run = opened_run(&new, 0, now);
+                        if run.next_check_at.is_some_and(|t| t <= now) {
+                            let opened = opened_event(&run, p.fire.note, Opener::default());
+                            f.push(Fresh::Unopened {
+                                new,
+                                opened,
+                                run,
+                                at: now,
+                            });
+                            continue;
+                        }
+                    }
                     let Some(run) = tx.insert_run(&new, now)? else {
                         continue; // another scheduler opened it first
                     };
@@ -123,7 +146,7 @@ impl Engine {
                         && run.state == RunState::Pending
                         && run.next_check_at.is_some_and(|t| t <= now)
                     {
-                        f.push(run);
+                        f.push(Fresh::Opened(run));
                     }
                 }
                 if let Some(r) = &range {

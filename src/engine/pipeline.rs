@@ -19,6 +19,30 @@ use std::collections::{HashMap, HashSet};
 /// enough that a commit's page writes are shared by many claims.
 pub(crate) const CLAIM_CHUNK: usize = 256;
 
+/// A window a tick opened, due now, for [`Engine::decide_fresh`].
+pub(crate) enum Fresh {
+    /// Its pending run, inserted.
+    Opened(Run),
+    /// Not inserted yet: `new` opened at `at` (its `opened` event), and
+    /// `run`, the row its insert would write (id 0): inserted already claimed
+    /// if it is claimed at once, else pending.
+    Unopened {
+        new: NewRun,
+        opened: crate::core::event::Event,
+        run: Run,
+        at: DateTime<Utc>,
+    },
+}
+
+impl Fresh {
+    /// The run decided: as inserted, or as it would be.
+    pub(crate) fn run(&self) -> &Run {
+        match self {
+            Fresh::Opened(run) | Fresh::Unopened { run, .. } => run,
+        }
+    }
+}
+
 /// Facts about layer 3 gathered once per tick; each run's
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
@@ -54,28 +78,110 @@ impl Engine {
     /// the ids decided here, which it then leaves alone.
     pub(crate) fn decide_fresh(
         &mut self,
-        mut fresh: Vec<Run>,
+        mut fresh: Vec<Fresh>,
         now: DateTime<Utc>,
         decided: &mut HashSet<i64>,
     ) -> Result<()> {
-        fresh.retain(|r| {
+        fresh.retain(|f| {
             self.index
-                .get(&r.schedule)
+                .get(&f.run().schedule)
                 .is_some_and(|&idx| !self.gates_do_io(idx))
         });
         if fresh.is_empty() {
             return Ok(());
         }
-        fresh.sort_by_key(|r| (r.next_check_at, r.id));
-        let mut facts = self.tick_facts(now, fresh.iter().map(|r| r.schedule.as_str()))?;
+        // Stable: windows due at one instant keep the order they opened in
+        // (the order of their ids).
+        fresh.sort_by_key(|f| f.run().next_check_at);
+        let mut facts = self.tick_facts(now, fresh.iter().map(|f| f.run().schedule.as_str()))?;
         let now = self.clock.now().max(now);
-        for run in fresh {
-            decided.insert(run.id);
-            if let Some(&idx) = self.index.get(&run.schedule) {
-                self.evaluate_run(idx, run, now, &mut facts)?;
+        for f in fresh {
+            match f {
+                Fresh::Opened(run) => {
+                    decided.insert(run.id);
+                    if let Some(&idx) = self.index.get(&run.schedule) {
+                        self.evaluate_run(idx, run, now, &mut facts)?;
+                    }
+                }
+                Fresh::Unopened { new, opened, run, at } => {
+                    if let Some(&idx) = self.index.get(&run.schedule) {
+                        self.decide_unopened(idx, (new, opened, at), run, now, &mut facts, decided)?;
+                    }
+                }
             }
         }
         Ok(())
+    }
+
+    /// A window not opened yet ([`Fresh::Unopened`]), decided on `run`, the
+    /// row its insert would write: claimed at once, it is inserted already
+    /// claimed ([`Tx::open_claimed`](crate::store::Tx::open_claimed)), with
+    /// the same rows and events as an insert and a claim. Any other decision
+    /// opens it pending and decides it as any due run.
+    fn decide_unopened(
+        &mut self,
+        idx: usize,
+        (new, opened, opened_at): (NewRun, crate::core::event::Event, DateTime<Utc>),
+        run: Run,
+        now: DateTime<Utc>,
+        facts: &mut TickFacts,
+        decided: &mut HashSet<i64>,
+    ) -> Result<()> {
+        if let Some(d) = self.claims_at_once(idx, &run, now, facts)? {
+            let input = Input::Decided {
+                decision: d,
+                probe: false,
+                lease: (self.opts.owner.clone(), now + self.lease()),
+            };
+            let plan = planner::plan(&run, input, &self.policy(idx), &Facts::default(), now);
+            if crate::store::opens_claimed(&plan) {
+                facts.count_claim(&run);
+                let applied = self
+                    .store
+                    .write(|tx| tx.open_claimed(&new, &opened, opened_at, &plan, now))?;
+                self.perform(idx, &plan, applied, now)?;
+                return Ok(());
+            }
+        }
+        let inserted = self.store.write(|tx| {
+            let Some(run) = tx.insert_run(&new, opened_at)? else {
+                return Ok(None); // another scheduler opened it first
+            };
+            tx.append_event(&NewEvent::of(opened_at, opened).for_run(&run))?;
+            Ok(Some(run))
+        })?;
+        if let Some(run) = inserted {
+            decided.insert(run.id);
+            self.evaluate_run(idx, run, now, facts)?;
+        }
+        Ok(())
+    }
+
+    /// The claim decided for `run` when all three layers let it through at
+    /// once (its schedule has no gates); `None` for any other decision, and
+    /// without deciding where deciding acts (an overlap rule with runs of the
+    /// schedule running) or reads the state again (a circuit's probe).
+    fn claims_at_once(
+        &mut self,
+        idx: usize,
+        run: &Run,
+        now: DateTime<Utc>,
+        facts: &TickFacts,
+    ) -> Result<Option<Decision>> {
+        let s = self.schedule(idx);
+        if facts.running.of_schedule(&s.id) > 0 && s.overlap != Overlap::Allow {
+            return Ok(None);
+        }
+        let TimeLayer::Open(time) = time::check(run, s, now) else {
+            return Ok(None);
+        };
+        let sw = self.check_switches(idx, run, now, facts)?;
+        if sw.probe || sw.cancel_running || Decision::with_switches(&time, &sw.checks).is_some() {
+            return Ok(None);
+        }
+        let switches = sw.checks.into_iter().map(|(c, _)| c).collect();
+        let d = Decision::from_gates(time, switches, vec![]);
+        Ok((d.verdict == Verdict::Claim).then_some(d))
     }
 
     /// Decides every due run but those in `decided` (decided earlier in this
@@ -465,6 +571,19 @@ impl Engine {
             return Ok(None);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
+        self.perform(idx, plan, applied, now)
+    }
+
+    /// After `plan` was applied: a finished run joins the execution memory
+    /// and the plan's effects are performed; `None` on a conflict (nothing
+    /// was written, so nothing is performed).
+    fn perform(
+        &mut self,
+        idx: usize,
+        plan: &Plan,
+        applied: Applied,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Applied>> {
         let Applied::Done {
             claim,
             effects,

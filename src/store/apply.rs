@@ -215,6 +215,89 @@ impl Tx<'_> {
     }
 }
 
+impl Tx<'_> {
+    /// Opens a window already claimed: `new` is the pending run of a window
+    /// opened at `opened_at` (its `opened` event), and `plan` the claim
+    /// decided for it before its row existed (a plan for which
+    /// [`opens_claimed`] holds, its target's id unknown yet). Written as
+    /// [`Tx::insert_run`] and [`Tx::apply`] would write them — the same run
+    /// row, attempt, fencing token and events in the same order — but the
+    /// run is inserted claimed, without the pending row and its claim's
+    /// update. A window whose run exists already (another scheduler opened
+    /// it first) is a conflict, and nothing is written.
+    pub fn open_claimed(
+        &self,
+        new: &NewRun,
+        opened: &crate::core::event::Event,
+        opened_at: DateTime<Utc>,
+        plan: &Plan,
+        now: DateTime<Utc>,
+    ) -> Result<Applied> {
+        let (
+            Some(t),
+            [
+                Step::Claim {
+                    owner,
+                    lease_until,
+                    reason,
+                    due,
+                },
+            ],
+        ) = (&plan.target, plan.steps.as_slice())
+        else {
+            return Err(StoreError::Invariant(
+                "open_claimed: the plan is not one claim".into(),
+            ));
+        };
+        if !opens_claimed(plan) || t.state != new.state {
+            return Err(StoreError::Invariant(
+                "open_claimed: the plan is not a first claim of a pending run".into(),
+            ));
+        }
+        let Some(run) = self.insert_claimed_row(new, opened_at, owner, *lease_until, *reason, now)? else {
+            return Ok(Applied::Conflict {
+                run_id: 0,
+                why: format!(
+                    "window {} of {} was opened by someone else first",
+                    new.window_key, new.schedule
+                ),
+            });
+        };
+        self.append_event_for(&NewEvent::of(opened_at, opened.clone()), &run)?;
+        for (scope, event) in &plan.events {
+            let ev = NewEvent::of(now, event.clone());
+            let ev = match scope {
+                Scope::Run => ev.for_schedule(&run.tenant, &run.schedule).with_run_id(run.id),
+                Scope::Schedule => ev.for_schedule(&run.tenant, &run.schedule),
+                Scope::Global => ev,
+            };
+            self.append_event(&ev)?;
+        }
+        self.append_claimed(&run, owner, *due, now)?;
+        Ok(Applied::Done {
+            claim: Some(Box::new(Claim {
+                attempt: run.attempts,
+                fencing_token: run.fencing_token,
+                run: run.clone(),
+            })),
+            run: Some(Box::new(run)),
+            effects: plan.effects.clone(),
+            state: None,
+        })
+    }
+}
+
+/// Whether `plan` is what [`Tx::open_claimed`] writes: a pending run's
+/// claim, nothing else changed (no approval, no schedule-state delta).
+pub fn opens_claimed(plan: &Plan) -> bool {
+    plan.target
+        .as_ref()
+        .is_some_and(|t| t.state == RunState::Pending && t.token.is_none())
+        && matches!(plan.steps.as_slice(), [Step::Claim { .. }])
+        && plan.approval.is_none()
+        && plan.schedule.is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

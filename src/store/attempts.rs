@@ -6,7 +6,7 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_row, ts};
+use super::sql::{Ms, attempt_cols, attempt_from_row, stored, ts};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::agent::log::BoundedLog;
@@ -22,6 +22,15 @@ const CLAIM: &str = "UPDATE runs SET state = 'running', lease_owner = ?3, lease_
      reason = ?5, state_reason = NULL, hold = NULL, cancel_requested = NULL, not_before = NULL, \
      next_check_at = NULL, updated_at = ?6 \
      WHERE id = ?1 AND state = ?2";
+/// A window that opens already claimed (see `Tx::open_claimed`): the row
+/// [`INSERT_RUN`](super::runs) and [`CLAIM`] would leave, in one statement.
+const INSERT_CLAIMED_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window_start, \
+     window_end, due_at, state, reason, pool, attempts, lease_owner, lease_expires, fencing_token, \
+     created_at, updated_at, schedule_version) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, 1, ?9, ?10, ?11, ?12, ?13, \
+     (SELECT version FROM schedule_current WHERE schedule = ?2)) \
+     ON CONFLICT (tenant, schedule, window_key) DO NOTHING";
+const FENCING_TOKEN: &str = "SELECT token FROM fencing WHERE id = 1";
 const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
 const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
@@ -72,6 +81,7 @@ const END_LOG_MAX: usize = 256 * 1024;
 
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("claim", CLAIM),
+    ("insert_claimed_row", INSERT_CLAIMED_RUN),
     ("renew_lease", RENEW_LEASE),
     ("end_attempt", END_ATTEMPT),
     ("attempts", ATTEMPTS_OF_RUN),
@@ -173,6 +183,81 @@ impl Tx<'_> {
             run.id,
             run.attempts,
             run.fencing_token,
+            run.tenant,
+            run.schedule,
+            owner,
+            reason,
+            Ms(now),
+        ])?;
+        Ok(Some(run))
+    }
+
+    /// A pending window opened at `opened_at` and claimed at `now` in one
+    /// insert: the run row, fencing token and attempt row that
+    /// [`Tx::insert_run`] then [`Tx::claim_row`] would write, without the
+    /// pending row in between. `Ok(None)` when the window's run exists
+    /// (another scheduler opened it first); nothing is written then.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn insert_claimed_row(
+        &self,
+        new: &NewRun,
+        opened_at: DateTime<Utc>,
+        owner: &str,
+        lease_until: DateTime<Utc>,
+        reason: RunReason,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Run>> {
+        if new.state != RunState::Pending || !RunState::Pending.can_become(RunState::Running, false) {
+            return Err(StoreError::IllegalTransition {
+                run: 0,
+                from: new.state,
+                to: RunState::Running,
+            });
+        }
+        let token = self
+            .cached(FENCING_TOKEN)?
+            .query_row([], |r| r.get::<_, i64>(0))
+            .optional()?
+            .unwrap_or(0)
+            + 1;
+        let inserted = self.cached(INSERT_CLAIMED_RUN)?.execute(rusqlite::params![
+            new.tenant,
+            new.schedule,
+            new.window_key,
+            Ms(new.window_start),
+            Ms(new.window_end),
+            Ms(new.due_at),
+            reason,
+            new.pool,
+            owner,
+            Ms(lease_until),
+            token,
+            Ms(opened_at),
+            Ms(now),
+        ])?;
+        if inserted != 1 {
+            return Ok(None);
+        }
+        // The row as written, built here (as insert_run and claim_row
+        // would leave it), not read back.
+        let mut run = super::opened_run(new, self.conn.last_insert_rowid(), opened_at);
+        run.state = RunState::Running;
+        run.reason = reason;
+        run.state_reason = None;
+        run.attempts = 1;
+        run.next_check_at = None;
+        run.lease_owner = Some(owner.to_string());
+        run.lease_expires = Some(stored(lease_until));
+        run.fencing_token = token;
+        run.updated_at = stored(now);
+        self.counts.moved(None, RunState::Running);
+        self.states
+            .running_moved(&run.tenant, &run.schedule, run.pool, true);
+        self.cached(BUMP_FENCING)?.execute([token])?;
+        self.cached(INSERT_ATTEMPT)?.execute(rusqlite::params![
+            run.id,
+            run.attempts,
+            token,
             run.tenant,
             run.schedule,
             owner,

@@ -32,10 +32,11 @@ mod sql;
 mod status;
 pub mod types;
 
-pub use apply::Applied;
+pub use apply::{Applied, opens_claimed};
 pub use backlog::Backlog;
 pub use config_versions::{ConfigStatus, ConfigVersion, ScheduleVersion};
 pub use db::{Store, Tx};
+pub use runs::opened_run;
 pub use schema::SCHEMA_VERSION;
 pub use status::Oldest;
 pub use types::*;

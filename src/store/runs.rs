@@ -153,6 +153,47 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("find_run", RUN_BY_WINDOW),
 ];
 
+/// When a new run is first looked at: a pending run without
+/// `next_check_at` at its due instant.
+fn first_check(new: &NewRun) -> Option<DateTime<Utc>> {
+    match new.state {
+        RunState::Pending => Some(new.next_check_at.unwrap_or(new.due_at)),
+        RunState::Missed => new.next_check_at,
+        _ => None,
+    }
+}
+
+/// The run [`Tx::insert_run`] writes for `new` at `now` under `id`, as
+/// stored (instants to the millisecond): what the engine decides a window
+/// that opens now by before its row exists (see [`Tx::open_claimed`]).
+pub fn opened_run(new: &NewRun, id: i64, now: DateTime<Utc>) -> Run {
+    Run {
+        id,
+        tenant: new.tenant.clone(),
+        schedule: new.schedule.clone(),
+        window_key: new.window_key.clone(),
+        window_start: stored(new.window_start),
+        window_end: stored(new.window_end),
+        due_at: stored(new.due_at),
+        state: new.state,
+        reason: new.reason,
+        pool: new.pool,
+        state_reason: new.state_reason.clone(),
+        attempts: 0,
+        not_before: None,
+        next_check_at: first_check(new).map(stored),
+        lease_owner: None,
+        lease_expires: None,
+        fencing_token: 0,
+        error_class: None,
+        last_error: None,
+        resume_after: None,
+        created_at: stored(now),
+        updated_at: stored(now),
+        hold: None,
+    }
+}
+
 impl Tx<'_> {
     fn query_runs(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Run>> {
         let mut stmt = self.conn.prepare_cached(sql)?;
@@ -173,11 +214,7 @@ impl Tx<'_> {
                 to: new.state,
             });
         }
-        let next_check = match new.state {
-            RunState::Pending => Some(new.next_check_at.unwrap_or(new.due_at)),
-            RunState::Missed => new.next_check_at,
-            _ => None,
-        };
+        let next_check = first_check(new);
         let mut stmt = self.cached(INSERT_RUN)?;
         let inserted = stmt.execute(rusqlite::params![
             new.tenant,
@@ -195,31 +232,7 @@ impl Tx<'_> {
         ])?;
         drop(stmt);
         // The new row is exactly what was written: built here, not read back.
-        let run = (inserted == 1).then(|| Run {
-            id: self.conn.last_insert_rowid(),
-            tenant: new.tenant.clone(),
-            schedule: new.schedule.clone(),
-            window_key: new.window_key.clone(),
-            window_start: stored(new.window_start),
-            window_end: stored(new.window_end),
-            due_at: stored(new.due_at),
-            state: new.state,
-            reason: new.reason,
-            pool: new.pool,
-            state_reason: new.state_reason.clone(),
-            attempts: 0,
-            not_before: None,
-            next_check_at: next_check.map(stored),
-            lease_owner: None,
-            lease_expires: None,
-            fencing_token: 0,
-            error_class: None,
-            last_error: None,
-            resume_after: None,
-            created_at: stored(now),
-            updated_at: stored(now),
-            hold: None,
-        });
+        let run = (inserted == 1).then(|| opened_run(new, self.conn.last_insert_rowid(), now));
         if let Some(r) = &run {
             self.counts.moved(None, r.state);
         }
