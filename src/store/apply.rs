@@ -321,6 +321,31 @@ mod tests {
             (
                 RunState::Running,
                 vec![(
+                    RunState::Failed,
+                    Change {
+                        state_reason: Some("exit 3".into()),
+                        error_class: Some(ErrorClass::NonRetryable),
+                        last_error: Some("bad input".into()),
+                        resume_after: Some("fetch".into()),
+                        // Cleared on entering a terminal state all the same.
+                        next_check_at: Some(at(7_000)),
+                        ..Change::default()
+                    },
+                )],
+            ),
+            (
+                RunState::Running,
+                vec![(
+                    RunState::Dead,
+                    Change {
+                        reason: Some(RunReason::Retry),
+                        ..Change::default()
+                    },
+                )],
+            ),
+            (
+                RunState::Running,
+                vec![(
                     RunState::RetryWait,
                     Change {
                         state_reason: Some("retry".into()),
