@@ -15,8 +15,43 @@ use chrono_tz::Tz;
 
 /// An instant as every event, JSON output and CLI column writes it: RFC 3339
 /// UTC with milliseconds (`2026-06-06T01:00:00.000Z`).
+///
+/// Written digit by digit: every event carries several instants, and chrono's
+/// formatter (through `core::fmt`) was about 2 % of a run's lifecycle. Years
+/// outside 0–9999 and leap seconds go through chrono.
 pub fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    use chrono::{Datelike, Timelike};
+    let (year, nanos) = (t.year(), t.nanosecond());
+    if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
+        return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+    }
+    let mut out = [0u8; 24];
+    let mut put = |at: usize, value: u32, digits: usize| {
+        let mut v = value;
+        for i in (0..digits).rev() {
+            out[at + i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, year as u32, 4);
+    put(5, t.month(), 2);
+    put(8, t.day(), 2);
+    put(11, t.hour(), 2);
+    put(14, t.minute(), 2);
+    put(17, t.second(), 2);
+    put(20, nanos / 1_000_000, 3);
+    for (at, sep) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        out[at] = sep;
+    }
+    out.iter().map(|&b| b as char).collect()
 }
 
 /// The same to whole seconds, for what people and scripts read: gate reasons,
@@ -97,6 +132,38 @@ pub use policy::{Anchor, DstFold, DstGap, NonBusinessDay};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The digit-by-digit writer says what chrono says, over a spread of
+    /// instants (every field at its edges, sub-millisecond parts dropped),
+    /// and leaves years outside 0–9999 and leap seconds to chrono.
+    #[test]
+    fn rfc3339_is_chronos_millisecond_form() {
+        let chrono_form = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut ms: i64 = -62_167_219_200_000; // 0000-01-01T00:00:00Z
+        let end = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
+        let mut step: i64 = 1;
+        while ms <= end {
+            let t = DateTime::from_timestamp_millis(ms).expect("in range")
+                + chrono::Duration::nanoseconds(ms.rem_euclid(997) * 1_000);
+            assert_eq!(rfc3339(t), chrono_form(t), "{ms}");
+            ms += step;
+            step = step * 3 + 7;
+            if step > 86_400_000 * 40 {
+                step = 1_234_567;
+            }
+        }
+        for t in [
+            DateTime::from_timestamp_millis(253_402_300_800_000).expect("year 10000"),
+            DateTime::from_timestamp_millis(-62_167_219_200_001).expect("year -1"),
+            DateTime::from_timestamp(1_780_000_019, 1_500_000_000).expect("leap second"),
+        ] {
+            assert_eq!(rfc3339(t), chrono_form(t));
+        }
+        assert_eq!(
+            rfc3339(DateTime::from_timestamp_millis(1_780_272_000_007).expect("instant")),
+            "2026-06-01T00:00:00.007Z"
+        );
+    }
 
     #[test]
     fn stored_utc_instants_are_told_in_the_zone_and_keys_are_left_alone() {
