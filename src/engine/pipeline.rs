@@ -20,6 +20,9 @@ use std::collections::{HashMap, HashSet};
 pub(crate) const CLAIM_CHUNK: usize = 256;
 
 /// A window a tick opened, due now, for [`Engine::decide_fresh`].
+// Unboxed: a chunk holds at most CLAIM_CHUNK of them for a moment, and a box
+// would be one more allocation per window on the hot path.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Fresh {
     /// Its pending run, inserted.
     Opened(Run),
