@@ -175,7 +175,21 @@ impl Tx<'_> {
         let Some(run) = run else {
             return Ok(None);
         };
-        self.counts.moved(Some(from), run.state);
+        self.attempt_started(&run, Some(from), owner, reason, now)?;
+        Ok(Some(run))
+    }
+
+    /// What follows a claim's row, whichever way it was written: the kept
+    /// counts, the fencing counter moved to the run's token, the attempt row.
+    fn attempt_started(
+        &self,
+        run: &Run,
+        from: Option<RunState>,
+        owner: &str,
+        reason: RunReason,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        self.counts.moved(from, run.state);
         self.states
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
         self.cached(BUMP_FENCING)?.execute([run.fencing_token])?;
@@ -189,7 +203,7 @@ impl Tx<'_> {
             reason,
             Ms(now),
         ])?;
-        Ok(Some(run))
+        Ok(())
     }
 
     /// A pending window opened at `opened_at` and claimed at `now` in one
@@ -207,7 +221,7 @@ impl Tx<'_> {
         reason: RunReason,
         now: DateTime<Utc>,
     ) -> Result<Option<Run>> {
-        if new.state != RunState::Pending || !RunState::Pending.can_become(RunState::Running, false) {
+        if new.state != RunState::Pending {
             return Err(StoreError::IllegalTransition {
                 run: 0,
                 from: new.state,
@@ -250,20 +264,7 @@ impl Tx<'_> {
         run.lease_expires = Some(stored(lease_until));
         run.fencing_token = token;
         run.updated_at = stored(now);
-        self.counts.moved(None, RunState::Running);
-        self.states
-            .running_moved(&run.tenant, &run.schedule, run.pool, true);
-        self.cached(BUMP_FENCING)?.execute([token])?;
-        self.cached(INSERT_ATTEMPT)?.execute(rusqlite::params![
-            run.id,
-            run.attempts,
-            token,
-            run.tenant,
-            run.schedule,
-            owner,
-            reason,
-            Ms(now),
-        ])?;
+        self.attempt_started(&run, None, owner, reason, now)?;
         Ok(Some(run))
     }
 
