@@ -242,3 +242,134 @@ fn a_run_read_again_is_what_the_database_holds() {
     assert!(failed.is_err());
     assert_eq!(state(&a, run.id), Running, "a rolled-back batch");
 }
+
+/// Ends the current attempt of running `run` with this summary and message.
+fn end(tx: &Tx, run: &Run, summary: Option<&str>, message: Option<&str>) {
+    let ended = tx
+        .end_attempt(
+            run.id,
+            run.fencing_token,
+            &AttemptEnd {
+                summary: summary.map(str::to_string),
+                message: message.map(str::to_string),
+                ..AttemptEnd::default()
+            },
+            t0(),
+        )
+        .unwrap();
+    assert!(ended);
+}
+
+fn finish(tx: &Tx, run: &Run, to: RunState, why: Option<&str>) -> Run {
+    let change = Change {
+        state_reason: why.map(str::to_string),
+        ..Change::default()
+    };
+    tx.transition(run.id, run.state, to, &change, t0(), &[]).unwrap()
+}
+
+#[test]
+fn kept_execution_memory_is_what_the_database_holds() {
+    use RunState::*;
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let b = Store::open(&path).unwrap();
+    let memory = |s: &Store| s.read(|tx| tx.execution_memory("acme", "s", 3)).unwrap();
+    // What a store that never read it finds: the query itself.
+    let stored = || memory(&Store::open(&path).unwrap());
+    let same = |step: &str| {
+        let (kept, fresh) = (memory(&a), stored());
+        assert_eq!(kept, fresh, "{step}");
+        kept
+    };
+    let at = |h: i64| t0() + Duration::hours(h);
+    assert!(same("empty").is_empty());
+    // Ends with a summary, with only a message, with neither (the state
+    // reason), and a window skipped without an attempt.
+    a.write(|tx| {
+        let r = claim(tx, &insert(tx, "s", "1", at(1))).run;
+        end(tx, &r, Some("one"), Some("ignored"));
+        finish(tx, &r, Succeeded, None);
+        let r = claim(tx, &insert(tx, "s", "2", at(2))).run;
+        end(tx, &r, None, Some("boom"));
+        finish(tx, &r, Dead, Some("gave up"));
+        Ok(())
+    })
+    .unwrap();
+    let kept = same("two ends");
+    assert_eq!(kept[0].summary.as_deref(), Some("boom"));
+    assert_eq!(kept[1].summary.as_deref(), Some("one"));
+    a.write(|tx| {
+        let r = claim(tx, &insert(tx, "s", "3", at(3))).run;
+        end(tx, &r, None, None);
+        finish(tx, &r, Succeeded, Some("no word"));
+        let mut skipped = new_run("s", "4", at(4));
+        skipped.state = Skipped;
+        skipped.state_reason = Some("overlap".into());
+        tx.insert_run(&skipped, t0())?;
+        Ok(())
+    })
+    .unwrap();
+    let kept = same("an end without a word, a window created skipped");
+    assert_eq!(kept[0].summary.as_deref(), Some("overlap"));
+    assert_eq!(kept[1].summary.as_deref(), Some("no word"));
+    // An older window that finishes later is placed by its window (and,
+    // with three kept, falls off the end); another schedule is not in it.
+    a.write(|tx| {
+        let r = claim(tx, &insert(tx, "s", "0", at(0))).run;
+        end(tx, &r, Some("late"), None);
+        finish(tx, &r, Succeeded, None);
+        let r = claim(tx, &insert(tx, "other", "9", at(9))).run;
+        end(tx, &r, Some("elsewhere"), None);
+        finish(tx, &r, Succeeded, None);
+        Ok(())
+    })
+    .unwrap();
+    same("an older window, another schedule");
+    // An attempt ends in one transaction (a retry), its run in another:
+    // the word is the attempt's.
+    let waiting = a
+        .write(|tx| {
+            let r = claim(tx, &insert(tx, "s", "5", at(5))).run;
+            end(tx, &r, Some("first try"), None);
+            Ok(finish(tx, &r, RetryWait, None))
+        })
+        .unwrap();
+    same("a retry waits");
+    let failed = a
+        .write(|tx| Ok(finish(tx, &waiting, Failed, Some("gate"))))
+        .unwrap();
+    assert_eq!(same("failed later")[0].summary.as_deref(), Some("first try"));
+    // An operator's requeue takes a finished run out of it.
+    a.write(|tx| {
+        let change = Change {
+            operator: Some("ops".into()),
+            ..Change::default()
+        };
+        tx.transition(failed.id, Failed, RetryWait, &change, t0(), &[])
+            .map(|_| ())
+    })
+    .unwrap();
+    assert!(same("requeued").iter().all(|m| m.run_id != failed.id));
+    // A finish that rolls back leaves nothing behind.
+    let rolled: Result<()> = a.write(|tx| {
+        let r = claim(tx, &insert(tx, "s", "6", at(6))).run;
+        end(tx, &r, Some("never"), None);
+        finish(tx, &r, Succeeded, None);
+        Err(StoreError::Invariant("made to fail".into()))
+    });
+    assert!(rolled.is_err());
+    same("a rolled-back finish");
+    // Another store's finish shows up in A's next read.
+    b.write(|tx| {
+        let r = claim(tx, &insert(tx, "s", "7", at(7))).run;
+        end(tx, &r, Some("from b"), None);
+        finish(tx, &r, Succeeded, None);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        same("another store's finish")[0].summary.as_deref(),
+        Some("from b")
+    );
+}

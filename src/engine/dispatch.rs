@@ -9,7 +9,7 @@ use crate::agent::envelope::{
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::core::event::Event;
-use crate::store::types::{Claim, NewEvent, RunMemory, RunReason, ScheduleState};
+use crate::store::types::{Claim, NewEvent, RunReason, ScheduleState};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -49,7 +49,7 @@ impl Engine {
             return Ok(());
         };
         let memory_n = self.cfg.scheduler.memory_runs;
-        let (completed, uncertain, state) = self.store.read(|tx| {
+        let (completed, uncertain, state, memory) = self.store.read(|tx| {
             // Steps are journalled by attempts: a first attempt has none yet.
             let (completed, uncertain) = if claim.attempt > 1 {
                 (tx.completed_steps(run.id)?, tx.uncertain_steps(run.id)?)
@@ -60,10 +60,11 @@ impl Engine {
                 Some(st) => st,
                 None => tx.schedule_state(&run.schedule)?,
             };
-            Ok((completed, uncertain, state))
+            // Kept by the store as its runs finish (read once per schedule).
+            let memory = tx.execution_memory(&run.tenant, &run.schedule, memory_n)?;
+            Ok((completed, uncertain, state, memory))
         })?;
-        let memory: Vec<MemoryEntry> = self
-            .memory_of(idx, run, memory_n, now)?
+        let memory: Vec<MemoryEntry> = memory
             .into_iter()
             .filter(|m| m.run_id != run.id)
             .map(|m| MemoryEntry {
@@ -228,81 +229,5 @@ impl Engine {
     pub fn claim_commits(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
         let (s, next) = (&self.commit_lateness.samples, self.commit_lateness.next);
         s[next..].iter().chain(&s[..next]).copied().collect()
-    }
-}
-
-/// How long a schedule's execution memory is trusted before it is read
-/// again (clock time): this scheduler's own runs update it as they finish,
-/// other schedulers' finishes show up within this.
-const MEMORY_TTL: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
-
-/// A schedule's execution memory as last read, newest window first (kept in
-/// window order as this scheduler's runs finish).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Memory {
-    read_at: Option<DateTime<Utc>>,
-    entries: Vec<RunMemory>,
-}
-
-impl Engine {
-    /// The last `n` finished runs of schedule `idx` for an envelope: from
-    /// memory (kept up to date by this scheduler's own finishes, read again
-    /// after [`MEMORY_TTL`]), one query per schedule instead of one per
-    /// dispatch.
-    fn memory_of(
-        &mut self,
-        idx: usize,
-        run: &crate::store::types::Run,
-        n: usize,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<RunMemory>> {
-        let fresh = self
-            .memory
-            .get(&idx)
-            .and_then(|m| m.read_at)
-            .is_some_and(|at| now >= at && now - at < MEMORY_TTL);
-        if !fresh {
-            let read = self
-                .store
-                .read(|tx| tx.execution_memory(&run.tenant, &run.schedule, n))?;
-            self.memory.insert(
-                idx,
-                Memory {
-                    read_at: Some(now),
-                    entries: read,
-                },
-            );
-        }
-        Ok(self
-            .memory
-            .get(&idx)
-            .map(|m| m.entries.iter().take(n).cloned().collect())
-            .unwrap_or_default())
-    }
-
-    /// A run of schedule `idx` finished here: it joins the schedule's memory
-    /// (if memory is kept for it), newest window first.
-    pub(crate) fn remember(&mut self, idx: usize, run: &crate::store::types::Run, summary: Option<String>) {
-        let n = self.cfg.scheduler.memory_runs;
-        let Some(m) = self.memory.get_mut(&idx) else {
-            return;
-        };
-        m.entries.retain(|e| e.run_id != run.id);
-        let at = m
-            .entries
-            .iter()
-            .position(|e| e.window_start < run.window_start)
-            .unwrap_or(m.entries.len());
-        m.entries.insert(
-            at,
-            RunMemory {
-                run_id: run.id,
-                window_key: run.window_key.clone(),
-                window_start: run.window_start,
-                state: run.state,
-                summary,
-            },
-        );
-        m.entries.truncate(n.max(1));
     }
 }

@@ -141,9 +141,6 @@ pub struct Engine {
     pub(crate) gates: gating::ScheduleGates,
     /// IO gates being checked off the loop.
     pub(crate) gate_pool: gating::GatePool,
-    /// Execution memory per schedule, newest window first, as of when it was
-    /// read (see `dispatch::memory_of`).
-    pub(crate) memory: HashMap<usize, dispatch::Memory>,
     pub(crate) index: HashMap<String, usize>,
     /// Whether any schedule has an `on_event` / `after_event` trigger, and any an
     /// `approval_ttl`: asked every tick, so not answered by walking every schedule.
@@ -273,7 +270,6 @@ impl Engine {
             rules,
             gates: Arc::new(gates),
             gate_pool: gating::GatePool::new(),
-            memory: HashMap::new(),
             index,
             has_event_triggers,
             has_approval_ttls,

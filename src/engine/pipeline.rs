@@ -142,7 +142,7 @@ impl Engine {
                 let applied = self
                     .store
                     .write(|tx| tx.open_claimed(&new, &opened, opened_at, &plan, now))?;
-                self.perform(idx, &plan, applied, now)?;
+                self.perform(idx, applied, now)?;
                 return Ok(());
             }
         }
@@ -574,49 +574,21 @@ impl Engine {
             return Ok(None);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
-        self.perform(idx, plan, applied, now)
+        self.perform(idx, applied, now)
     }
 
-    /// After `plan` was applied: a finished run joins the execution memory
-    /// and the plan's effects are performed; `None` on a conflict (nothing
-    /// was written, so nothing is performed).
-    fn perform(
-        &mut self,
-        idx: usize,
-        plan: &Plan,
-        applied: Applied,
-        now: DateTime<Utc>,
-    ) -> Result<Option<Applied>> {
+    /// After a plan was applied: its effects are performed; `None` on
+    /// a conflict (nothing was written, so nothing is performed).
+    fn perform(&mut self, idx: usize, applied: Applied, now: DateTime<Utc>) -> Result<Option<Applied>> {
         let Applied::Done {
             claim,
             effects,
-            run,
             state,
+            ..
         } = &applied
         else {
             return Ok(None);
         };
-        // A finished run joins the schedule's execution memory: its attempt's
-        // summary (or message), else why it ended.
-        if let Some(r) = run
-            && r.state.is_terminal()
-        {
-            let ended = plan.steps.iter().find_map(|s| match s {
-                crate::core::plan::Step::EndAttempt { end, .. } => {
-                    Some(end.summary.clone().or(end.message.clone()))
-                }
-                _ => None,
-            });
-            match ended {
-                Some(summary) => self.remember(idx, r, summary.or_else(|| r.state_reason.clone())),
-                None if r.attempts == 0 => self.remember(idx, r, r.state_reason.clone()),
-                // Ended without an attempt's word (a requeued run's gate):
-                // read again next time.
-                None => {
-                    self.memory.remove(&idx);
-                }
-            }
-        }
         let mut claim = claim.clone();
         for effect in effects.clone() {
             match effect {

@@ -347,6 +347,8 @@ impl Tx<'_> {
         if changed == 0 {
             return Ok(false);
         }
+        self.states
+            .attempt_ended(run_id, token, end.summary.clone().or_else(|| end.message.clone()));
         if !end.log.is_empty() {
             self.append_attempt_log(run_id, token, &end.log, END_LOG_MAX)?;
         }

@@ -4,6 +4,7 @@
 
 use super::{Result, StoreError, schema};
 use crate::core::machine::RunState;
+use crate::core::records::RunMemory;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -180,6 +181,25 @@ struct CachedStates {
     /// [`StateCache::validate`]). An attempt's end reads its run to plan,
     /// then again as the transaction's conflict check.
     run: Option<(u64, crate::core::records::Run)>,
+    /// Execution memory by tenant, then schedule: how many runs were asked
+    /// for when it was read, and the newest finished runs, newest window
+    /// first (see [`Tx::execution_memory`]). Kept up by this connection's
+    /// own writes ([`StateCache::run_finished`]).
+    memory: std::collections::HashMap<String, std::collections::HashMap<String, (usize, Vec<RunMemory>)>>,
+    /// The attempt this connection ended last: (run id, fencing token, its
+    /// summary or else message), the word a run that ends with it leaves in
+    /// the memory.
+    ended: Option<(i64, i64, Option<String>)>,
+}
+
+impl CachedStates {
+    fn forget_all(&mut self) {
+        self.states.clear();
+        self.running = None;
+        self.run = None;
+        self.memory.clear();
+        self.ended = None;
+    }
 }
 
 impl StateCache {
@@ -196,9 +216,7 @@ impl StateCache {
             .query_row([], |r| r.get(0))?;
         let mut c = self.inner();
         if c.seen != Some(version) {
-            c.states.clear();
-            c.running = None;
-            c.run = None;
+            c.forget_all();
             c.seen = Some(version);
         }
         Ok(())
@@ -236,10 +254,83 @@ impl StateCache {
     }
 
     pub(crate) fn clear(&self) {
+        self.inner().forget_all();
+    }
+
+    /// The first `n` entries of the execution memory of `schedule`, if kept
+    /// (read with at least `n`).
+    pub(crate) fn memory(&self, tenant: &str, schedule: &str, n: usize) -> Option<Vec<RunMemory>> {
+        let c = self.inner();
+        let (read, entries) = c.memory.get(tenant)?.get(schedule)?;
+        (*read >= n).then(|| entries.iter().take(n).cloned().collect())
+    }
+
+    /// The execution memory of `schedule` as just read with `n`.
+    pub(crate) fn keep_memory(&self, tenant: &str, schedule: &str, n: usize, entries: &[RunMemory]) {
+        self.inner()
+            .memory
+            .entry(tenant.to_string())
+            .or_default()
+            .insert(schedule.to_string(), (n, entries.to_vec()));
+    }
+
+    /// An attempt of run `run_id` ended with this word (summary, else message).
+    pub(crate) fn attempt_ended(&self, run_id: i64, token: i64, word: Option<String>) {
+        self.inner().ended = Some((run_id, token, word));
+    }
+
+    /// `run` (as now stored) just became finished (a terminal state) from
+    /// an unfinished one, or was created finished: it joins its schedule's
+    /// memory with its last attempt's word, else its state reason. When that
+    /// word is not known here (its last attempt ended in another
+    /// transaction), the schedule's memory is read again at its next use.
+    pub(crate) fn run_finished(&self, run: &crate::core::records::Run) {
         let mut c = self.inner();
-        c.states.clear();
-        c.running = None;
-        c.run = None;
+        let word = if run.attempts == 0 {
+            Some(run.state_reason.clone())
+        } else {
+            match &c.ended {
+                Some((id, token, word)) if *id == run.id && *token == run.fencing_token => {
+                    Some(word.clone().or_else(|| run.state_reason.clone()))
+                }
+                _ => None,
+            }
+        };
+        let Some(by_schedule) = c.memory.get_mut(&run.tenant) else {
+            return;
+        };
+        let Some(summary) = word else {
+            by_schedule.remove(&run.schedule);
+            return;
+        };
+        let Some((n, entries)) = by_schedule.get_mut(&run.schedule) else {
+            return;
+        };
+        let window_start = super::sql::stored(run.window_start);
+        entries.retain(|e| e.run_id != run.id);
+        let at = entries
+            .iter()
+            .position(|e| (e.window_start, e.run_id) < (window_start, run.id))
+            .unwrap_or(entries.len());
+        entries.insert(
+            at,
+            RunMemory {
+                run_id: run.id,
+                window_key: run.window_key.clone(),
+                window_start,
+                state: run.state,
+                summary,
+            },
+        );
+        entries.truncate(*n);
+    }
+
+    /// Something changed the finished runs of `schedule` in a way not
+    /// followed here (a finished run requeued): read its memory again.
+    pub(crate) fn forget_memory(&self, tenant: &str, schedule: &str) {
+        if let Some(by_schedule) = self.inner().memory.get_mut(tenant) {
+            by_schedule.remove(schedule);
+        }
     }
 
     /// Run `id` as last read, if nothing was written since (`changes`: the

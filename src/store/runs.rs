@@ -249,6 +249,9 @@ impl Tx<'_> {
         let run = (inserted == 1).then(|| opened_run(new, self.conn.last_insert_rowid(), now));
         if let Some(r) = &run {
             self.counts.moved(None, r.state);
+            if r.state.is_terminal() {
+                self.states.run_finished(r);
+            }
         }
         Ok(run)
     }
@@ -446,10 +449,22 @@ impl Tx<'_> {
         )
     }
 
-    /// The runs of [`Tx::recent_runs`] as an envelope's execution memory: each
-    /// with its last attempt's summary, or that attempt's message, or the run's
-    /// state reason.
+    /// The newest `n` finished runs of a schedule as an envelope's execution
+    /// memory, newest window first: each with its last attempt's summary, or
+    /// that attempt's message, or the run's state reason. Read once, then
+    /// kept by this connection as its own writes finish runs (and read again
+    /// after another connection commits, or when a finish's word is not known
+    /// here): one query per schedule, not one per dispatch.
     pub fn execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
+        if let Some(kept) = self.states.memory(tenant, schedule, n) {
+            return Ok(kept);
+        }
+        let read = self.read_execution_memory(tenant, schedule, n)?;
+        self.states.keep_memory(tenant, schedule, n, &read);
+        Ok(read)
+    }
+
+    fn read_execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
         let mut stmt = self.conn.prepare_cached(&with_limit(EXECUTION_MEMORY, "?3", n))?;
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| {
             Ok(RunMemory {
@@ -573,6 +588,11 @@ impl Tx<'_> {
             });
         };
         self.counts.moved(Some(from), run.state);
+        if from.is_terminal() {
+            self.states.forget_memory(&run.tenant, &run.schedule);
+        } else if run.state.is_terminal() {
+            self.states.run_finished(&run);
+        }
         if leaves_running {
             match change.pool {
                 None => self
