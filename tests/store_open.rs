@@ -295,3 +295,120 @@ fn stores_opened_at_once_on_a_new_file_all_open_it() {
         }
     }
 }
+
+/// Every row of `table` as text, by id.
+fn rows(conn: &rusqlite::Connection, table: &str) -> Vec<String> {
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM {table} ORDER BY 1"))
+        .unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..n)
+            .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map(|v| v.join("|"))
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<_>>()
+    .unwrap()
+}
+
+/// The columns of the runs' unique index, in order.
+fn unique_key(conn: &rusqlite::Connection) -> Vec<String> {
+    let index: String = conn
+        .query_row(
+            "SELECT name FROM pragma_index_list('runs') WHERE \"unique\" = 1 AND origin = 'u'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+        .unwrap();
+    stmt.query_map([index], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+fn approval(run_id: i64) -> Approval {
+    Approval {
+        run_id,
+        approved: false,
+        actor: "ops".into(),
+        reason: "no".into(),
+        resume_after: None,
+        at: t0(),
+    }
+}
+
+#[test]
+fn schema_14_keys_runs_by_window_first_and_keeps_every_row() {
+    use RunState::*;
+    let (_dir, path) = temp_db();
+    {
+        let store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                run_in(tx, Succeeded, "a");
+                run_in(tx, Running, "b");
+                let c = run_in(tx, Failed, "c");
+                tx.record_approval(&approval(c.id))?;
+                insert(tx, "t", "a", t0());
+                Ok(())
+            })
+            .unwrap();
+    }
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(unique_key(&raw), ["window_key", "schedule", "tenant"]);
+    // Back to schema 13: the same table keyed by tenant and schedule first.
+    let old_table = |sql: &str| {
+        sql.replace(
+            "UNIQUE (window_key, schedule, tenant)",
+            "UNIQUE (tenant, schedule, window_key)",
+        )
+    };
+    let create: String = raw
+        .query_row("SELECT sql FROM sqlite_master WHERE name = 'runs'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    raw.execute_batch(&format!(
+        "PRAGMA foreign_keys = OFF; BEGIN; {}; INSERT INTO runs_v13 SELECT * FROM runs; DROP TABLE runs; \
+         ALTER TABLE runs_v13 RENAME TO runs; \
+         CREATE INDEX runs_window ON runs (schedule, window_start); PRAGMA user_version = 13; COMMIT;",
+        old_table(&create.replacen("CREATE TABLE \"runs\"", "CREATE TABLE runs_v13", 1))
+    ))
+    .unwrap();
+    assert_eq!(unique_key(&raw), ["tenant", "schedule", "window_key"]);
+    let before: Vec<Vec<String>> = ["runs", "attempts", "approvals", "events"]
+        .iter()
+        .map(|t| rows(&raw, t))
+        .collect();
+    drop(raw);
+
+    let store = Store::open(&path).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(unique_key(&raw), ["window_key", "schedule", "tenant"]);
+    let after: Vec<Vec<String>> = ["runs", "attempts", "approvals", "events"]
+        .iter()
+        .map(|t| rows(&raw, t))
+        .collect();
+    assert_eq!(before, after);
+    let version: i64 = raw.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let broken: i64 = raw
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(broken, 0);
+    // The key still refuses a second run for a window, and the store's
+    // foreign keys are on again after the migration.
+    store
+        .write(|tx| {
+            assert!(tx.insert_run(&new_run("s", "a", t0()), t0())?.is_none());
+            Ok(())
+        })
+        .unwrap();
+    let orphan = store.write(|tx| tx.record_approval(&approval(999_999)));
+    assert!(orphan.is_err(), "an approval of no run is refused");
+}

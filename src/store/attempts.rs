@@ -29,7 +29,7 @@ const INSERT_CLAIMED_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key
      created_at, updated_at, schedule_version) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, 1, ?9, ?10, ?11, ?12, ?13, \
      (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-     ON CONFLICT (tenant, schedule, window_key) DO NOTHING";
+     ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
 const FENCING_TOKEN: &str = "SELECT token FROM fencing WHERE id = 1";
 const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
 const INSERT_ATTEMPT: &str = "INSERT INTO attempts \

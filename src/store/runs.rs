@@ -28,7 +28,7 @@ const INSERT_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window
      reason, pool, state_reason, next_check_at, created_at, updated_at, schedule_version) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, \
      (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-     ON CONFLICT (tenant, schedule, window_key) DO NOTHING";
+     ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
 const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
 const RUN_BY_WINDOW: &str = concat!(
     "SELECT ",
