@@ -191,7 +191,7 @@ impl Engine {
                 kill_grace,
             });
             running.handle = self.runner.start(spec, self.reports_tx.clone());
-            self.running.insert(running.run_id, running);
+            self.running.insert(running);
         }
     }
 }

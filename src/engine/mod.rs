@@ -129,6 +129,74 @@ pub(crate) struct Running {
     pub lease_until: DateTime<Utc>,
 }
 
+/// The attempts this process runs, by run id, with how many run in each
+/// pool: a pool's free places are asked at every end (several times), and
+/// counting them walked every attempt, a thousand of them whenever a
+/// thousand windows open at one instant (4 % of the outage drain). Reads go
+/// through the map; every change goes through here, which keeps the counts.
+/// An attempt's pool never changes while it runs.
+#[derive(Default)]
+pub(crate) struct RunningAttempts {
+    map: HashMap<i64, Running>,
+    /// Attempts in [`Pool::OnTime`], [`Pool::Backfill`].
+    in_pool: [usize; 2],
+}
+
+impl RunningAttempts {
+    fn slot(pool: Pool) -> usize {
+        match pool {
+            Pool::OnTime => 0,
+            Pool::Backfill => 1,
+        }
+    }
+
+    pub(crate) fn insert(&mut self, r: Running) {
+        let slot = Self::slot(r.pool);
+        if let Some(old) = self.map.insert(r.run_id, r) {
+            self.in_pool[Self::slot(old.pool)] -= 1;
+        }
+        self.in_pool[slot] += 1;
+    }
+
+    pub(crate) fn remove(&mut self, run_id: i64) -> Option<Running> {
+        let r = self.map.remove(&run_id)?;
+        self.in_pool[Self::slot(r.pool)] -= 1;
+        Some(r)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.map.clear();
+        self.in_pool = [0, 0];
+    }
+
+    pub(crate) fn get_mut(&mut self, run_id: &i64) -> Option<&mut Running> {
+        self.map.get_mut(run_id)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut Running> {
+        self.map.values_mut()
+    }
+
+    /// How many of them run in `pool`.
+    pub(crate) fn in_pool(&self, pool: Pool) -> usize {
+        self.in_pool[Self::slot(pool)]
+    }
+
+    /// All of them, leaving none.
+    pub(crate) fn take_all(&mut self) -> Vec<Running> {
+        self.in_pool = [0, 0];
+        self.map.drain().map(|(_, r)| r).collect()
+    }
+}
+
+impl std::ops::Deref for RunningAttempts {
+    type Target = HashMap<i64, Running>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
 /// The scheduler core. See the module docs.
 pub struct Engine {
     pub(crate) cfg: Arc<Config>,
@@ -150,7 +218,8 @@ pub struct Engine {
     pub(crate) heap: BinaryHeap<Reverse<(DateTime<Utc>, usize)>>,
     /// Last evaluated instant per schedule (mirror of the store).
     pub(crate) cursor: Vec<Option<DateTime<Utc>>>,
-    pub(crate) running: HashMap<i64, Running>,
+    /// The attempts this process runs, by run id.
+    pub(crate) running: RunningAttempts,
     /// Attempts claimed in the current batch, started once it has committed:
     /// an agent never runs on a claim that could still roll back.
     pub(crate) pending_starts: Vec<(crate::agent::runner::AttemptSpec, Running, DateTime<Utc>)>,
@@ -275,7 +344,7 @@ impl Engine {
             has_approval_ttls,
             heap: BinaryHeap::new(),
             cursor: vec![None; n],
-            running: HashMap::new(),
+            running: RunningAttempts::default(),
             pending_starts: vec![],
             commit_lateness: dispatch::CommitLateness::default(),
             pending_replies: vec![],

@@ -36,10 +36,10 @@ impl Engine {
                     && (r.cancel == Some(CancelCause::Fenced) || ending == Ending::LeaseExpired)
                 {
                     let attempt = r.attempt;
-                    self.running.remove(&run_id);
+                    self.running.remove(run_id);
                     return self.record_fenced_end(now, run_id, token, attempt, &ending, log);
                 }
-                let Some(r) = self.running.remove(&run_id).filter(|r| r.token == token) else {
+                let Some(r) = self.running.remove(run_id).filter(|r| r.token == token) else {
                     let stale = Event::StaleResult {
                         token,
                         attempt: None,
@@ -509,14 +509,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs held by a slot (quota, overlap, circuit probe) are checked again now.
-    pub(crate) fn wake_held(&self, schedule: &str, now: DateTime<Utc>) -> Result<()> {
+    /// Runs held by a slot (quota, overlap, circuit probe) are checked again
+    /// now; with `catchup` (a catch-up run left, or unknown), the schedule's
+    /// backlog is looked at too.
+    pub(crate) fn wake_held(&self, schedule: &str, catchup: bool, now: DateTime<Utc>) -> Result<()> {
         // One attempt ended: at most that many catch-up runs can start.
         let backfill = self
             .index
             .get(schedule)
             .map_or(1, |&i| self.cfg.schedules[i].max_concurrency.max(1) as usize);
-        if let Some(&idx) = self.index.get(schedule) {
+        if catchup && let Some(&idx) = self.index.get(schedule) {
             self.backlog_room(idx, now);
         }
         // While runs may be held by a quota, the schedule's own are among

@@ -272,12 +272,12 @@ impl Engine {
             Pool::OnTime => self.cfg.scheduler.workers,
             Pool::Backfill => self.cfg.scheduler.backfill_workers,
         };
-        let used = self
-            .running
-            .values()
-            .chain(self.pending_starts.iter().map(|(_, r, _)| r))
-            .filter(|r| r.pool == pool)
-            .count();
+        let used = self.running.in_pool(pool)
+            + self
+                .pending_starts
+                .iter()
+                .filter(|(_, r, _)| r.pool == pool)
+                .count();
         (used, size)
     }
 
@@ -584,7 +584,7 @@ impl Engine {
             claim,
             effects,
             state,
-            ..
+            run,
         } = &applied
         else {
             return Ok(None);
@@ -598,7 +598,12 @@ impl Engine {
                     }
                 }
                 Effect::Alert(a) => self.send_alert(&a, now),
-                Effect::WakeHeld { schedule, .. } => self.wake_held(&schedule, now)?,
+                Effect::WakeHeld { schedule, .. } => {
+                    // Only a catch-up run leaving makes room in its
+                    // schedule's backlog (an on-time end cannot).
+                    let catchup = run.as_ref().is_none_or(|r| r.pool == Pool::Backfill);
+                    self.wake_held(&schedule, catchup, now)?
+                }
                 Effect::RecheckAll { schedule } => {
                     self.store.write(|tx| tx.recheck_all(schedule.as_deref(), now))?;
                 }

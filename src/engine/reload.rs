@@ -7,7 +7,7 @@
 //! version's stored text. Attempts in flight carry over: their reports,
 //! leases and supervisors are untouched by a rebuild.
 
-use super::{Engine, Result, Running};
+use super::{Engine, Result};
 use crate::agent::runner::AgentRunner;
 use crate::config::Config;
 use crate::control::{self, Outcome, diff::ScheduleChange};
@@ -269,16 +269,12 @@ impl Engine {
             .enumerate()
             .map(|(i, s)| (s.id.clone(), i))
             .collect();
-        let running: HashMap<i64, Running> = std::mem::take(&mut self.running)
-            .into_iter()
-            .map(|(run, mut r)| {
-                if let Some(idx) = ids.get(&r.schedule).and_then(|id| position.get(id)) {
-                    r.schedule = *idx;
-                }
-                (run, r)
-            })
-            .collect();
-        fresh.running = running;
+        for mut r in self.running.take_all() {
+            if let Some(idx) = ids.get(&r.schedule).and_then(|id| position.get(id)) {
+                r.schedule = *idx;
+            }
+            fresh.running.insert(r);
+        }
         std::mem::swap(&mut fresh.reports_tx, &mut self.reports_tx);
         std::mem::swap(&mut fresh.reports_rx, &mut self.reports_rx);
         fresh.pending_starts = std::mem::take(&mut self.pending_starts);
