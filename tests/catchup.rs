@@ -597,3 +597,50 @@ fn a_catchup_alert_is_sent_to_the_sink_not_only_recorded() {
         "{text}"
     );
 }
+
+/// A catch-up run that ends elsewhere (here an operator's connection skips
+/// one) frees its place in the schedule's backlog: the scheduler sees it at
+/// its next poll (`check_every`), with no end of its own to prompt it.
+#[test]
+fn a_catch_up_run_ended_elsewhere_makes_room_at_the_next_poll() {
+    let (_dir, mut d, _down, up) = restarted("all");
+    let other = d.store().unwrap();
+    // Nothing is claimed, so nothing ends here: only the poll can see room.
+    other
+        .write(|tx| tx.set_switch("kill", true, "ops", "rehearsing", up))
+        .unwrap();
+    d.settle().unwrap();
+    let queued = |s: &agentcron::store::Store| -> Vec<Run> {
+        runs(s, "five")
+            .into_iter()
+            .filter(|r| r.reason == RunReason::Catchup && !r.state.is_terminal())
+            .collect()
+    };
+    let before = queued(&other);
+    assert_eq!(before.len(), 4, "max_concurrency queued: {before:?}");
+    let next = other
+        .read(|tx| tx.backlog("five"))
+        .unwrap()
+        .expect("a backlog")
+        .next;
+    // Polls with nothing written elsewhere come and go.
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.id).collect::<Vec<_>>();
+    d.run_until(up + TimeDelta::minutes(3)).unwrap();
+    assert_eq!(ids(&queued(&other)), ids(&before));
+    let r = &before[0];
+    let skip = Change {
+        state_reason: Some("skipped by hand".into()),
+        ..Change::default()
+    };
+    let now = d.now();
+    other
+        .write(|tx| tx.transition(r.id, r.state, RunState::Skipped, &skip, now, &[]))
+        .unwrap();
+    d.run_until(now + TimeDelta::minutes(1)).unwrap();
+    let after = queued(&other);
+    assert_eq!(after.len(), 4, "the freed place is taken: {after:?}");
+    assert!(
+        after.iter().any(|r| r.window_start == next),
+        "by the backlog's next window"
+    );
+}

@@ -19,6 +19,40 @@ use chrono::{DateTime, TimeDelta, Utc};
 /// planned (this engine's own plans are known at once).
 const POLL: TimeDelta = TimeDelta::minutes(5);
 
+/// When to look at a schedule's backlog next, and why.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Look {
+    pub(crate) at: DateTime<Utc>,
+    /// When its next window reaches the end of its catch-up window (it is
+    /// queued then, room or not); `None`: not known yet.
+    expires: Option<DateTime<Utc>>,
+    /// A catch-up run of the schedule left the queue here since the last look.
+    room: bool,
+    /// [`crate::store::Store::generation`] at the last look.
+    seen: Option<u64>,
+}
+
+impl Look {
+    /// A look as soon as possible (a new or newly seen backlog).
+    pub(crate) fn now(at: DateTime<Utc>) -> Self {
+        Self {
+            at,
+            expires: None,
+            room: true,
+            seen: None,
+        }
+    }
+
+    /// Whether a look that has come must read the backlog: a run left,
+    /// its next window expires, or someone else may have changed its
+    /// catch-up runs (another connection committed since the last look).
+    /// Otherwise the look is only the poll for ends elsewhere, and nothing
+    /// was written elsewhere: it is put off by one poll.
+    fn needed(&self, now: DateTime<Utc>, generation: u64) -> bool {
+        self.room || self.expires.is_none_or(|e| e <= now) || self.seen != Some(generation)
+    }
+}
+
 impl Engine {
     /// Queues the backlog windows that are due: for every schedule whose next
     /// look has come, as many as its free catch-up slots, plus every window
@@ -29,43 +63,71 @@ impl Engine {
             let mut looks = self.backlog.borrow_mut();
             for b in rows {
                 if let Some(&idx) = self.index.get(&b.schedule) {
-                    looks.entry(idx).or_insert(now);
+                    looks.entry(idx).or_insert(Look::now(now));
                 }
             }
             self.backlog_poll = Some(now + POLL);
         }
-        let due: Vec<usize> = self
+        let due: Vec<(usize, Look)> = self
             .backlog
             .borrow()
             .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(idx, _)| *idx)
+            .filter(|(_, l)| l.at <= now)
+            .map(|(idx, l)| (*idx, *l))
             .collect();
-        for idx in due {
+        for (idx, look) in due {
+            if !look.needed(now, self.store.generation()) {
+                let poll = now + self.backlog_poll_every(idx);
+                if let Some(l) = self.backlog.borrow_mut().get_mut(&idx) {
+                    l.at = look.expires.map_or(poll, |e| e.min(poll)).max(now);
+                }
+                continue;
+            }
             let next = self.queue_backlog(idx, now)?;
+            let seen = Some(self.store.generation());
             let mut looks = self.backlog.borrow_mut();
             match next {
-                Some(t) => looks.insert(idx, t),
+                Some(expires) => {
+                    let poll = now + self.backlog_poll_every(idx);
+                    looks.insert(
+                        idx,
+                        Look {
+                            at: expires.min(poll).max(now),
+                            expires: Some(expires),
+                            room: false,
+                            seen,
+                        },
+                    )
+                }
                 None => looks.remove(&idx),
             };
         }
         Ok(())
     }
 
+    /// How often a backlog is looked at in case a catch-up run ended
+    /// elsewhere (another scheduler, an operator's reject): the schedule's
+    /// `check_every`.
+    fn backlog_poll_every(&self, idx: usize) -> TimeDelta {
+        TimeDelta::from_std(self.schedule(idx).check_every).unwrap_or(TimeDelta::minutes(1))
+    }
+
     /// The soonest instant a backlog needs a look, if any schedule has one.
     pub(crate) fn next_backlog_look(&self) -> Option<DateTime<Utc>> {
-        self.backlog.borrow().values().min().copied()
+        self.backlog.borrow().values().map(|l| l.at).min()
     }
 
     /// A run of schedule `idx` left the catch-up queue: look at its backlog now.
     pub(crate) fn backlog_room(&self, idx: usize, now: DateTime<Utc>) {
-        if let Some(t) = self.backlog.borrow_mut().get_mut(&idx) {
-            *t = (*t).min(now);
+        if let Some(l) = self.backlog.borrow_mut().get_mut(&idx) {
+            l.at = l.at.min(now);
+            l.room = true;
         }
     }
 
-    /// Queues the next windows of schedule `idx`'s backlog; returns when to look
-    /// again (`None`: the backlog is all queued).
+    /// Queues the next windows of schedule `idx`'s backlog; returns when its
+    /// next window reaches the end of its catch-up window (`None`: the
+    /// backlog is all queued).
     fn queue_backlog(&self, idx: usize, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
         let s = self.schedule(idx);
         let Some(rule) = self.rules[idx].as_ref() else {
@@ -73,7 +135,6 @@ impl Engine {
         };
         let slots = (s.max_concurrency as usize).max(1);
         let catchup_window = to_delta(s.catchup_window);
-        let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
         Ok(self.store.write(|tx| {
             let Some(b) = tx.backlog(&s.id)? else {
                 return Ok(None);
@@ -108,8 +169,8 @@ impl Engine {
             }
             // Again when a run of the schedule ends (backlog_room), at the latest
             // when the next window would expire, and every check_every in case a
-            // run ended elsewhere (another scheduler, an operator's reject).
-            Ok(Some((next.at + catchup_window).min(now + check).max(now)))
+            // run ended elsewhere (queue_backlogs).
+            Ok(Some(next.at + catchup_window))
         })?)
     }
 }

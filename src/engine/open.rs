@@ -3,7 +3,7 @@
 //! including the catch-up plan after any gap.
 
 use super::pipeline::{CLAIM_CHUNK, Fresh};
-use super::{Engine, Result};
+use super::{Engine, Result, backlog};
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
@@ -200,7 +200,7 @@ impl Engine {
             self.heap.pop();
             self.cursor[idx] = Some(new_cursor);
             if deferred > 0 {
-                self.backlog.borrow_mut().insert(idx, now);
+                self.backlog.borrow_mut().insert(idx, backlog::Look::now(now));
             }
             for a in alerts {
                 self.raise_alert(now, &s.tenant, &s.id, None, "catchup", &a)?;

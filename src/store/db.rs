@@ -190,6 +190,9 @@ struct CachedStates {
     /// summary or else message), the word a run that ends with it leaves in
     /// the memory.
     ended: Option<(i64, i64, Option<String>)>,
+    /// Bumped whenever all of the above is forgotten (see
+    /// [`Store::generation`]).
+    generation: u64,
 }
 
 impl CachedStates {
@@ -199,6 +202,7 @@ impl CachedStates {
         self.run = None;
         self.memory.clear();
         self.ended = None;
+        self.generation += 1;
     }
 }
 
@@ -255,6 +259,10 @@ impl StateCache {
 
     pub(crate) fn clear(&self) {
         self.inner().forget_all();
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.inner().generation
     }
 
     /// The first `n` entries of the execution memory of `schedule`, if kept
@@ -716,6 +724,14 @@ impl Store {
     /// ([`Store::checkpoint_in_background`]).
     pub fn checkpoints_in_background(&self) -> bool {
         self.checkpointer.get().is_some()
+    }
+
+    /// Changes when another connection committed (as seen when one of this
+    /// store's transactions began) or a transaction of this store rolled
+    /// back: while it stays the same, nothing was written behind this
+    /// store's back since.
+    pub(crate) fn generation(&self) -> u64 {
+        self.states.generation()
     }
 
     /// After a commit: lets the background checkpointer look at the WAL.
