@@ -39,7 +39,9 @@ impl Engine {
                     self.running.remove(run_id);
                     return self.record_fenced_end(now, run_id, token, attempt, &ending, log);
                 }
-                let Some(r) = self.running.remove(run_id).filter(|r| r.token == token) else {
+                // A late report of an older attempt leaves the current one be.
+                let current = self.running.get(&run_id).is_some_and(|r| r.token == token);
+                let Some(r) = current.then(|| self.running.remove(run_id)).flatten() else {
                     let stale = Event::StaleResult {
                         token,
                         attempt: None,
