@@ -51,6 +51,11 @@ impl Look {
     fn needed(&self, now: DateTime<Utc>, generation: u64) -> bool {
         self.room || self.expires.is_none_or(|e| e <= now) || self.seen != Some(generation)
     }
+
+    /// The next look: at the poll, or sooner when the next window expires.
+    fn next_at(expires: Option<DateTime<Utc>>, poll: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+        expires.map_or(poll, |e| e.min(poll)).max(now)
+    }
 }
 
 impl Engine {
@@ -76,10 +81,10 @@ impl Engine {
             .map(|(idx, l)| (*idx, *l))
             .collect();
         for (idx, look) in due {
+            let poll = now + self.backlog_poll_every(idx);
             if !look.needed(now, self.store.generation()) {
-                let poll = now + self.backlog_poll_every(idx);
                 if let Some(l) = self.backlog.borrow_mut().get_mut(&idx) {
-                    l.at = look.expires.map_or(poll, |e| e.min(poll)).max(now);
+                    l.at = Look::next_at(look.expires, poll, now);
                 }
                 continue;
             }
@@ -87,18 +92,15 @@ impl Engine {
             let seen = Some(self.store.generation());
             let mut looks = self.backlog.borrow_mut();
             match next {
-                Some(expires) => {
-                    let poll = now + self.backlog_poll_every(idx);
-                    looks.insert(
-                        idx,
-                        Look {
-                            at: expires.min(poll).max(now),
-                            expires: Some(expires),
-                            room: false,
-                            seen,
-                        },
-                    )
-                }
+                Some(expires) => looks.insert(
+                    idx,
+                    Look {
+                        at: Look::next_at(Some(expires), poll, now),
+                        expires: Some(expires),
+                        room: false,
+                        seen,
+                    },
+                ),
                 None => looks.remove(&idx),
             };
         }
