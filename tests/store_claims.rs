@@ -562,7 +562,76 @@ fn open_claimed_refuses_any_other_plan(store: &Store) {
     assert_eq!(none, None);
 }
 
+/// Opens window `key` of schedule `s` already claimed; its fencing token.
+fn open_claimed_token(tx: &Tx, key: &str) -> Result<i64> {
+    let mut new = new_run("s", key, t0());
+    new.next_check_at = None;
+    let opened =
+        agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
+    let plan = claim_plan(&new, t0());
+    match tx.open_claimed(&new, &opened, t0(), &plan, t0())? {
+        Applied::Done { claim: Some(c), .. } => Ok(c.fencing_token),
+        other => panic!("not claimed: {other:?}"),
+    }
+}
+
+/// The fencing counter's row as stored.
+fn stored_counter(store: &Store) -> i64 {
+    store.read(|tx| tx.fencing_counter()).expect("read the counter")
+}
+
+/// A window opened claimed takes its token from the counter this connection
+/// keeps, written once at commit: a claim of a pending run in the same
+/// transaction still takes a newer token (it reads the row), the stored
+/// counter is the newest token after the commit, a rolled-back transaction's
+/// tokens are given again, and a token another connection took is never
+/// given twice.
+fn fencing_tokens_of_windows_opened_claimed_never_repeat(store: &Store) {
+    let (a, b, c) = store
+        .write(|tx| {
+            let a = open_claimed_token(tx, "a")?;
+            let b = claim(tx, &insert(tx, "s", "b", t0())).fencing_token;
+            let c = open_claimed_token(tx, "c")?;
+            Ok((a, b, c))
+        })
+        .expect("three claims");
+    assert!(a < b && b < c, "tokens {a} {b} {c}");
+    assert_eq!(stored_counter(store), c, "the counter after the commit");
+    let failed: Result<i64> = store.write(|tx| {
+        let d = open_claimed_token(tx, "d")?;
+        assert_eq!(d, c + 1);
+        Err(StoreError::Invariant("rolled back on purpose".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(stored_counter(store), c, "a rolled-back claim moved nothing");
+    let d = store
+        .write(|tx| open_claimed_token(tx, "d"))
+        .expect("claimed after the rollback");
+    assert_eq!(d, c + 1, "the rolled-back token is taken again");
+    assert_eq!(stored_counter(store), d);
+}
+
+/// Two connections to one file, each opening windows claimed: the counter
+/// one keeps is forgotten once the other commits, so no token repeats.
+#[test]
+fn two_connections_opening_windows_claimed_never_share_a_token() {
+    let (_dir, path) = temp_db();
+    let one = Store::open(&path).expect("first connection");
+    let two = Store::open(&path).expect("second connection");
+    let mut seen = BTreeSet::new();
+    for i in 0..6 {
+        let store = if i % 3 == 0 { &two } else { &one };
+        let key = format!("w{i}");
+        let token = store.write(|tx| open_claimed_token(tx, &key)).expect("claimed");
+        assert!(seen.insert(token), "token {token} given twice");
+        assert_eq!(seen.last(), Some(&token), "tokens increase");
+        assert_eq!(stored_counter(&one), token);
+        assert_eq!(stored_counter(&two), token);
+    }
+}
+
 conformance!(
+    fencing_tokens_of_windows_opened_claimed_never_repeat,
     open_claimed_refuses_any_other_plan,
     second_claim_of_the_same_run_loses,
     fencing_tokens_strictly_increase_across_runs_and_retries,

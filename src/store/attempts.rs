@@ -31,7 +31,6 @@ const INSERT_CLAIMED_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key
      (SELECT version FROM schedule_current WHERE schedule = ?2)) \
      ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
 const FENCING_TOKEN: &str = "SELECT token FROM fencing WHERE id = 1";
-const BUMP_FENCING: &str = "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1";
 const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
@@ -161,6 +160,8 @@ impl Tx<'_> {
                 to: RunState::Running,
             });
         }
+        // The claim takes the counter's next value from its row.
+        self.states.flush(self.conn)?;
         let mut stmt = self.cached(CLAIM)?;
         let claimed = stmt.execute(rusqlite::params![
             run_id,
@@ -192,7 +193,7 @@ impl Tx<'_> {
         self.counts.moved(from, run.state);
         self.states
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
-        self.cached(BUMP_FENCING)?.execute([run.fencing_token])?;
+        self.states.fencing_moved(run.fencing_token);
         self.cached(INSERT_ATTEMPT)?.execute(rusqlite::params![
             run.id,
             run.attempts,
@@ -228,12 +229,18 @@ impl Tx<'_> {
                 to: RunState::Running,
             });
         }
-        let token = self
-            .cached(FENCING_TOKEN)?
-            .query_row([], |r| r.get::<_, i64>(0))
-            .optional()?
-            .unwrap_or(0)
-            + 1;
+        let token = match self.states.fencing() {
+            Some(t) => t,
+            None => {
+                let t = self
+                    .cached(FENCING_TOKEN)?
+                    .query_row([], |r| r.get::<_, i64>(0))
+                    .optional()?
+                    .unwrap_or(0);
+                self.states.keep_fencing(t);
+                t
+            }
+        } + 1;
         let inserted = self.cached(INSERT_CLAIMED_RUN)?.execute(rusqlite::params![
             new.tenant,
             new.schedule,
@@ -287,6 +294,15 @@ impl Tx<'_> {
         };
         self.append_event_for(&NewEvent::of(now, claimed), run)?;
         Ok(())
+    }
+
+    /// The fencing counter as stored: the newest token any claim took.
+    pub fn fencing_counter(&self) -> Result<i64> {
+        Ok(self
+            .cached(FENCING_TOKEN)?
+            .query_row([], |r| r.get::<_, i64>(0))
+            .optional()?
+            .unwrap_or(0))
     }
 
     /// Extends the lease to `until` if `token` is still the run's token and

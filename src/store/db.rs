@@ -190,6 +190,12 @@ struct CachedStates {
     /// summary or else message), the word a run that ends with it leaves in
     /// the memory.
     ended: Option<(i64, i64, Option<String>)>,
+    /// The fencing counter as this connection's transactions left it, and
+    /// whether the open transaction moved it without writing it yet: a
+    /// claim takes the next token from here (read once) and the counter's row
+    /// is written once, when the transaction commits ([`StateCache::flush`]),
+    /// not read and written at every claim.
+    fencing: Option<(i64, bool)>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -202,6 +208,7 @@ impl CachedStates {
         self.run = None;
         self.memory.clear();
         self.ended = None;
+        self.fencing = None;
         self.generation += 1;
     }
 }
@@ -259,6 +266,38 @@ impl StateCache {
 
     pub(crate) fn clear(&self) {
         self.inner().forget_all();
+    }
+
+    /// The fencing counter as kept, if it is.
+    pub(crate) fn fencing(&self) -> Option<i64> {
+        self.inner().fencing.map(|(t, _)| t)
+    }
+
+    /// The counter as read from the database (not moved yet).
+    pub(crate) fn keep_fencing(&self, token: i64) {
+        let mut c = self.inner();
+        if c.fencing.is_none() {
+            c.fencing = Some((token, false));
+        }
+    }
+
+    /// A claim took `token`: the counter moves to it, written at commit.
+    pub(crate) fn fencing_moved(&self, token: i64) {
+        let mut c = self.inner();
+        let now = c.fencing.map_or(token, |(t, _)| t.max(token));
+        c.fencing = Some((now, true));
+    }
+
+    /// Writes what the open transaction kept unwritten (the fencing
+    /// counter): before its commit, and before any statement that reads it.
+    pub(crate) fn flush(&self, conn: &Connection) -> Result<()> {
+        let mut c = self.inner();
+        if let Some((token, true)) = c.fencing {
+            conn.prepare_cached("UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1")?
+                .execute([token])?;
+            c.fencing = Some((token, false));
+        }
+        Ok(())
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -800,7 +839,7 @@ impl Store {
         let mut out = f();
         drop(clear);
         if out.is_ok()
-            && let Err(e) = self.counts.flush(&guard)
+            && let Err(e) = self.counts.flush(&guard).and_then(|()| self.states.flush(&guard))
         {
             out = Err(E::from(e));
         }
@@ -882,7 +921,8 @@ impl Store {
             counts: &self.counts,
             states: &self.states,
         })
-        .and_then(|v| self.counts.flush(&tx).map(|()| v));
+        .and_then(|v| self.counts.flush(&tx).map(|()| v))
+        .and_then(|v| self.states.flush(&tx).map(|()| v));
         self.counts.clear();
         if out.is_err() {
             self.states.clear();
