@@ -630,7 +630,213 @@ fn two_connections_opening_windows_claimed_never_share_a_token() {
     }
 }
 
+/// A claim decision as the planner records it.
+fn claim_decision() -> agentcron::core::event::Event {
+    use agentcron::core::decision::Verdict;
+    use agentcron::core::event::{DecisionRecord, Event};
+    Event::Decision(DecisionRecord {
+        time: "window 09:00 open".into(),
+        switches: vec![],
+        gates: vec![],
+        verdict: Verdict::Claim,
+        reason: "all layers clear".into(),
+    })
+}
+
+/// The events of window `w`'s run as listed: (id, kind, at, detail).
+fn listed(tx: &Tx, filter: EventFilter) -> Vec<(i64, String, DateTime<Utc>, serde_json::Value)> {
+    tx.events(&filter)
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.id, e.kind, e.at, e.detail))
+        .collect()
+}
+
+/// One event per transition: a window opened claimed writes one row for its
+/// opening, its decision and its claim, listed as the three events written
+/// one by one would be (kinds, instants, details, in order; newest first the
+/// other way round), with the row's id; a listing of one of those kinds
+/// finds it in the claim's row.
+fn a_claims_row_holds_the_opening_and_the_decision(store: &Store) {
+    let opened_at = t0() + Duration::milliseconds(5);
+    let now = t0() + mins(1);
+    let (one_by_one, folded, rows) = store
+        .write(|tx| {
+            // Written one by one: the opening, the decision, the claim.
+            let mut new = new_run("s", "apart", t0());
+            new.next_check_at = None;
+            let opened = agentcron::core::layers::time::opened_event(
+                &opened_run(&new, 0, t0()),
+                None,
+                Default::default(),
+            );
+            let run = tx.insert_run(&new, opened_at)?.expect("new window");
+            tx.append_event(&NewEvent::of(opened_at, opened).for_run(&run))?;
+            tx.append_event(&NewEvent::of(now, claim_decision()).for_run(&run))?;
+            tx.claim(
+                run.id,
+                run.state,
+                "me",
+                now + mins(5),
+                RunReason::Scheduled,
+                run.due_at,
+                now,
+            )?
+            .expect("claimed");
+            let apart = run.id;
+            // Opened claimed.
+            let mut new = new_run("s", "folded", t0());
+            new.next_check_at = None;
+            let opened = agentcron::core::layers::time::opened_event(
+                &opened_run(&new, 0, t0()),
+                None,
+                Default::default(),
+            );
+            let mut plan = claim_plan(&new, now);
+            plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
+            let before = tx.max_event_id()?;
+            let Applied::Done { run: Some(run), .. } =
+                tx.open_claimed(&new, &opened, opened_at, &plan, now)?
+            else {
+                panic!("not claimed");
+            };
+            let rows = tx.max_event_id()? - before;
+            let of = |id| EventFilter {
+                run_id: Some(id),
+                ..EventFilter::default()
+            };
+            Ok((listed(tx, of(apart)), listed(tx, of(run.id)), rows))
+        })
+        .expect("written");
+    assert_eq!(rows, 1, "one row for the opening, the decision and the claim");
+    let strip = |v: &[(i64, String, DateTime<Utc>, serde_json::Value)]| {
+        v.iter()
+            .map(|(_, k, at, d)| {
+                let mut d = d.clone();
+                // The window's own key differs between the two runs.
+                if let Some(o) = d.as_object_mut() {
+                    o.remove("window_key");
+                    o.remove("token");
+                }
+                (k.clone(), *at, d)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&folded), strip(&one_by_one));
+    assert_eq!(
+        folded
+            .iter()
+            .map(|(_, k, at, _)| (k.as_str(), *at))
+            .collect::<Vec<_>>(),
+        [("window_opened", opened_at), ("decision", now), ("claimed", now)]
+    );
+    let id = folded[0].0;
+    assert!(folded.iter().all(|(i, ..)| *i == id), "{folded:?}");
+    store
+        .read(|tx| {
+            let run_id = tx.find_run("acme", "s", "folded")?.expect("run").id;
+            let kinds = |kinds: &[&str], newest_first| EventFilter {
+                run_id: Some(run_id),
+                kinds: kinds.iter().map(|k| k.to_string()).collect(),
+                newest_first,
+                ..EventFilter::default()
+            };
+            let names = |v: Vec<(i64, String, DateTime<Utc>, serde_json::Value)>| {
+                v.into_iter().map(|(_, k, ..)| k).collect::<Vec<_>>()
+            };
+            assert_eq!(names(listed(tx, kinds(&["decision"], false))), ["decision"]);
+            assert_eq!(
+                names(listed(tx, kinds(&["window_opened", "claimed"], false))),
+                ["window_opened", "claimed"]
+            );
+            assert_eq!(
+                names(listed(tx, kinds(&[], true))),
+                ["claimed", "decision", "window_opened"]
+            );
+            assert_eq!(
+                names(listed(tx, kinds(&["started"], false))),
+                Vec::<String>::new()
+            );
+            Ok(())
+        })
+        .expect("read");
+}
+
+/// A listing with a limit counts events, pages past rows that hold none of
+/// the kinds asked for, and a reader tailing by id with a limit sees every
+/// event once (a row's events are not cut in two).
+fn limited_listings_of_folded_rows_miss_nothing(store: &Store) {
+    let now = t0() + mins(1);
+    store
+        .write(|tx| {
+            for i in 0..5 {
+                // Rows without a decision.
+                for _ in 0..3 {
+                    let tick = agentcron::core::event::Event::Tick {
+                        owner: "me".into(),
+                        running: i,
+                    };
+                    tx.append_event(&NewEvent::of(now, tick))?;
+                }
+                // A claim whose row holds no decision.
+                claim(tx, &insert(tx, "s", &format!("q{i}"), t0()));
+                // A pending run's claim: decision and claim in one row.
+                let run = insert(tx, "s", &format!("p{i}"), t0());
+                let mut plan = claim_plan(&new_run("s", &format!("p{i}"), t0()), now);
+                plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
+                if let Some(t) = plan.target.as_mut() {
+                    t.run_id = run.id;
+                }
+                assert!(!tx.apply(&plan, now)?.is_conflict());
+            }
+            Ok(())
+        })
+        .expect("written");
+    store
+        .read(|tx| {
+            let decisions = tx.events(&EventFilter {
+                kinds: vec!["decision".into()],
+                limit: Some(4),
+                ..EventFilter::default()
+            })?;
+            assert_eq!(decisions.len(), 4, "{decisions:?}");
+            assert!(decisions.iter().all(|e| e.kind == "decision"));
+            let newest = tx.events(&EventFilter {
+                kinds: vec!["decision".into()],
+                limit: Some(2),
+                newest_first: true,
+                ..EventFilter::default()
+            })?;
+            assert_eq!(newest.len(), 2);
+            assert!(newest[0].id > newest[1].id);
+            let all = tx.events(&EventFilter::default())?;
+            assert_eq!(
+                all.len(),
+                5 * (2 + 1 + 3),
+                "decision and claim, a claim, three ticks"
+            );
+            let mut tailed = Vec::new();
+            let mut after = 0;
+            loop {
+                let page = tx.events(&EventFilter {
+                    after_id: Some(after),
+                    limit: Some(5),
+                    ..EventFilter::default()
+                })?;
+                let Some(last) = page.last() else { break };
+                after = last.id;
+                assert!(page.len() <= 5);
+                tailed.extend(page);
+            }
+            assert_eq!(tailed, all);
+            Ok(())
+        })
+        .expect("read");
+}
+
 conformance!(
+    a_claims_row_holds_the_opening_and_the_decision,
+    limited_listings_of_folded_rows_miss_nothing,
     fencing_tokens_of_windows_opened_claimed_never_repeat,
     open_claimed_refuses_any_other_plan,
     second_claim_of_the_same_run_loses,

@@ -163,7 +163,16 @@ impl Tx<'_> {
             }
         }
         // Events: the plan's (a decision before the claim it led to), then
-        // the claim's own.
+        // the claim's own; a claim's row holds its decision when every event
+        // before it is one of its run's that can be folded in.
+        let claimed = match (
+            &claim,
+            plan.steps.iter().find(|s| matches!(s, Step::Claim { .. })),
+        ) {
+            (Some(c), Some(Step::Claim { owner, due, .. })) => Some((c, owner, *due)),
+            _ => None,
+        };
+        let mut events = Vec::with_capacity(plan.events.len());
         for (scope, event) in &plan.events {
             let mut ev = NewEvent::of(now, event.clone());
             match (scope, &plan.target, &plan.schedule) {
@@ -174,13 +183,20 @@ impl Tx<'_> {
                 (Scope::Schedule, None, Some(d)) => ev = ev.for_schedule(&d.tenant, &d.schedule),
                 _ => {}
             }
-            self.append_event(&ev)?;
+            events.push(ev);
         }
-        if let (Some(c), Some(Step::Claim { owner, due, .. })) = (
-            &claim,
-            plan.steps.iter().find(|s| matches!(s, Step::Claim { .. })),
-        ) {
-            self.append_claimed(&c.run, owner, *due, now)?;
+        match claimed {
+            Some((c, owner, due)) if foldable(&plan.events) => {
+                self.append_claimed(&c.run, owner, due, now, &events)?;
+            }
+            _ => {
+                for ev in &events {
+                    self.append_event(ev)?;
+                }
+                if let Some((c, owner, due)) = claimed {
+                    self.append_claimed(&c.run, owner, due, now, &[])?;
+                }
+            }
         }
         let mut effects = plan.effects.clone();
         let mut state = None;
@@ -263,17 +279,30 @@ impl Tx<'_> {
                 ),
             });
         };
-        self.append_event_for(&NewEvent::of(opened_at, opened.clone()), &run)?;
-        for (scope, event) in &plan.events {
-            let ev = NewEvent::of(now, event.clone());
-            let ev = match scope {
-                Scope::Run => ev.for_schedule(&run.tenant, &run.schedule).with_run_id(run.id),
-                Scope::Schedule => ev.for_schedule(&run.tenant, &run.schedule),
-                Scope::Global => ev,
-            };
-            self.append_event(&ev)?;
+        let opened = NewEvent::of(opened_at, opened.clone()).for_run(&run);
+        if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_str()) {
+            // One row: the opening and the decision folded into the claim.
+            let mut folded = Vec::with_capacity(1 + plan.events.len());
+            folded.push(opened);
+            folded.extend(
+                plan.events
+                    .iter()
+                    .map(|(_, event)| NewEvent::of(now, event.clone()).for_run(&run)),
+            );
+            self.append_claimed(&run, owner, *due, now, &folded)?;
+        } else {
+            self.append_event_for(&opened, &run)?;
+            for (scope, event) in &plan.events {
+                let ev = NewEvent::of(now, event.clone());
+                let ev = match scope {
+                    Scope::Run => ev.for_schedule(&run.tenant, &run.schedule).with_run_id(run.id),
+                    Scope::Schedule => ev.for_schedule(&run.tenant, &run.schedule),
+                    Scope::Global => ev,
+                };
+                self.append_event(&ev)?;
+            }
+            self.append_claimed(&run, owner, *due, now, &[])?;
         }
-        self.append_claimed(&run, owner, *due, now)?;
         Ok(Applied::Done {
             claim: Some(Box::new(Claim {
                 attempt: run.attempts,
@@ -285,6 +314,14 @@ impl Tx<'_> {
             state: None,
         })
     }
+}
+
+/// Whether the events a plan records before its claim go in the claim's row
+/// ([`NewEvent::folding`]): all of them its run's, of the kinds folded.
+fn foldable(events: &[(Scope, crate::core::event::Event)]) -> bool {
+    events
+        .iter()
+        .all(|(scope, e)| *scope == Scope::Run && crate::store::FOLDED_KINDS.contains(&e.kind()))
 }
 
 /// Whether `plan` is what [`Tx::open_claimed`] writes: a pending run's

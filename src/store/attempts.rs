@@ -133,7 +133,7 @@ impl Tx<'_> {
         let Some(run) = self.claim_row(run_id, from, owner, lease_until, reason, now)? else {
             return Ok(None);
         };
-        self.append_claimed(&run, owner, due, now)?;
+        self.append_claimed(&run, owner, due, now, &[])?;
         Ok(Some(Claim {
             attempt: run.attempts,
             fencing_token: run.fencing_token,
@@ -277,12 +277,16 @@ impl Tx<'_> {
 
     /// The `claimed` event of a claim: due, claimed at, owner, attempt, token,
     /// lateness.
+    /// `folded`: the events recorded on the way to the claim (the window's
+    /// opening, the decision), written in the claim's row
+    /// ([`NewEvent::folding`]).
     pub(crate) fn append_claimed(
         &self,
         run: &Run,
         owner: &str,
         due: DateTime<Utc>,
         now: DateTime<Utc>,
+        folded: &[NewEvent],
     ) -> Result<()> {
         let claimed = Event::Claimed {
             due,
@@ -292,7 +296,7 @@ impl Tx<'_> {
             token: run.fencing_token,
             lateness_ms: (now - due).num_milliseconds(),
         };
-        self.append_event_for(&NewEvent::of(now, claimed), run)?;
+        self.append_event_for(&NewEvent::of(now, claimed).folding(folded), run)?;
         Ok(())
     }
 

@@ -44,6 +44,12 @@ pub(crate) fn hot_queries() -> Vec<(&'static str, String)> {
 
 /// The SQL and parameters of an event listing.
 fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
+    events_sql_before(filter, None)
+}
+
+/// [`events_sql`], only rows with an id below `before_id` when given (the
+/// next page of a listing newest first).
+fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, Vec<Value>) {
     let mut sql =
         String::from("SELECT id, at, kind, tenant, schedule, run_id, detail FROM events WHERE 1 = 1");
     let mut params: Vec<Value> = Vec::new();
@@ -72,6 +78,10 @@ fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
         params.push(Value::Integer(after));
         sql.push_str(&format!(" AND id > ?{}", params.len()));
     }
+    if let Some(before) = before_id {
+        params.push(Value::Integer(before));
+        sql.push_str(&format!(" AND id < ?{}", params.len()));
+    }
     sql.push_str(if filter.newest_first {
         " ORDER BY id DESC"
     } else {
@@ -82,6 +92,43 @@ fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
         sql.push_str(&format!(" LIMIT {}", limit(n)));
     }
     (sql, params)
+}
+
+/// A stored row as the events it holds, appended to `out`: the events folded
+/// into a `claimed` row ([`NewEvent::folding`]) at their own instants, then
+/// the claim without them; any other row as it is.
+fn unfold(mut row: Event, out: &mut Vec<Event>) {
+    let folded = match (row.kind.as_str(), row.detail.as_object_mut()) {
+        ("claimed", Some(detail)) => detail.remove("folded"),
+        _ => None,
+    };
+    if let Some(serde_json::Value::Array(items)) = folded {
+        for item in items {
+            let serde_json::Value::Object(mut f) = item else {
+                continue;
+            };
+            let kind = f
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or_default()
+                .to_string();
+            let at = f
+                .get("at")
+                .and_then(|a| a.as_i64())
+                .and_then(DateTime::from_timestamp_millis)
+                .unwrap_or(row.at);
+            out.push(Event {
+                id: row.id,
+                at,
+                kind,
+                tenant: row.tenant.clone(),
+                schedule: row.schedule.clone(),
+                run_id: row.run_id,
+                detail: f.remove("detail").unwrap_or(serde_json::Value::Null),
+            });
+        }
+    }
+    out.push(row);
 }
 
 impl Tx<'_> {
@@ -113,11 +160,69 @@ impl Tx<'_> {
 
     /// Events matching every given condition (run, schedule, any of `kinds`,
     /// id > `after_id`), by id (ascending unless `newest_first`), at most `limit`.
+    ///
+    /// A `claimed` row with events folded in ([`NewEvent::folding`]) is
+    /// listed as those events then the claim (newest first: the other way
+    /// round), all with the row's id; a listing of a folded kind reads the
+    /// `claimed` rows too and keeps only the kinds asked for. A `limit`
+    /// counts events; it does not cut one row's events in two unless that
+    /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        let (sql, params) = events_sql(filter);
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(params), event_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        let mut query = filter.clone();
+        if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str()))
+            && !filter.kinds.iter().any(|k| k == "claimed")
+        {
+            query.kinds.push("claimed".into());
+        }
+        let wanted = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
+        let mut out: Vec<Event> = Vec::new();
+        let mut before_id = None;
+        loop {
+            let (sql, params) = events_sql_before(&query, before_id);
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(params), event_from_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let fetched = rows.len();
+            let edge = rows.last().map(|e| e.id);
+            for row in rows {
+                if row.kind != "claimed" {
+                    out.extend(Some(row).filter(|e| wanted(&e.kind)));
+                    continue;
+                }
+                let mut held = Vec::with_capacity(4);
+                unfold(row, &mut held);
+                if filter.newest_first {
+                    held.reverse();
+                }
+                out.extend(held.into_iter().filter(|e| wanted(&e.kind)));
+            }
+            // Rows read but fewer events kept (kinds folded in other rows):
+            // the next page, until the limit is reached or no rows are left.
+            match (filter.limit, edge) {
+                (Some(n), Some(edge)) if out.len() < n && fetched == limit(n) as usize => {
+                    if filter.newest_first {
+                        before_id = Some(edge);
+                    } else {
+                        query.after_id = Some(edge);
+                    }
+                }
+                _ => break,
+            }
+        }
+        if let Some(n) = filter.limit
+            && out.len() > n
+        {
+            // Not in the middle of one row's events, unless it is the only row.
+            let cut_id = out[n].id;
+            let whole = out[..n].iter().rposition(|e| e.id != cut_id).map_or(n, |i| i + 1);
+            out.truncate(if out[n - 1].id == cut_id && whole < n {
+                whole
+            } else {
+                n
+            });
+        }
+        Ok(out)
     }
 
     /// The database's size in bytes (its pages), in memory or on disk.

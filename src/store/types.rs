@@ -71,6 +71,12 @@ impl Event {
     }
 }
 
+/// The kinds of event a `claimed` row carries folded in: what the window's
+/// opening and the decision that led to the claim recorded just before it
+/// (see [`NewEvent::folding`]). A listing of any of them reads `claimed`
+/// rows too.
+pub const FOLDED_KINDS: [&str; 4] = ["window_opened", "gate", "switch_held", "decision"];
+
 /// An event to append.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -117,6 +123,45 @@ impl NewEvent {
     /// The detail as JSON.
     pub fn detail(&self) -> serde_json::Value {
         serde_json::from_str(&self.detail).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// This event's row with `before` folded in: one row for a transition
+    /// instead of one per fact recorded on the way to it. Each folded event
+    /// keeps its kind, detail and, when it differs from this event's, its
+    /// instant; the store reads the row back as those events then this one,
+    /// all with the row's id (see `Tx::events`). `before` must be events of
+    /// this event's run whose kinds are in [`FOLDED_KINDS`].
+    pub(crate) fn folding(mut self, before: &[NewEvent]) -> Self {
+        use std::fmt::Write;
+        let Some(open) = self.detail.strip_suffix('}').filter(|_| !before.is_empty()) else {
+            return self;
+        };
+        let mut text = String::with_capacity(
+            open.len() + 16 + before.iter().map(|e| e.detail.len() + 48).sum::<usize>(),
+        );
+        text.push_str(open);
+        text.push_str(if open.len() > 1 {
+            ",\"folded\":["
+        } else {
+            "\"folded\":["
+        });
+        for (i, e) in before.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            // Kinds are plain words (no quoting needed).
+            let _ = write!(text, "{{\"kind\":\"{}\"", e.kind);
+            let at = e.at.timestamp_millis();
+            if at != self.at.timestamp_millis() {
+                let _ = write!(text, ",\"at\":{at}");
+            }
+            text.push_str(",\"detail\":");
+            text.push_str(&e.detail);
+            text.push('}');
+        }
+        text.push_str("]}");
+        self.detail = text;
+        self
     }
 
     /// Attaches the run (and its tenant and schedule).
