@@ -834,7 +834,121 @@ fn limited_listings_of_folded_rows_miss_nothing(store: &Store) {
         .expect("read");
 }
 
+/// The `started` event of an attempt as dispatch writes it.
+fn started(attempt: u32, token: i64) -> agentcron::core::event::Event {
+    agentcron::core::event::Event::Started {
+        attempt,
+        token,
+        reason: RunReason::Scheduled,
+        agent: "noop".into(),
+        verify_step: None,
+        timeout_ms: 60_000,
+    }
+}
+
+/// A claim whose attempt starts next in the transaction is one row with its
+/// start; any other event in between, a listing, a rollback and the commit
+/// each leave the trace exactly as if every event had its own row.
+fn a_claim_and_its_start_are_one_row(store: &Store) {
+    let now = t0() + mins(1);
+    let open = |tx: &Tx, key: &str| -> Result<Run> {
+        let mut new = new_run("s", key, t0());
+        new.next_check_at = None;
+        let opened =
+            agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
+        let mut plan = claim_plan(&new, now);
+        plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
+        match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
+            Applied::Done { run: Some(run), .. } => Ok(*run),
+            other => panic!("not claimed: {other:?}"),
+        }
+    };
+    let kinds = |tx: &Tx, run: &Run| -> Vec<(i64, String)> {
+        tx.events(&EventFilter {
+            run_id: Some(run.id),
+            ..EventFilter::default()
+        })
+        .expect("events")
+        .into_iter()
+        .map(|e| (e.id, e.kind))
+        .collect()
+    };
+    let names = |v: &[(i64, String)]| v.iter().map(|(_, k)| k.clone()).collect::<Vec<_>>();
+    store
+        .write(|tx| {
+            let before = tx.max_event_id()?;
+            // Claimed, then started: one row.
+            let a = open(tx, "a")?;
+            tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a))?;
+            assert_eq!(
+                tx.max_event_id()? - before,
+                1,
+                "one row for the claim and the start"
+            );
+            let listed = kinds(tx, &a);
+            assert_eq!(
+                names(&listed),
+                ["window_opened", "decision", "claimed", "started"]
+            );
+            assert!(listed.iter().all(|(id, _)| *id == listed[0].0));
+            // Claimed, another event, then started: the claim's row first.
+            let b = open(tx, "b")?;
+            let tick = agentcron::core::event::Event::Tick {
+                owner: "me".into(),
+                running: 1,
+            };
+            let tick_id = tx.append_event(&NewEvent::of(now, tick))?;
+            tx.append_event(&NewEvent::of(now, started(1, b.fencing_token)).for_run(&b))?;
+            let listed = kinds(tx, &b);
+            assert_eq!(
+                names(&listed),
+                ["window_opened", "decision", "claimed", "started"]
+            );
+            assert!(
+                listed[2].0 < tick_id && tick_id < listed[3].0,
+                "{listed:?} tick {tick_id}"
+            );
+            // Claimed, listed inside the transaction: already there.
+            let c = open(tx, "c")?;
+            assert_eq!(names(&kinds(tx, &c)), ["window_opened", "decision", "claimed"]);
+            // Claimed, then another run's start: not folded into it.
+            let d = open(tx, "d")?;
+            tx.append_event(&NewEvent::of(now, started(1, 99)).for_run(&a))?;
+            assert_eq!(names(&kinds(tx, &d)), ["window_opened", "decision", "claimed"]);
+            // Claimed last: written by the commit.
+            open(tx, "e")?;
+            Ok(())
+        })
+        .expect("written");
+    let rolled_back: Result<()> = store.write(|tx| {
+        open(tx, "f")?;
+        Err(StoreError::Invariant("rolled back on purpose".into()))
+    });
+    assert!(rolled_back.is_err());
+    store
+        .read(|tx| {
+            let e = tx.find_run("acme", "s", "e")?.expect("e");
+            assert_eq!(names(&kinds(tx, &e)), ["window_opened", "decision", "claimed"]);
+            assert_eq!(tx.find_run("acme", "s", "f")?, None);
+            let all = tx.events(&EventFilter::default())?;
+            assert_eq!(all.len(), 4 + 5 + 3 + 3 + 1 + 3, "{all:?}");
+            let claims = tx.events(&EventFilter {
+                kinds: vec!["claimed".into()],
+                ..EventFilter::default()
+            })?;
+            assert_eq!(claims.len(), 5, "one claim each of a to e");
+            let starts = tx.events(&EventFilter {
+                kinds: vec!["started".into()],
+                ..EventFilter::default()
+            })?;
+            assert_eq!(starts.len(), 3);
+            Ok(())
+        })
+        .expect("read");
+}
+
 conformance!(
+    a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,
     limited_listings_of_folded_rows_miss_nothing,
     fencing_tokens_of_windows_opened_claimed_never_repeat,

@@ -296,8 +296,7 @@ impl Tx<'_> {
             token: run.fencing_token,
             lateness_ms: (now - due).num_milliseconds(),
         };
-        self.append_event_for(&NewEvent::of(now, claimed).folding(folded), run)?;
-        Ok(())
+        self.hold_claimed(NewEvent::of(now, claimed).for_run(run), folded.to_vec())
     }
 
     /// The fencing counter as stored: the newest token any claim took.

@@ -196,6 +196,12 @@ struct CachedStates {
     /// is written once, when the transaction commits ([`StateCache::flush`]),
     /// not read and written at every claim.
     fencing: Option<(i64, bool)>,
+    /// The `claimed` event of the open transaction's last claim, with the
+    /// events folded into it, not written yet: the `started` event of its
+    /// attempt, when it follows, takes it in (one row for the claim and the
+    /// start); any other event, a listing of events or the commit writes it
+    /// first ([`Tx::insert_event`]).
+    held_claim: Option<(super::types::NewEvent, Vec<super::types::NewEvent>)>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -209,6 +215,7 @@ impl CachedStates {
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
+        self.held_claim = None;
         self.generation += 1;
     }
 }
@@ -288,9 +295,28 @@ impl StateCache {
         c.fencing = Some((now, true));
     }
 
+    /// Holds a claim's event (see `CachedStates::held_claim`); the one
+    /// held before, if any, to write first.
+    pub(crate) fn hold_claim(
+        &self,
+        claimed: super::types::NewEvent,
+        folded: Vec<super::types::NewEvent>,
+    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
+        self.inner().held_claim.replace((claimed, folded))
+    }
+
+    /// The claim's event held, taken.
+    pub(crate) fn take_held_claim(&self) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
+        self.inner().held_claim.take()
+    }
+
     /// Writes what the open transaction kept unwritten (the fencing
-    /// counter): before its commit, and before any statement that reads it.
+    /// counter, a held claim's event): before its commit, and before any
+    /// statement that reads it.
     pub(crate) fn flush(&self, conn: &Connection) -> Result<()> {
+        if let Some((claimed, folded)) = self.take_held_claim() {
+            super::events::write_event(conn, &claimed.folding(&folded))?;
+        }
         let mut c = self.inner();
         if let Some((token, true)) = c.fencing {
             conn.prepare_cached("UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1")?

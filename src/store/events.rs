@@ -98,8 +98,8 @@ fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, V
 /// into a `claimed` row ([`NewEvent::folding`]) at their own instants, then
 /// the claim without them; any other row as it is.
 fn unfold(mut row: Event, out: &mut Vec<Event>) {
-    let folded = match (row.kind.as_str(), row.detail.as_object_mut()) {
-        ("claimed", Some(detail)) => detail.remove("folded"),
+    let folded = match row.detail.as_object_mut() {
+        Some(detail) if FOLDING_KINDS.contains(&row.kind.as_str()) => detail.remove("folded"),
         _ => None,
     };
     if let Some(serde_json::Value::Array(items)) = folded {
@@ -131,7 +131,24 @@ fn unfold(mut row: Event, out: &mut Vec<Event>) {
     out.push(row);
 }
 
+/// Writes one event row as given; its id.
+pub(crate) fn write_event(conn: &rusqlite::Connection, ev: &NewEvent) -> Result<i64> {
+    let mut stmt = conn.prepare_cached(INSERT_EVENT)?;
+    stmt.execute(rusqlite::params![
+        Ms(ev.at),
+        ev.kind,
+        ev.tenant,
+        ev.schedule,
+        ev.run_id,
+        ev.detail_text()
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
 impl Tx<'_> {
+    /// Appends one row. A claim's event held ([`Tx::hold_claimed`]) is
+    /// written first, or, when this is the `started` event of the same run,
+    /// folded into it (one row for the claim and the start).
     pub(crate) fn insert_event(
         &self,
         at: DateTime<Utc>,
@@ -141,9 +158,30 @@ impl Tx<'_> {
         run_id: Option<i64>,
         detail: &str,
     ) -> Result<i64> {
+        if let Some((claimed, mut folded)) = self.states.take_held_claim() {
+            if kind == "started" && run_id.is_some() && run_id == claimed.run_id {
+                folded.push(claimed);
+                let mut started = NewEvent::from_text(at, kind, detail);
+                started.tenant = tenant.map(str::to_string);
+                started.schedule = schedule.map(str::to_string);
+                started.run_id = run_id;
+                return write_event(self.conn, &started.folding(&folded));
+            }
+            write_event(self.conn, &claimed.folding(&folded))?;
+        }
         let mut stmt = self.cached(INSERT_EVENT)?;
         stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Holds `claimed` (its run's tenant, schedule and id set) with the
+    /// events folded into it, for the `started` event of its attempt to
+    /// take in; written by the next event, listing or commit otherwise.
+    pub(crate) fn hold_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
+        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded) {
+            write_event(self.conn, &before.folding(&folded_before))?;
+        }
+        Ok(())
     }
 
     /// Appends one trace row as given; returns its id (ids increase).
@@ -168,11 +206,14 @@ impl Tx<'_> {
     /// counts events; it does not cut one row's events in two unless that
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        self.states.flush(self.conn)?;
         let mut query = filter.clone();
-        if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str()))
-            && !filter.kinds.iter().any(|k| k == "claimed")
-        {
-            query.kinds.push("claimed".into());
+        if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str())) {
+            for k in FOLDING_KINDS {
+                if !query.kinds.iter().any(|q| q == k) {
+                    query.kinds.push(k.into());
+                }
+            }
         }
         let wanted = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
         let mut out: Vec<Event> = Vec::new();
@@ -186,7 +227,7 @@ impl Tx<'_> {
             let fetched = rows.len();
             let edge = rows.last().map(|e| e.id);
             for row in rows {
-                if row.kind != "claimed" {
+                if !FOLDING_KINDS.contains(&row.kind.as_str()) {
                     out.extend(Some(row).filter(|e| wanted(&e.kind)));
                     continue;
                 }
@@ -234,6 +275,7 @@ impl Tx<'_> {
 
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
+        self.states.flush(self.conn)?;
         let mut stmt = self.cached(MAX_EVENT_ID)?;
         Ok(stmt.query_row([], |r| r.get(0))?)
     }

@@ -71,11 +71,14 @@ impl Event {
     }
 }
 
-/// The kinds of event a `claimed` row carries folded in: what the window's
-/// opening and the decision that led to the claim recorded just before it
-/// (see [`NewEvent::folding`]). A listing of any of them reads `claimed`
-/// rows too.
-pub const FOLDED_KINDS: [&str; 4] = ["window_opened", "gate", "switch_held", "decision"];
+/// The kinds of event a `claimed` or `started` row carries folded in: what
+/// the window's opening, the decision that led to the claim and the claim
+/// recorded just before it (see [`NewEvent::folding`]). A listing of any of
+/// them reads those rows too.
+pub const FOLDED_KINDS: [&str; 5] = ["window_opened", "gate", "switch_held", "decision", "claimed"];
+
+/// The kinds of row that may hold folded events.
+pub(crate) const FOLDING_KINDS: [&str; 2] = ["claimed", "started"];
 
 /// An event to append.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +103,18 @@ impl NewEvent {
             schedule: None,
             run_id: None,
             detail,
+        }
+    }
+
+    /// An event whose detail is JSON text already.
+    pub(crate) fn from_text(at: DateTime<Utc>, kind: &str, detail: &str) -> Self {
+        Self {
+            at,
+            kind: kind.to_string(),
+            tenant: None,
+            schedule: None,
+            run_id: None,
+            detail: detail.to_string(),
         }
     }
 
