@@ -232,6 +232,26 @@ fn the_background_checkpointer_copies_a_grown_wal_into_the_database() {
     assert_eq!(n, 24);
 }
 
+/// Once the commits stop (a tick's claims are in), the grown WAL is copied
+/// without any further commit to nudge the thread: the checkpoint waits for
+/// the pause, it is not forgotten.
+#[test]
+fn the_background_checkpointer_copies_a_grown_wal_once_the_commits_pause() {
+    let (_dir, path) = temp_db();
+    let store = Store::open(&path).unwrap();
+    store.checkpoint_in_background().unwrap();
+    write_mebibytes(&store, 24);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while main_file_bytes(&path) < 16 << 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not checkpointed: {} bytes",
+            main_file_bytes(&path)
+        );
+        std::thread::yield_now();
+    }
+}
+
 #[test]
 fn an_in_memory_store_has_no_checkpointer() {
     let store = Store::open_in_memory().unwrap();

@@ -96,6 +96,11 @@ pub struct Store {
 /// The background checkpointer copies the WAL into the database once it has
 /// grown past this many bytes (16 MiB)…
 const CHECKPOINT_AT_BYTES: u64 = 16 << 20;
+/// …once no commit came for this long (the writer's burst of claim chunks is
+/// over)…
+const CHECKPOINT_QUIET: Duration = Duration::from_millis(20);
+/// …or this long after it grew past it, commits or not…
+const CHECKPOINT_WAITS_AT_MOST: Duration = Duration::from_millis(500);
 /// …and the writer's own automatic checkpoint (on the commit path) is kept
 /// only as the backstop, at 64 Ki pages (256 MiB), for a WAL the background
 /// checkpoint cannot catch up with.
@@ -744,8 +749,9 @@ impl Store {
     /// Moves WAL checkpoints off the commit path, for a long-running
     /// scheduler: a thread with its own connection copies the WAL into the
     /// database (`PRAGMA wal_checkpoint(PASSIVE)`, which never blocks a writer)
-    /// whenever a commit has left it larger than 16 MiB, so no claim waits for
-    /// a checkpoint's page copies and fsync. The writer's own checkpoint stays
+    /// whenever a commit has left it larger than 16 MiB, once the commits
+    /// pause for 20 ms (at most half a second later), so no claim waits for
+    /// a checkpoint's page copies and fsync, nor shares the cores with them. The writer's own checkpoint stays
     /// as a backstop at 256 MiB. The thread ends with the store. A store in
     /// memory (an in-memory URI too: a rehearsal's shared database), or one
     /// opened read-only, has nothing to checkpoint: a no-op. Calling it again
@@ -774,11 +780,24 @@ impl Store {
                 // Ends when the store (the sender) is gone.
                 while nudged.recv().is_ok() {
                     let grown = std::fs::metadata(&wal).is_ok_and(|m| m.len() > CHECKPOINT_AT_BYTES);
-                    if grown {
-                        // A busy database or a reader holding old frames only
-                        // delays it to the next nudge.
-                        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    if !grown {
+                        continue;
                     }
+                    // Not while the writer commits one claim chunk after
+                    // another: on two cores the copy and its fsync would
+                    // slow the tick's claims and its agents' starts. Once
+                    // the commits pause, or at the latest after a while.
+                    let since = std::time::Instant::now();
+                    loop {
+                        match nudged.recv_timeout(CHECKPOINT_QUIET) {
+                            Ok(()) if since.elapsed() < CHECKPOINT_WAITS_AT_MOST => continue,
+                            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    // A busy database or a reader holding old frames only
+                    // delays it to the next nudge.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                 }
             })
             .map_err(|e| StoreError::Invariant(format!("cannot start the checkpoint thread: {e}")))?;
