@@ -548,12 +548,16 @@ impl Engine {
     fn wake_quota_held(&self, schedule: &str, now: DateTime<Utc>) -> Result<usize> {
         use crate::core::layers::switches::{Quotas, quota_hold};
         const POOLS: [Pool; 2] = [Pool::OnTime, Pool::Backfill];
+        // Pools read and found with no held run at all.
+        let mut none_held = [false; POOLS.len()];
         let mut candidates = self.store.read(|tx| {
             let mut runs = vec![];
-            for pool in POOLS {
+            for (i, pool) in POOLS.into_iter().enumerate() {
                 let room = self.pool_room(pool);
                 if room > 0 {
-                    runs.extend(tx.quota_held(pool, (room * 8).min(64))?);
+                    let held = tx.quota_held(pool, (room * 8).min(64))?;
+                    none_held[i] = held.is_empty();
+                    runs.extend(held);
                     // The freed slot's own schedule's runs, however many
                     // older runs of other schedules are held. (A few: the
                     // limit is in the statement's text, and a pool's room
@@ -567,10 +571,11 @@ impl Engine {
         candidates.sort_by_key(|r| (r.due_at, r.id));
         candidates.dedup_by_key(|r| r.id);
         if candidates.is_empty() {
-            // Nothing that could start now; is anything held at all?
+            // Nothing that could start now; is anything held at all? (Not
+            // asked again of a pool just read.)
             let held = self.store.read(|tx| {
-                for pool in POOLS {
-                    if !tx.quota_held(pool, 1)?.is_empty() {
+                for (i, pool) in POOLS.into_iter().enumerate() {
+                    if !none_held[i] && !tx.quota_held(pool, 1)?.is_empty() {
                         return Ok(1);
                     }
                 }
