@@ -39,6 +39,9 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+/// How far ahead of a start [`Engine::warm_up`] reads the schedules due.
+const WARM_UP_AHEAD: TimeDelta = TimeDelta::seconds(60);
+
 /// Errors that stop the engine (everything else is recorded as events).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -394,6 +397,7 @@ impl Engine {
         // No claim waits for a checkpoint (a file store; else a no-op).
         self.store.checkpoint_in_background()?;
         self.load_cursors(now)?;
+        self.warm_up(now)?;
         // Windows due before now were due while this scheduler was not
         // running: missed, whatever their close_after.
         self.alive_since = now;
@@ -408,6 +412,37 @@ impl Engine {
             ))
         })?;
         self.started = true;
+        Ok(())
+    }
+
+    /// Reads into the store's caches what the first claims of the schedules
+    /// due within [`WARM_UP_AHEAD`] need (their states, their execution
+    /// memory, the running counts), so the first tick after a start claims
+    /// as fast as the later ones: with 1,000 schedules due every second it
+    /// took 45-75 ms where the later ones took 20-30, each window's first
+    /// reads one query at a time on the claim path. Schedules due later are
+    /// read when they are due (100,000 daily schedules keep nothing).
+    fn warm_up(&self, now: DateTime<Utc>) -> Result<()> {
+        let soon = now + WARM_UP_AHEAD;
+        let due: Vec<&ScheduleConfig> = self
+            .heap
+            .iter()
+            .filter(|Reverse((at, _))| *at <= soon)
+            .map(|Reverse((_, idx))| &self.cfg.schedules[*idx])
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        let n = self.cfg.scheduler.memory_runs;
+        self.store.read(|tx| {
+            let ids: Vec<&str> = due.iter().map(|s| s.id.as_str()).collect();
+            tx.schedule_states(&ids)?;
+            for s in &due {
+                tx.execution_memory(&s.tenant, &s.id, n)?;
+            }
+            tx.running_by_schedule()?;
+            Ok(())
+        })?;
         Ok(())
     }
 
