@@ -186,6 +186,21 @@ fn write_mebibytes(store: &Store, n: usize) {
     }
 }
 
+/// Polls (doing `between` each time) until the database file holds the 16
+/// MiB the WAL had, for at most 20 s.
+fn wait_until_checkpointed(path: &std::path::Path, mut between: impl FnMut()) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while main_file_bytes(path) < 16 << 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not checkpointed: {} bytes",
+            main_file_bytes(path)
+        );
+        between();
+        std::thread::yield_now();
+    }
+}
+
 #[test]
 fn the_background_checkpointer_copies_a_grown_wal_into_the_database() {
     // Without it, 24 MiB of commits stay in the WAL: the writer's own
@@ -207,17 +222,10 @@ fn the_background_checkpointer_copies_a_grown_wal_into_the_database() {
     store.checkpoint_in_background().unwrap(); // a second call changes nothing
     assert!(store.checkpoints_in_background());
     write_mebibytes(&store, 24);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while main_file_bytes(&path) < 16 << 20 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not checkpointed: {} bytes",
-            main_file_bytes(&path)
-        );
-        // Each commit nudges the thread again.
+    // Each commit nudges the thread again.
+    wait_until_checkpointed(&path, || {
         store.write(|tx| tx.set_last_evaluated("s", t0())).unwrap();
-        std::thread::yield_now();
-    }
+    });
     // Everything is still there to read.
     let n = store
         .read(|tx| {
@@ -241,15 +249,7 @@ fn the_background_checkpointer_copies_a_grown_wal_once_the_commits_pause() {
     let store = Store::open(&path).unwrap();
     store.checkpoint_in_background().unwrap();
     write_mebibytes(&store, 24);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while main_file_bytes(&path) < 16 << 20 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not checkpointed: {} bytes",
-            main_file_bytes(&path)
-        );
-        std::thread::yield_now();
-    }
+    wait_until_checkpointed(&path, || {});
 }
 
 #[test]

@@ -161,7 +161,7 @@ impl Tx<'_> {
         if let Some((claimed, mut folded)) = self.states.take_held_claim() {
             if kind == "started" && run_id.is_some() && run_id == claimed.run_id {
                 folded.push(claimed);
-                let mut started = NewEvent::from_text(at, kind, detail);
+                let mut started = NewEvent::from_text(at, kind, detail.to_string());
                 started.tenant = tenant.map(str::to_string);
                 started.schedule = schedule.map(str::to_string);
                 started.run_id = run_id;

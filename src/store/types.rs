@@ -107,27 +107,20 @@ impl NewEvent {
     }
 
     /// An event whose detail is JSON text already.
-    pub(crate) fn from_text(at: DateTime<Utc>, kind: &str, detail: &str) -> Self {
+    pub(crate) fn from_text(at: DateTime<Utc>, kind: &str, detail: String) -> Self {
         Self {
             at,
             kind: kind.to_string(),
             tenant: None,
             schedule: None,
             run_id: None,
-            detail: detail.to_string(),
+            detail,
         }
     }
 
     /// An event from its stored parts (old rows, fixtures); writers use [`NewEvent::of`].
     pub fn new(at: DateTime<Utc>, kind: &str, detail: serde_json::Value) -> Self {
-        Self {
-            at,
-            kind: kind.to_string(),
-            tenant: None,
-            schedule: None,
-            run_id: None,
-            detail: detail.to_string(),
-        }
+        Self::from_text(at, kind, detail.to_string())
     }
 
     /// The detail's JSON text, as stored.
