@@ -947,7 +947,79 @@ fn a_claim_and_its_start_are_one_row(store: &Store) {
         .expect("read");
 }
 
+/// What a transaction keeps unwritten until its commit — a held claim's
+/// event, the moved fencing counter — survives the store forgetting its
+/// kept reads in the middle of it (a schedule renamed), is not lost to a
+/// `started` event whose detail cannot hold it, and goes with a transaction
+/// whose closure panics (the next transaction does not write it).
+fn what_a_transaction_keeps_unwritten_is_written_once_or_dropped(store: &Store) {
+    let now = t0() + mins(1);
+    let open = |tx: &Tx, key: &str| -> Result<Run> {
+        let mut new = new_run("s", key, t0());
+        new.next_check_at = None;
+        let opened =
+            agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
+        let plan = claim_plan(&new, now);
+        match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
+            Applied::Done { run: Some(run), .. } => Ok(*run),
+            other => panic!("not claimed: {other:?}"),
+        }
+    };
+    let claimed_of = |store: &Store, run: &Run| {
+        store
+            .read(|tx| {
+                tx.events(&EventFilter {
+                    run_id: Some(run.id),
+                    kinds: vec!["claimed".into()],
+                    ..EventFilter::default()
+                })
+            })
+            .expect("events")
+            .len()
+    };
+    // A rename after the claim, in the same transaction.
+    let a = store
+        .write(|tx| {
+            let a = open(tx, "a")?;
+            tx.rename_schedule("s", "s2")?;
+            Ok(a)
+        })
+        .expect("claimed and renamed");
+    assert_eq!(claimed_of(store, &a), 1, "the claim's event is written");
+    assert_eq!(stored_counter(store), a.fencing_token);
+    // A start whose detail is not an object: the claim gets its own row.
+    let b = store
+        .write(|tx| {
+            let b = open(tx, "b")?;
+            tx.append_event(&NewEvent::new(now, "started", serde_json::json!(null)).for_run(&b))?;
+            Ok(b)
+        })
+        .expect("claimed and started");
+    assert!(b.fencing_token > a.fencing_token);
+    assert_eq!(claimed_of(store, &b), 1, "the claim's event is written");
+    // A closure that panics after a claim: nothing of it is written later.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: Result<()> = store.write(|tx| {
+            open(tx, "c")?;
+            panic!("on purpose");
+        });
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(stored_counter(store), b.fencing_token, "the counter did not move");
+    let all = store
+        .read(|tx| tx.events(&EventFilter::default()))
+        .expect("events");
+    assert!(
+        all.iter()
+            .all(|e| e.run_id == Some(a.id) || e.run_id == Some(b.id)),
+        "nothing of the rolled-back claim: {all:?}"
+    );
+    let d = store.write(|tx| open(tx, "d")).expect("claimed after the panic");
+    assert_eq!(d.fencing_token, b.fencing_token + 1);
+}
+
 conformance!(
+    what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,
     limited_listings_of_folded_rows_miss_nothing,

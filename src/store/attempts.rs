@@ -301,6 +301,7 @@ impl Tx<'_> {
 
     /// The fencing counter as stored: the newest token any claim took.
     pub fn fencing_counter(&self) -> Result<i64> {
+        self.states.flush(self.conn)?;
         Ok(self
             .cached(FENCING_TOKEN)?
             .query_row([], |r| r.get::<_, i64>(0))

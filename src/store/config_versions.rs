@@ -307,6 +307,9 @@ impl Tx<'_> {
     /// keep the name they were written with.
     pub fn rename_schedule(&self, old: &str, new: &str) -> Result<()> {
         // Moves runs and schedule_state rows behind the kept states' back.
+        // What this transaction kept unwritten (a held claim's event, the
+        // fencing counter) is written before the kept reads are forgotten.
+        self.states.flush(self.conn)?;
         self.states.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [

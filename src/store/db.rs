@@ -106,6 +106,20 @@ const CHECKPOINT_WAITS_AT_MOST: Duration = Duration::from_millis(500);
 /// checkpoint cannot catch up with.
 const BACKSTOP_AUTOCHECKPOINT_PAGES: u32 = 65_536;
 
+/// A transaction's closure that panics rolls back: what the store kept for
+/// it (counts, a held claim's event, the fencing counter, reads) goes too,
+/// or the next transaction on this connection would write it.
+struct ForgetOnPanic<'s>(&'s Store);
+
+impl Drop for ForgetOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.counts.clear();
+            self.0.states.clear();
+        }
+    }
+}
+
 /// How the open transaction changed the number of runs in each state: added
 /// to `run_counts` once, just before it commits (one statement per state
 /// that changed, not two trigger statements per run), dropped if it rolls
@@ -319,8 +333,11 @@ impl StateCache {
     /// counter, a held claim's event): before its commit, and before any
     /// statement that reads it.
     pub(crate) fn flush(&self, conn: &Connection) -> Result<()> {
-        if let Some((claimed, folded)) = self.take_held_claim() {
-            super::events::write_event(conn, &claimed.folding(&folded))?;
+        if let Some((claimed, folded)) = self.take_held_claim()
+            && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
+        {
+            self.hold_claim(claimed, folded);
+            return Err(e);
         }
         let mut c = self.inner();
         if let Some((token, true)) = c.fencing {
@@ -881,7 +898,9 @@ impl Store {
             }
         }
         let clear = Clear;
+        let forget = ForgetOnPanic(self);
         let mut out = f();
+        drop(forget);
         drop(clear);
         if out.is_ok()
             && let Err(e) = self.counts.flush(&guard).and_then(|()| self.states.flush(&guard))
@@ -960,6 +979,7 @@ impl Store {
             }
         };
         self.states.validate(&tx)?;
+        let forget = ForgetOnPanic(self);
         let out = f(&Tx {
             conn: &tx,
             stmts: &self.stmts,
@@ -968,6 +988,7 @@ impl Store {
         })
         .and_then(|v| self.counts.flush(&tx).map(|()| v))
         .and_then(|v| self.states.flush(&tx).map(|()| v));
+        drop(forget);
         self.counts.clear();
         if out.is_err() {
             self.states.clear();

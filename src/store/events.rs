@@ -94,6 +94,9 @@ fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, V
     (sql, params)
 }
 
+/// The fewest rows a page of a listing of folded kinds reads.
+const FOLDED_PAGE: usize = 256;
+
 /// A stored row as the events it holds, appended to `out`: the events folded
 /// into a `claimed` row ([`NewEvent::folding`]) at their own instants, then
 /// the claim without them; any other row as it is.
@@ -159,7 +162,8 @@ impl Tx<'_> {
         detail: &str,
     ) -> Result<i64> {
         if let Some((claimed, mut folded)) = self.states.take_held_claim() {
-            if kind == "started" && run_id.is_some() && run_id == claimed.run_id {
+            // Only a detail that is a JSON object can hold folded events.
+            if kind == "started" && run_id.is_some() && run_id == claimed.run_id && detail.ends_with('}') {
                 folded.push(claimed);
                 let mut started = NewEvent::from_text(at, kind, detail.to_string());
                 started.tenant = tenant.map(str::to_string);
@@ -167,7 +171,7 @@ impl Tx<'_> {
                 started.run_id = run_id;
                 return write_event(self.conn, &started.folding(&folded));
             }
-            write_event(self.conn, &claimed.folding(&folded))?;
+            self.write_held(claimed, folded)?;
         }
         let mut stmt = self.cached(INSERT_EVENT)?;
         stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
@@ -180,6 +184,16 @@ impl Tx<'_> {
     pub(crate) fn hold_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
         if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded) {
             write_event(self.conn, &before.folding(&folded_before))?;
+        }
+        Ok(())
+    }
+
+    /// Writes a held claim's row; held again if that fails (a caller that
+    /// goes on in the same transaction still has it written later).
+    fn write_held(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
+        if let Err(e) = write_event(self.conn, &claimed.folding(&folded)) {
+            self.states.hold_claim(claimed, folded);
+            return Err(e);
         }
         Ok(())
     }
@@ -214,6 +228,9 @@ impl Tx<'_> {
                     query.kinds.push(k.into());
                 }
             }
+            // Rows read may hold none of the kinds asked for: pages of at
+            // least this many rows, not one row at a time for a small limit.
+            query.limit = filter.limit.map(|n| n.max(FOLDED_PAGE));
         }
         let wanted = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
         let mut out: Vec<Event> = Vec::new();
@@ -241,7 +258,9 @@ impl Tx<'_> {
             // Rows read but fewer events kept (kinds folded in other rows):
             // the next page, until the limit is reached or no rows are left.
             match (filter.limit, edge) {
-                (Some(n), Some(edge)) if out.len() < n && fetched == limit(n) as usize => {
+                (Some(n), Some(edge))
+                    if out.len() < n && query.limit.is_some_and(|page| fetched == limit(page) as usize) =>
+                {
                     if filter.newest_first {
                         before_id = Some(edge);
                     } else {

@@ -12,7 +12,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub(crate) const APPLICATION_ID: i64 = 0x6167_6372;
 
 /// Ordered migration scripts; script `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
 
 /// Columns a migration adds, as (script index, table, column, declaration).
 /// Added only where missing: SQLite's `ADD COLUMN` has no `IF NOT EXISTS`, and
@@ -310,6 +310,12 @@ CREATE INDEX runs_due_backfill_check ON runs (next_check_at)
 CREATE INDEX runs_quota_held_by_schedule ON runs (schedule, pool, due_at, id)
     WHERE hold = 'quota' AND state IN ('pending', 'retry_wait') AND next_check_at IS NOT NULL;
 "#;
+
+/// No table changes: from this version a `claimed` or `started` event row
+/// may hold the events recorded on the way to it (`NewEvent::folding`), which
+/// an older build would not list. The version moves so that such a build
+/// refuses this database plainly instead of showing a trace with holes.
+const V15: &str = "";
 
 const V1: &str = r#"
 PRAGMA application_id = 1634165618;

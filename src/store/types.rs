@@ -139,10 +139,10 @@ impl NewEvent {
     /// instant; the store reads the row back as those events then this one,
     /// all with the row's id (see `Tx::events`). `before` must be events of
     /// this event's run whose kinds are in [`FOLDED_KINDS`].
-    pub(crate) fn folding(mut self, before: &[NewEvent]) -> Self {
+    pub(crate) fn folding(&self, before: &[NewEvent]) -> Self {
         use std::fmt::Write;
         let Some(open) = self.detail.strip_suffix('}').filter(|_| !before.is_empty()) else {
-            return self;
+            return self.clone();
         };
         let mut text = String::with_capacity(
             open.len() + 16 + before.iter().map(|e| e.detail.len() + 48).sum::<usize>(),
@@ -168,8 +168,14 @@ impl NewEvent {
             text.push('}');
         }
         text.push_str("]}");
-        self.detail = text;
-        self
+        Self {
+            at: self.at,
+            kind: self.kind.clone(),
+            tenant: self.tenant.clone(),
+            schedule: self.schedule.clone(),
+            run_id: self.run_id,
+            detail: text,
+        }
     }
 
     /// Attaches the run (and its tenant and schedule).
