@@ -564,13 +564,23 @@ fn open_claimed_refuses_any_other_plan(store: &Store) {
 
 /// Opens window `key` of schedule `s` already claimed; its fencing token.
 fn open_claimed_token(tx: &Tx, key: &str) -> Result<i64> {
+    Ok(open_claimed_at(tx, key, t0(), false)?.fencing_token)
+}
+
+/// Opens window `key` of schedule `s` (opened at t0) already claimed at
+/// `now`; with `decided` its plan records a claim decision (folded into the
+/// claim's row), else a `tick` (written as its own row).
+fn open_claimed_at(tx: &Tx, key: &str, now: DateTime<Utc>, decided: bool) -> Result<Run> {
     let mut new = new_run("s", key, t0());
     new.next_check_at = None;
     let opened =
         agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
-    let plan = claim_plan(&new, t0());
-    match tx.open_claimed(&new, &opened, t0(), &plan, t0())? {
-        Applied::Done { claim: Some(c), .. } => Ok(c.fencing_token),
+    let mut plan = claim_plan(&new, now);
+    if decided {
+        plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
+    }
+    match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
+        Applied::Done { run: Some(run), .. } => Ok(*run),
         other => panic!("not claimed: {other:?}"),
     }
 }
@@ -851,18 +861,7 @@ fn started(attempt: u32, token: i64) -> agentcron::core::event::Event {
 /// each leave the trace exactly as if every event had its own row.
 fn a_claim_and_its_start_are_one_row(store: &Store) {
     let now = t0() + mins(1);
-    let open = |tx: &Tx, key: &str| -> Result<Run> {
-        let mut new = new_run("s", key, t0());
-        new.next_check_at = None;
-        let opened =
-            agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
-        let mut plan = claim_plan(&new, now);
-        plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
-        match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
-            Applied::Done { run: Some(run), .. } => Ok(*run),
-            other => panic!("not claimed: {other:?}"),
-        }
-    };
+    let open = |tx: &Tx, key: &str| open_claimed_at(tx, key, now, true);
     let kinds = |tx: &Tx, run: &Run| -> Vec<(i64, String)> {
         tx.events(&EventFilter {
             run_id: Some(run.id),
@@ -954,17 +953,7 @@ fn a_claim_and_its_start_are_one_row(store: &Store) {
 /// whose closure panics (the next transaction does not write it).
 fn what_a_transaction_keeps_unwritten_is_written_once_or_dropped(store: &Store) {
     let now = t0() + mins(1);
-    let open = |tx: &Tx, key: &str| -> Result<Run> {
-        let mut new = new_run("s", key, t0());
-        new.next_check_at = None;
-        let opened =
-            agentcron::core::layers::time::opened_event(&opened_run(&new, 0, t0()), None, Default::default());
-        let plan = claim_plan(&new, now);
-        match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
-            Applied::Done { run: Some(run), .. } => Ok(*run),
-            other => panic!("not claimed: {other:?}"),
-        }
-    };
+    let open = |tx: &Tx, key: &str| open_claimed_at(tx, key, now, false);
     let claimed_of = |store: &Store, run: &Run| {
         store
             .read(|tx| {
