@@ -309,11 +309,19 @@ impl Engine {
         })?;
         let mut maintenance = switches::maintenance_windows(&self.cfg.maintenance, &adhoc, now);
         maintenance.retain(|m| m.active);
+        // Only the counts of the schedules decided and their tenants: a
+        // chunk's facts cost what the chunk holds, not every running schedule.
+        let tenants = wanted.iter().filter_map(|s| {
+            self.index
+                .get(*s)
+                .map(|&idx| self.cfg.schedules[idx].tenant.as_str())
+        });
+        let running = running.subset(wanted.iter().copied(), tenants);
         let facts = TickFacts {
             kill,
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
-            running: (*running).clone(),
+            running,
         };
         Ok(facts)
     }
