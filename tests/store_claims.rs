@@ -1007,7 +1007,90 @@ fn what_a_transaction_keeps_unwritten_is_written_once_or_dropped(store: &Store) 
     assert_eq!(d.fencing_token, b.fencing_token + 1);
 }
 
+/// A claim's attempt row is inserted with its envelope when storing the
+/// envelope is the next thing the transaction does, and before anything else
+/// otherwise: every statement in the transaction sees it, the commit writes
+/// it, a rollback drops it, and each attempt is one row.
+fn a_claims_attempt_row_is_seen_by_every_statement_and_written_once(store: &Store) {
+    let now = t0() + mins(1);
+    let attempts_of = |store: &Store, id: i64| store.read(|tx| tx.attempts(id)).expect("attempts");
+    // Claimed, then its envelope: one row, with the envelope.
+    let a = store
+        .write(|tx| {
+            let a = open_claimed_at(tx, "a", now, false)?;
+            tx.set_attempt_envelope(a.id, 1, "{\"run\":\"a\"}")?;
+            Ok(a)
+        })
+        .expect("claimed a");
+    let got = attempts_of(store, a.id);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].envelope.as_deref(), Some("{\"run\":\"a\"}"));
+    assert_eq!((got[0].n, got[0].fencing_token), (1, a.fencing_token));
+    assert_eq!(got[0].status, AttemptStatus::Running);
+    // Claimed, then read in the same transaction before any envelope.
+    let (b, seen) = store
+        .write(|tx| {
+            let b = open_claimed_at(tx, "b", now, false)?;
+            let seen = tx.attempts(b.id)?;
+            tx.set_attempt_envelope(b.id, 1, "{}")?;
+            Ok((b, seen))
+        })
+        .expect("claimed b");
+    assert_eq!(seen.len(), 1, "the claim's own transaction sees its attempt");
+    assert_eq!(seen[0].envelope, None);
+    let got = attempts_of(store, b.id);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].envelope.as_deref(), Some("{}"), "stored by the update");
+    // Two claims, then the first one's envelope: both rows, each once.
+    let (c, d) = store
+        .write(|tx| {
+            let c = open_claimed_at(tx, "c", now, false)?;
+            let d = open_claimed_at(tx, "d", now, false)?;
+            tx.set_attempt_envelope(c.id, 1, "{\"run\":\"c\"}")?;
+            Ok((c, d))
+        })
+        .expect("claimed c and d");
+    assert_eq!(
+        attempts_of(store, c.id)[0].envelope.as_deref(),
+        Some("{\"run\":\"c\"}")
+    );
+    let got = attempts_of(store, d.id);
+    assert_eq!(got.len(), 1, "the commit wrote the held row: {got:?}");
+    assert_eq!(got[0].envelope, None);
+    // The held row meets an end in the same transaction.
+    let e = store
+        .write(|tx| {
+            let e = open_claimed_at(tx, "e", now, false)?;
+            assert!(tx.end_attempt(e.id, e.fencing_token, &AttemptEnd::default(), now)?);
+            Ok(e)
+        })
+        .expect("claimed and ended e");
+    let got = attempts_of(store, e.id);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].status, AttemptStatus::Succeeded);
+    // A rollback: nothing of the claim is written later.
+    let err: Result<()> = store.write(|tx| {
+        open_claimed_at(tx, "f", now, false)?;
+        Err(StoreError::Invariant("on purpose".into()))
+    });
+    assert!(err.is_err());
+    let g = store
+        .write(|tx| open_claimed_at(tx, "g", now, false))
+        .expect("claimed g");
+    let all = store
+        .read(|tx| {
+            let mut n = 0;
+            for run in [&a, &b, &c, &d, &e, &g] {
+                n += tx.attempts(run.id)?.len();
+            }
+            Ok(n)
+        })
+        .expect("attempts");
+    assert_eq!(all, 6, "one row per claim, none of the rolled-back one");
+}
+
 conformance!(
+    a_claims_attempt_row_is_seen_by_every_statement_and_written_once,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,

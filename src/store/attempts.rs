@@ -37,6 +37,10 @@ const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
        (SELECT version FROM schedule_current WHERE schedule = ?5))";
 const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
      WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
+const INSERT_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
+     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
+       (SELECT version FROM schedule_current WHERE schedule = ?5), ?9)";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
 const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
      exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
@@ -108,6 +112,52 @@ pub(crate) fn render_log(head: &str, tail: &str, dropped: i64) -> String {
     crate::agent::log::render(head, tail, u64::try_from(dropped).unwrap_or(0))
 }
 
+/// A claim's attempt row waiting to be inserted (see
+/// `db::CachedStates::held_attempt`).
+#[derive(Debug, Clone)]
+pub(crate) struct HeldAttempt {
+    run_id: i64,
+    n: u32,
+    token: i64,
+    tenant: String,
+    schedule: String,
+    owner: String,
+    reason: RunReason,
+    started_at: DateTime<Utc>,
+}
+
+impl HeldAttempt {
+    /// Inserts the row (running, with `envelope` if given).
+    pub(crate) fn insert(
+        &self,
+        conn: &rusqlite::Connection,
+        stmts: &super::db::Statements,
+        envelope: Option<&str>,
+    ) -> rusqlite::Result<()> {
+        let p = rusqlite::params![
+            self.run_id,
+            self.n,
+            self.token,
+            self.tenant,
+            self.schedule,
+            self.owner,
+            self.reason,
+            Ms(self.started_at),
+        ];
+        match envelope {
+            None => stmts.get(conn, INSERT_ATTEMPT)?.execute(p)?,
+            Some(env) => {
+                let mut all = p.to_vec();
+                all.push(&env);
+                stmts
+                    .get(conn, INSERT_ATTEMPT_ENVELOPE)?
+                    .execute(all.as_slice())?
+            }
+        };
+        Ok(())
+    }
+}
+
 impl Tx<'_> {
     /// Claims a pending / retry_wait run for one attempt: one conditional
     /// `UPDATE … WHERE id = ? AND state = from`. `Ok(None)` when the run is no
@@ -161,7 +211,7 @@ impl Tx<'_> {
             });
         }
         // The claim takes the counter's next value from its row.
-        self.states.flush(self.conn)?;
+        self.states.flush(self.conn, self.stmts)?;
         let mut stmt = self.cached(CLAIM)?;
         let claimed = stmt.execute(rusqlite::params![
             run_id,
@@ -194,16 +244,21 @@ impl Tx<'_> {
         self.states
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
         self.states.fencing_moved(run.fencing_token);
-        self.cached(INSERT_ATTEMPT)?.execute(rusqlite::params![
-            run.id,
-            run.attempts,
-            run.fencing_token,
-            run.tenant,
-            run.schedule,
-            owner,
+        // Inserted by the next statement, or with the envelope when that is
+        // the next thing stored (see `CachedStates::held_attempt`).
+        let held = HeldAttempt {
+            run_id: run.id,
+            n: run.attempts,
+            token: run.fencing_token,
+            tenant: run.tenant.clone(),
+            schedule: run.schedule.clone(),
+            owner: owner.to_string(),
             reason,
-            Ms(now),
-        ])?;
+            started_at: now,
+        };
+        if let Some(before) = self.states.hold_attempt(held) {
+            before.insert(self.conn, self.stmts, None)?;
+        }
         Ok(())
     }
 
@@ -301,7 +356,7 @@ impl Tx<'_> {
 
     /// The fencing counter as stored: the newest token any claim took.
     pub fn fencing_counter(&self) -> Result<i64> {
-        self.states.flush(self.conn)?;
+        self.states.flush(self.conn, self.stmts)?;
         Ok(self
             .cached(FENCING_TOKEN)?
             .query_row([], |r| r.get::<_, i64>(0))
@@ -338,6 +393,20 @@ impl Tx<'_> {
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
     pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
+        if let Some(held) = self.states.take_held_attempt() {
+            if held.run_id == run_id && held.n == attempt {
+                // The attempt not inserted yet: inserted with its envelope.
+                if let Err(e) = held.insert(self.conn, self.stmts, Some(envelope)) {
+                    self.states.hold_attempt(held);
+                    return Err(e.into());
+                }
+                return Ok(());
+            }
+            if let Err(e) = held.insert(self.conn, self.stmts, None) {
+                self.states.hold_attempt(held);
+                return Err(e.into());
+            }
+        }
         let mut stmt = self.cached(SET_ENVELOPE)?;
         stmt.execute(rusqlite::params![run_id, attempt, envelope])?;
         Ok(())

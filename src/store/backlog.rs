@@ -30,18 +30,14 @@ const COLS: &str = "schedule, next_at, until_at, planned_at";
 impl Tx<'_> {
     /// Every schedule's backlog, by schedule.
     pub fn backlogs(&self) -> Result<Vec<Backlog>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {COLS} FROM catchup_backlog ORDER BY schedule"))?;
+        let mut stmt = self.prepared(&format!("SELECT {COLS} FROM catchup_backlog ORDER BY schedule"))?;
         let rows = stmt.query_map([], backlog_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// The backlog of `schedule`, if it has one.
     pub fn backlog(&self, schedule: &str) -> Result<Option<Backlog>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {COLS} FROM catchup_backlog WHERE schedule = ?1"))?;
+        let mut stmt = self.prepared(&format!("SELECT {COLS} FROM catchup_backlog WHERE schedule = ?1"))?;
         Ok(stmt.query_row([schedule], backlog_from_row).optional()?)
     }
 

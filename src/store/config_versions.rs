@@ -117,11 +117,7 @@ impl Tx<'_> {
             "SELECT {CONFIG_COLS} FROM config_versions \
              WHERE version = (SELECT version FROM config_current WHERE id = 1)"
         );
-        Ok(self
-            .conn
-            .prepare_cached(&sql)?
-            .query_row([], config_from_row)
-            .optional()?)
+        Ok(self.prepared(&sql)?.query_row([], config_from_row).optional()?)
     }
 
     /// The applied version's number and the reload counter: what every
@@ -154,8 +150,7 @@ impl Tx<'_> {
     pub fn config_version(&self, version: i64) -> Result<Option<ConfigVersion>> {
         let sql = format!("SELECT {CONFIG_COLS} FROM config_versions WHERE version = ?1");
         Ok(self
-            .conn
-            .prepare_cached(&sql)?
+            .prepared(&sql)?
             .query_row([version], config_from_row)
             .optional()?)
     }
@@ -163,7 +158,7 @@ impl Tx<'_> {
     /// Every stored configuration, oldest first.
     pub fn config_versions(&self) -> Result<Vec<ConfigVersion>> {
         let sql = format!("SELECT {CONFIG_COLS} FROM config_versions ORDER BY version");
-        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut stmt = self.prepared(&sql)?;
         let rows = stmt.query_map([], config_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -243,7 +238,7 @@ impl Tx<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut stmt = self.prepared(&sql)?;
         let rows = stmt.query_map([], schedule_from_row)?;
         let mut out = BTreeMap::new();
         for row in rows {
@@ -257,8 +252,7 @@ impl Tx<'_> {
         let sql =
             format!("SELECT {SCHEDULE_COLS} FROM schedule_versions WHERE schedule = ?1 AND version = ?2");
         Ok(self
-            .conn
-            .prepare_cached(&sql)?
+            .prepared(&sql)?
             .query_row(rusqlite::params![schedule, version], schedule_from_row)
             .optional()?)
     }
@@ -309,7 +303,7 @@ impl Tx<'_> {
         // Moves runs and schedule_state rows behind the kept states' back.
         // What this transaction kept unwritten (a held claim's event, the
         // fencing counter) is written before the kept reads are forgotten.
-        self.states.flush(self.conn)?;
+        self.states.flush(self.conn, self.stmts)?;
         self.states.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [

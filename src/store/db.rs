@@ -221,6 +221,11 @@ struct CachedStates {
     /// start); any other event, a listing of events or the commit writes it
     /// first ([`Tx::insert_event`]).
     held_claim: Option<(super::types::NewEvent, Vec<super::types::NewEvent>)>,
+    /// The attempt row of the open transaction's last claim, not inserted
+    /// yet: the envelope its dispatch stores next goes into its insert (one
+    /// statement, not an insert and an update); any other statement, and the
+    /// commit, insert it first ([`Tx::cached`], [`StateCache::flush`]).
+    held_attempt: Option<super::attempts::HeldAttempt>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -235,6 +240,7 @@ impl CachedStates {
         self.ended = None;
         self.fencing = None;
         self.held_claim = None;
+        self.held_attempt = None;
         self.generation += 1;
     }
 }
@@ -332,7 +338,8 @@ impl StateCache {
     /// Writes what the open transaction kept unwritten (the fencing
     /// counter, a held claim's event): before its commit, and before any
     /// statement that reads it.
-    pub(crate) fn flush(&self, conn: &Connection) -> Result<()> {
+    pub(crate) fn flush(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
+        self.flush_attempt(conn, stmts)?;
         if let Some((claimed, folded)) = self.take_held_claim()
             && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
         {
@@ -344,6 +351,30 @@ impl StateCache {
             conn.prepare_cached("UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1")?
                 .execute([token])?;
             c.fencing = Some((token, false));
+        }
+        Ok(())
+    }
+
+    /// Holds a claim's attempt row (see `CachedStates::held_attempt`); the
+    /// one held before, if any, is returned for the caller to insert.
+    pub(crate) fn hold_attempt(
+        &self,
+        a: super::attempts::HeldAttempt,
+    ) -> Option<super::attempts::HeldAttempt> {
+        self.inner().held_attempt.replace(a)
+    }
+
+    pub(crate) fn take_held_attempt(&self) -> Option<super::attempts::HeldAttempt> {
+        self.inner().held_attempt.take()
+    }
+
+    /// Inserts the held attempt row, if any (held again if that fails).
+    pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
+        if let Some(a) = self.take_held_attempt()
+            && let Err(e) = a.insert(conn, stmts, None)
+        {
+            self.hold_attempt(a);
+            return Err(e);
         }
         Ok(())
     }
@@ -535,7 +566,7 @@ pub(crate) struct Cached<'c> {
 }
 
 impl Statements {
-    fn get<'c>(&'c self, conn: &'c Connection, sql: &'static str) -> rusqlite::Result<Cached<'c>> {
+    pub(crate) fn get<'c>(&'c self, conn: &'c Connection, sql: &'static str) -> rusqlite::Result<Cached<'c>> {
         let key = (sql.as_ptr() as usize, sql.len());
         let held = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
         let stmt = match held {
@@ -903,7 +934,10 @@ impl Store {
         drop(forget);
         drop(clear);
         if out.is_ok()
-            && let Err(e) = self.counts.flush(&guard).and_then(|()| self.states.flush(&guard))
+            && let Err(e) = self
+                .counts
+                .flush(&guard)
+                .and_then(|()| self.states.flush(&guard, &self.stmts))
         {
             out = Err(E::from(e));
         }
@@ -987,7 +1021,7 @@ impl Store {
             states: &self.states,
         })
         .and_then(|v| self.counts.flush(&tx).map(|()| v))
-        .and_then(|v| self.states.flush(&tx).map(|()| v));
+        .and_then(|v| self.states.flush(&tx, &self.stmts).map(|()| v));
         drop(forget);
         self.counts.clear();
         if out.is_err() {
@@ -1055,7 +1089,16 @@ impl Store {
 impl<'a> Tx<'a> {
     /// The prepared statement for `sql`, one of the store's fixed statements
     /// (see [`Statements`]).
+    /// A statement of text made at run time (kept in the connection's own
+    /// cache); a held attempt row is inserted first, as by [`Tx::cached`].
+    pub(crate) fn prepared(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
+        self.states.flush_attempt(self.conn, self.stmts)?;
+        self.conn.prepare_cached(sql)
+    }
+
+    /// A held attempt row is inserted first, so every statement sees it.
     pub(crate) fn cached(&self, sql: &'static str) -> rusqlite::Result<Cached<'a>> {
+        self.states.flush_attempt(self.conn, self.stmts)?;
         self.stmts.get(self.conn, sql)
     }
 }

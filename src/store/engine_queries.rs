@@ -131,12 +131,10 @@ impl Tx<'_> {
         let mut woken = 0;
         if waiting {
             woken += self
-                .conn
-                .prepare_cached(&own)?
+                .prepared(&own)?
                 .execute(rusqlite::params![Ms(now), schedule])?;
             woken += self
-                .conn
-                .prepare_cached(&with_limit(
+                .prepared(&with_limit(
                     &oldest("runs_waiting", &format!("schedule = ?2 AND {holds}")),
                     "?3",
                     backfill,
@@ -146,8 +144,7 @@ impl Tx<'_> {
         let mut by_quota = 0;
         if quota {
             by_quota += self
-                .conn
-                .prepare_cached(&with_limit(
+                .prepared(&with_limit(
                     "UPDATE runs SET next_check_at = ?1 WHERE id IN ( \
                        SELECT id FROM runs INDEXED BY runs_due_on_time \
                        WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
@@ -158,8 +155,7 @@ impl Tx<'_> {
                 ))?
                 .execute(rusqlite::params![Ms(now)])?;
             by_quota += self
-                .conn
-                .prepare_cached(&with_limit(
+                .prepared(&with_limit(
                     &oldest("runs_due_backfill", "hold = 'quota'"),
                     "?3",
                     backfill,
@@ -179,7 +175,7 @@ impl Tx<'_> {
             Pool::Backfill => QUOTA_HELD_BACKFILL,
         };
         // The limit in the text too (a handful of distinct values).
-        let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?1", n))?;
+        let mut stmt = self.prepared(&with_limit(sql, "?1", n))?;
         let rows = stmt.query_map([], |r| held_run(r, pool))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -193,7 +189,7 @@ impl Tx<'_> {
             Pool::OnTime => QUOTA_HELD_OF_ON_TIME,
             Pool::Backfill => QUOTA_HELD_OF_BACKFILL,
         };
-        let mut stmt = self.conn.prepare_cached(&with_limit(sql, "?2", n))?;
+        let mut stmt = self.prepared(&with_limit(sql, "?2", n))?;
         let rows = stmt.query_map([schedule], |r| held_run(r, pool))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

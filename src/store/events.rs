@@ -220,7 +220,7 @@ impl Tx<'_> {
     /// counts events; it does not cut one row's events in two unless that
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.states.flush(self.conn)?;
+        self.states.flush(self.conn, self.stmts)?;
         let mut query = filter.clone();
         if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str())) {
             for k in FOLDING_KINDS {
@@ -237,7 +237,7 @@ impl Tx<'_> {
         let mut before_id = None;
         loop {
             let (sql, params) = events_sql_before(&query, before_id);
-            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let mut stmt = self.prepared(&sql)?;
             let rows = stmt
                 .query_map(rusqlite::params_from_iter(params), event_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -294,7 +294,7 @@ impl Tx<'_> {
 
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
-        self.states.flush(self.conn)?;
+        self.states.flush(self.conn, self.stmts)?;
         let mut stmt = self.cached(MAX_EVENT_ID)?;
         Ok(stmt.query_row([], |r| r.get(0))?)
     }
@@ -319,9 +319,7 @@ impl Tx<'_> {
 
     /// Posted events with `seq > after_seq`, oldest first, at most `limit_to`.
     pub fn posted_events_after(&self, after_seq: i64, limit_to: usize) -> Result<Vec<PostedEvent>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&with_limit(POSTED_AFTER, "?2", limit_to))?;
+        let mut stmt = self.prepared(&with_limit(POSTED_AFTER, "?2", limit_to))?;
         let rows = stmt.query_map(rusqlite::params![after_seq], |r| {
             Ok(PostedEvent {
                 seq: r.get(0)?,

@@ -210,7 +210,7 @@ pub fn opened_run(new: &NewRun, id: i64, now: DateTime<Utc>) -> Run {
 
 impl Tx<'_> {
     fn query_runs(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Run>> {
-        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut stmt = self.prepared(sql)?;
         let rows = stmt.query_map(params, run_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -465,7 +465,7 @@ impl Tx<'_> {
     }
 
     fn read_execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
-        let mut stmt = self.conn.prepare_cached(&with_limit(EXECUTION_MEMORY, "?3", n))?;
+        let mut stmt = self.prepared(&with_limit(EXECUTION_MEMORY, "?3", n))?;
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| {
             Ok(RunMemory {
                 run_id: r.get(0)?,
