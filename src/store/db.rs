@@ -547,7 +547,36 @@ fn begin_immediate(conn: &Connection) -> Result<()> {
 /// connection's lock; SQL built at run time still goes through rusqlite's
 /// cache.
 #[derive(Default)]
-pub(crate) struct Statements(Mutex<std::collections::HashMap<(usize, usize), Held>>);
+pub(crate) struct Statements(
+    Mutex<std::collections::HashMap<(usize, usize), Held, std::hash::BuildHasherDefault<AddressHasher>>>,
+);
+
+/// Hashes a statement's key (its text's address and length): taken out
+/// and put back at every statement, where SipHash was most of the cost of
+/// the cache. The keys are few and not chosen by anyone outside.
+#[derive(Default)]
+pub(crate) struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // FxHash's step: rotate, mix in, multiply by an odd constant.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// A prepared statement of the store's connection, kept between uses.
 struct Held(rusqlite::Statement<'static>);

@@ -51,7 +51,8 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
     ] {
         out[at] = sep;
     }
-    out.iter().map(|&b| b as char).collect()
+    // ASCII digits and separators only: one copy, not a push per char.
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The same to whole seconds, for what people and scripts read: gate reasons,
