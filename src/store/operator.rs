@@ -33,6 +33,12 @@ const PUT_SCHEDULE_STATE: &str = "INSERT INTO schedule_state (schedule, last_eva
      consecutive_failures = excluded.consecutive_failures, paused = excluded.paused, \
      paused_reason = excluded.paused_reason, concurrency_divisor = excluded.concurrency_divisor, \
      last_start = excluded.last_start, last_success = excluded.last_success";
+// The row exists but for a schedule's first write: a plain UPDATE first (an
+// upsert looks for the conflict through the key before updating).
+const UPDATE_SCHEDULE_STATE: &str = "UPDATE schedule_state SET last_evaluated = ?2, circuit = ?3, \
+     circuit_changed_at = ?4, consecutive_failures = ?5, paused = ?6, paused_reason = ?7, \
+     concurrency_divisor = ?8, last_start = ?9, last_success = ?10 WHERE schedule = ?1";
+const UPDATE_LAST_EVALUATED: &str = "UPDATE schedule_state SET last_evaluated = ?2 WHERE schedule = ?1";
 const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
      VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
 const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
@@ -139,8 +145,7 @@ impl Tx<'_> {
 
     /// Stores the whole state of `st.schedule` (insert or replace).
     pub fn put_schedule_state(&self, st: &ScheduleState) -> Result<()> {
-        let mut stmt = self.cached(PUT_SCHEDULE_STATE)?;
-        stmt.execute(rusqlite::params![
+        let params = rusqlite::params![
             st.schedule,
             ms_opt(st.last_evaluated),
             st.circuit,
@@ -151,7 +156,10 @@ impl Tx<'_> {
             st.concurrency_divisor,
             ms_opt(st.last_start),
             ms_opt(st.last_success),
-        ])?;
+        ];
+        if self.cached(UPDATE_SCHEDULE_STATE)?.execute(params)? == 0 {
+            self.cached(PUT_SCHEDULE_STATE)?.execute(params)?;
+        }
         self.states.put(st);
         Ok(())
     }
@@ -171,8 +179,10 @@ impl Tx<'_> {
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.cached(SET_LAST_EVALUATED)?;
-        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
+        let params = rusqlite::params![schedule, Ms(at)];
+        if self.cached(UPDATE_LAST_EVALUATED)?.execute(params)? == 0 {
+            self.cached(SET_LAST_EVALUATED)?.execute(params)?;
+        }
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
         Ok(())
