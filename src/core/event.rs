@@ -611,6 +611,18 @@ impl Event {
             return (kind.clone(), detail.to_string());
         }
         let kind = known_kind(self);
+        if let Some(detail) = super::row_text::detail(self) {
+            return (kind.to_string(), detail);
+        }
+        self.serde_row_text(kind)
+    }
+
+    /// [`Event::to_row_text`] through serde (every event can be written so).
+    #[doc(hidden)]
+    pub fn serde_row_text(&self, kind: &str) -> (String, String) {
+        if let Event::Other { kind, detail } = self {
+            return (kind.clone(), detail.to_string());
+        }
         // Adjacently tagged: `{"kind":"<kind>","detail":<detail>}`.
         let head = format!("{{\"kind\":\"{kind}\",\"detail\":");
         if let Ok(mut text) = serde_json::to_string(self)

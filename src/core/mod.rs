@@ -22,3 +22,4 @@ pub mod planner;
 pub mod records;
 pub mod recovery;
 pub mod registry;
+pub(crate) mod row_text;

@@ -1,0 +1,307 @@
+//! The stored text of the trace's busiest events — a window opening, its
+//! decision when every switch was clear and no gate ran, a claim, a start, a
+//! success — written straight into one string. They are most of the JSON a
+//! lifecycle writes, and serde's path for them (`flatten` goes through a map,
+//! every key is escaped again) was about a tenth of a rehearsal's
+//! instructions. The text is byte for byte what serde writes
+//! (`Event::to_row_text` falls back to serde for everything else, and the
+//! tests compare the two).
+
+use super::decision::SwitchCheck;
+use super::event::{DecisionRecord, Event, Opener, WindowFacts};
+use chrono::{DateTime, Utc};
+use std::fmt::Write;
+
+/// The detail's JSON text of `e`, when it is one of the events written here.
+pub(crate) fn detail(e: &Event) -> Option<String> {
+    let mut out = JsonText(String::with_capacity(192));
+    match e {
+        Event::Claimed {
+            due,
+            claimed,
+            owner,
+            attempt,
+            token,
+            lateness_ms,
+        } => {
+            out.instant("{\"due\":", *due);
+            out.instant(",\"claimed\":", *claimed);
+            out.str(",\"owner\":", owner);
+            out.num(",\"attempt\":", *attempt);
+            out.num(",\"token\":", *token);
+            out.num(",\"lateness_ms\":", *lateness_ms);
+        }
+        Event::Started {
+            attempt,
+            token,
+            reason,
+            agent,
+            verify_step,
+            timeout_ms,
+        } => {
+            out.num("{\"attempt\":", *attempt);
+            out.num(",\"token\":", *token);
+            out.str(",\"reason\":", reason.as_str());
+            out.str(",\"agent\":", agent);
+            out.opt_str(",\"verify_step\":", verify_step.as_deref());
+            out.num(",\"timeout_ms\":", *timeout_ms);
+        }
+        Event::Succeeded {
+            attempt,
+            summary,
+            processed,
+        } => {
+            out.num("{\"attempt\":", *attempt);
+            out.opt_str(",\"summary\":", summary.as_deref());
+            match processed {
+                Some(n) => out.num(",\"processed\":", *n),
+                None => out.0.push_str(",\"processed\":null"),
+            }
+        }
+        Event::WindowOpened {
+            window,
+            reason,
+            opener,
+        } if *opener == Opener::default() => {
+            out.window(window);
+            out.str(",\"reason\":", reason.as_str());
+        }
+        Event::Decision(d) if d.gates.is_empty() && d.switches.iter().all(clear) => out.decision(d),
+        _ => return None,
+    }
+    out.0.push('}');
+    Some(out.0)
+}
+
+/// A switch stored as its name alone (see `event::compact_switches`).
+fn clear(c: &SwitchCheck) -> bool {
+    !c.held && c.reason == "clear"
+}
+
+/// JSON text written field by field (also the agent's envelope, see
+/// `agent::envelope`).
+pub(crate) struct JsonText(pub(crate) String);
+
+impl JsonText {
+    pub(crate) fn num(&mut self, key: &str, n: impl std::fmt::Display) {
+        self.0.push_str(key);
+        // Writing to a String does not fail.
+        let _ = write!(self.0, "{n}");
+    }
+
+    pub(crate) fn instant(&mut self, key: &str, t: DateTime<Utc>) {
+        self.str(key, &crate::time::rfc3339(t));
+    }
+
+    pub(crate) fn opt_str(&mut self, key: &str, s: Option<&str>) {
+        match s {
+            Some(s) => self.str(key, s),
+            None => {
+                self.0.push_str(key);
+                self.0.push_str("null");
+            }
+        }
+    }
+
+    /// A JSON string as serde_json writes it: only `"`, `\` and control
+    /// characters are escaped, so text without them is copied as it is.
+    pub(crate) fn str(&mut self, key: &str, s: &str) {
+        self.0.push_str(key);
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.0.push('"');
+            self.0.push_str(s);
+            self.0.push('"');
+        } else {
+            // A string always serializes.
+            self.0.push_str(&serde_json::to_string(s).unwrap_or_default());
+        }
+    }
+
+    /// `WindowFacts` flattened into the event's object (its fields first).
+    fn window(&mut self, w: &WindowFacts) {
+        self.str("{\"window_key\":", &w.window_key);
+        self.instant(",\"start\":", w.start);
+        self.instant(",\"end\":", w.end);
+        self.instant(",\"due\":", w.due);
+        if let Some(note) = &w.note {
+            self.str(",\"note\":", note);
+        }
+        self.str(",\"pool\":", w.pool.as_str());
+    }
+
+    fn decision(&mut self, d: &DecisionRecord) {
+        self.str("{\"time\":", &d.time);
+        self.0.push_str(",\"switches\":[");
+        for (i, c) in d.switches.iter().enumerate() {
+            self.str(if i == 0 { "" } else { "," }, c.name.as_str());
+        }
+        self.0.push_str("],\"gates\":[]");
+        self.str(",\"verdict\":", d.verdict.as_str());
+        self.str(",\"reason\":", &d.reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::decision::{SwitchName, Verdict};
+    use crate::core::records::{Pool, RunReason};
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(ms).expect("in range")
+    }
+
+    /// Texts a person or an agent may write, quotes and controls among them.
+    const TEXTS: [&str; 7] = [
+        "",
+        "plain",
+        "say \"hi\"",
+        "back\\slash",
+        "tab\there\nnewline \u{1} \u{7f}",
+        "héllo — 日本 🙂",
+        "2026-06-08T09:00+08:00",
+    ];
+
+    const REASONS: [RunReason; 6] = [
+        RunReason::Scheduled,
+        RunReason::Retry,
+        RunReason::Catchup,
+        RunReason::Manual,
+        RunReason::Rehearsal,
+        RunReason::Verify,
+    ];
+
+    const SWITCHES: [SwitchName; 8] = [
+        SwitchName::Kill,
+        SwitchName::Paused,
+        SwitchName::Circuit,
+        SwitchName::Maintenance,
+        SwitchName::Budget,
+        SwitchName::OnTime,
+        SwitchName::Overlap,
+        SwitchName::Quota,
+    ];
+
+    const VERDICTS: [Verdict; 7] = [
+        Verdict::Claim,
+        Verdict::Wait,
+        Verdict::Skip,
+        Verdict::Fail,
+        Verdict::Human,
+        Verdict::Missed,
+        Verdict::Expired,
+    ];
+
+    fn events() -> Vec<Event> {
+        let mut all = vec![];
+        for (i, text) in TEXTS.iter().enumerate() {
+            let text = text.to_string();
+            let some = |s: &String| (i % 2 == 0).then(|| s.clone());
+            let reason = REASONS[i % REASONS.len()];
+            all.push(Event::Claimed {
+                due: at(1_780_000_000_000 + i as i64),
+                claimed: at(1_780_000_000_123 * (i as i64 + 1)),
+                owner: text.clone(),
+                attempt: i as u32,
+                token: -(i as i64) * 7,
+                lateness_ms: i as i64 * 1000 - 3,
+            });
+            all.push(Event::Started {
+                attempt: i as u32 + 1,
+                token: i64::MAX - i as i64,
+                reason,
+                agent: text.clone(),
+                verify_step: some(&text),
+                timeout_ms: u64::MAX / (i as u64 + 1),
+            });
+            all.push(Event::Succeeded {
+                attempt: 1,
+                summary: some(&text),
+                processed: (i % 3 != 0).then_some(i as i64 - 2),
+            });
+            for pool in [Pool::OnTime, Pool::Backfill] {
+                all.push(Event::WindowOpened {
+                    window: WindowFacts {
+                        window_key: text.clone(),
+                        start: at(0),
+                        end: at(86_400_000 * 365 * 30 + i as i64),
+                        due: at(-1000),
+                        note: some(&text),
+                        pool,
+                    },
+                    reason,
+                    opener: Opener::default(),
+                });
+            }
+            for verdict in VERDICTS {
+                let switches = SWITCHES[..(i + 1).min(SWITCHES.len())]
+                    .iter()
+                    .map(|&name| SwitchCheck {
+                        name,
+                        held: false,
+                        reason: "clear".into(),
+                    })
+                    .collect();
+                all.push(Event::Decision(DecisionRecord {
+                    time: text.clone(),
+                    switches,
+                    gates: vec![],
+                    verdict,
+                    reason: text.clone(),
+                }));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn the_busiest_events_are_written_as_serde_writes_them() {
+        let all = events();
+        for e in &all {
+            let kind = e.kind();
+            let fast = detail(e).unwrap_or_else(|| panic!("{kind} is written here"));
+            assert_eq!(fast, e.serde_row_text(kind).1, "{e:?}");
+            assert_eq!(e.to_row_text(), (kind.to_string(), fast));
+            // And it reads back as the same event.
+            let value: serde_json::Value = serde_json::from_str(&e.to_row_text().1).expect("JSON");
+            assert_eq!(&Event::from_row(kind, &value), e);
+        }
+        assert!(all.len() > 80);
+    }
+
+    #[test]
+    fn anything_else_is_left_to_serde() {
+        let held = SwitchCheck {
+            name: SwitchName::Quota,
+            held: true,
+            reason: "2 of 2 running".into(),
+        };
+        let mut gated = DecisionRecord {
+            time: "t".into(),
+            switches: vec![held],
+            gates: vec![],
+            verdict: Verdict::Wait,
+            reason: "r".into(),
+        };
+        let opened = Event::WindowOpened {
+            window: WindowFacts {
+                window_key: "k".into(),
+                start: at(0),
+                end: at(1),
+                due: at(0),
+                note: None,
+                pool: Pool::OnTime,
+            },
+            reason: RunReason::Manual,
+            opener: Opener {
+                by: Some("ops".into()),
+                ..Opener::default()
+            },
+        };
+        assert_eq!(detail(&Event::Decision(gated.clone())), None);
+        gated.switches.clear();
+        assert!(detail(&Event::Decision(gated)).is_some());
+        assert_eq!(detail(&opened), None);
+        assert_eq!(detail(&Event::Heartbeat { attempt: 1 }), None);
+    }
+}
