@@ -35,6 +35,57 @@ pub struct Envelope {
     pub payload: serde_json::Value,
 }
 
+impl Envelope {
+    /// The envelope's JSON text, as serde writes it (the tests compare the
+    /// two), written field by field: every claim stores one and serde's
+    /// path was a twentieth of a rehearsal's instructions.
+    pub fn to_json(&self) -> String {
+        let mut out = crate::core::row_text::JsonText(String::with_capacity(512));
+        out.num("{\"run_id\":", self.run_id);
+        out.str(",\"tenant\":", &self.tenant);
+        out.str(",\"schedule\":", &self.schedule);
+        out.str(",\"window\":{\"key\":", &self.window.key);
+        out.str(",\"start\":", &self.window.start);
+        out.str(",\"end\":", &self.window.end);
+        out.str(",\"timezone\":", &self.window.timezone);
+        out.str("},\"idempotency_key\":", &self.idempotency_key);
+        out.num(",\"attempt\":", self.attempt);
+        out.str(",\"reason\":", self.reason.as_str());
+        out.str(",\"now\":", &self.now);
+        out.num(",\"context\":{\"business_day\":", self.context.business_day);
+        out.opt_str(
+            ",\"since_last_success\":",
+            self.context.since_last_success.as_deref(),
+        );
+        out.opt_str(",\"last_success_at\":", self.context.last_success_at.as_deref());
+        out.str(",\"timezone\":", &self.context.timezone);
+        out.0.push_str("},\"memory\":[");
+        for (i, m) in self.memory.iter().enumerate() {
+            out.str(if i == 0 { "{\"window\":" } else { ",{\"window\":" }, &m.window);
+            out.str(",\"state\":", m.state.as_str());
+            out.opt_str(",\"summary\":", m.summary.as_deref());
+            out.0.push('}');
+        }
+        for (key, steps) in [
+            ("],\"completed_steps\":[", &self.completed_steps),
+            ("],\"uncertain_steps\":[", &self.uncertain_steps),
+        ] {
+            out.0.push_str(key);
+            for (i, st) in steps.iter().enumerate() {
+                out.str(if i == 0 { "" } else { "," }, st);
+            }
+        }
+        out.opt_str("],\"verify_step\":", self.verify_step.as_deref());
+        out.opt_str(",\"resume_after\":", self.resume_after.as_deref());
+        out.0.push_str(",\"payload\":");
+        // A Value always serializes.
+        out.0
+            .push_str(&serde_json::to_string(&self.payload).unwrap_or_default());
+        out.0.push('}');
+        out.0
+    }
+}
+
 /// The window the run belongs to; instants are RFC 3339 in the schedule's local offset.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvelopeWindow {
@@ -114,6 +165,58 @@ fn since(now: DateTime<Utc>, at: DateTime<Utc>) -> String {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn the_envelope_text_is_what_serde_writes() {
+        let now = Utc.with_ymd_and_hms(2026, 6, 6, 12, 0, 0).unwrap();
+        let texts = ["", "plain", "say \"hi\" \\ \t\n\u{1}", "héllo 日本 🙂"];
+        let states = RunState::ALL;
+        for (i, text) in texts.iter().enumerate() {
+            let text = text.to_string();
+            let some = (i % 2 == 1).then(|| text.clone());
+            let envelope = Envelope {
+                run_id: i as i64 * 1_000_003 - 5,
+                tenant: text.clone(),
+                schedule: format!("s{text}"),
+                window: EnvelopeWindow::new(
+                    &text,
+                    now,
+                    now + chrono::TimeDelta::hours(1),
+                    chrono_tz::Asia::Shanghai,
+                ),
+                idempotency_key: idempotency_key(&text, "s", &text),
+                attempt: i as u32 + 1,
+                reason: [
+                    RunReason::Scheduled,
+                    RunReason::Retry,
+                    RunReason::Verify,
+                    RunReason::Catchup,
+                ][i],
+                now: local_rfc3339(now, Tz::UTC),
+                context: TimeContext::new(now, Tz::UTC, i % 2 == 0, some.as_ref().map(|_| now)),
+                memory: (0..i * 4)
+                    .map(|k| MemoryEntry {
+                        window: format!("{text}{k}"),
+                        state: states[k % states.len()],
+                        summary: (k % 3 != 0).then(|| text.clone()),
+                    })
+                    .collect(),
+                completed_steps: (0..i).map(|k| format!("{text}{k}")).collect(),
+                uncertain_steps: (0..i % 3).map(|k| format!("u{k}{text}")).collect(),
+                verify_step: some.clone(),
+                resume_after: some,
+                payload: match i {
+                    0 => serde_json::Value::Null,
+                    1 => serde_json::json!({"report": text, "n": [1, 2.5, null]}),
+                    _ => serde_json::json!(text),
+                },
+            };
+            let serde = serde_json::to_string(&envelope).expect("serializes");
+            assert_eq!(envelope.to_json(), serde);
+            let back: Envelope = serde_json::from_str(&envelope.to_json()).expect("parses");
+            assert_eq!(back, envelope);
+        }
+    }
 
     #[test]
     fn local_times_carry_the_schedule_offset() {

@@ -114,7 +114,7 @@ impl Engine {
             resume_after: run.resume_after.clone(),
             payload,
         };
-        let envelope_json = serde_json::to_string(&envelope).unwrap_or_default();
+        let envelope_json = envelope.to_json();
         let mut timeout = agent.timeout;
         if let Some(max) = s.budget.max_runtime {
             timeout = timeout.min(max);
