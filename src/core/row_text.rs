@@ -73,6 +73,30 @@ pub(crate) fn detail(e: &Event) -> Option<String> {
     Some(out.0)
 }
 
+/// Whether `bytes` hold a `"`, a `\\` or a control character, eight bytes
+/// at a time (the byte-at-a-time check was most of writing a string).
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of `w` is zero (exact as a yes or no).
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(c);
+        let w = u64::from_le_bytes(word);
+        // A byte below 0x20, or equal to '"' or '\\'.
+        if w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0 || zero(w ^ (ONES * 0x22)) || zero(w ^ (ONES * 0x5c))
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 /// A switch stored as its name alone (see `event::compact_switches`).
 fn clear(c: &SwitchCheck) -> bool {
     !c.held && c.reason == "clear"
@@ -107,7 +131,7 @@ impl JsonText {
     /// characters are escaped, so text without them is copied as it is.
     pub(crate) fn str(&mut self, key: &str, s: &str) {
         self.0.push_str(key);
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        if !needs_escape(s.as_bytes()) {
             self.0.push('"');
             self.0.push_str(s);
             self.0.push('"');
@@ -267,6 +291,25 @@ mod tests {
             assert_eq!(&Event::from_row(kind, &value), e);
         }
         assert!(all.len() > 80);
+    }
+
+    #[test]
+    fn a_string_needs_escaping_exactly_when_it_holds_a_quote_a_backslash_or_a_control() {
+        for (len, filler) in
+            (0..20).flat_map(|len| [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xff].map(|f| (len, f)))
+        {
+            for at in 0..len.max(1) {
+                for b in 0u8..=255 {
+                    let mut bytes = vec![filler; len];
+                    if len > 0 {
+                        bytes[at] = b;
+                    }
+                    let slow = bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+                    assert_eq!(needs_escape(&bytes), slow, "{bytes:?}");
+                }
+            }
+        }
+        assert!(!needs_escape("héllo 日本 🙂 ~\u{7f}".as_bytes()));
     }
 
     #[test]
