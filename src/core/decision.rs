@@ -59,6 +59,18 @@ pub enum SwitchName {
 }
 
 impl SwitchName {
+    /// Every switch, in the order they are checked.
+    pub const ALL: [SwitchName; 8] = [
+        SwitchName::Kill,
+        SwitchName::Paused,
+        SwitchName::Circuit,
+        SwitchName::Maintenance,
+        SwitchName::Budget,
+        SwitchName::OnTime,
+        SwitchName::Overlap,
+        SwitchName::Quota,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SwitchName::Kill => "kill",

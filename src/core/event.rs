@@ -268,17 +268,7 @@ impl From<SkipCause> for String {
 impl TryFrom<String> for SkipCause {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let switches = [
-            SwitchName::Kill,
-            SwitchName::Paused,
-            SwitchName::Circuit,
-            SwitchName::Maintenance,
-            SwitchName::Budget,
-            SwitchName::OnTime,
-            SwitchName::Overlap,
-            SwitchName::Quota,
-        ];
-        switches
+        SwitchName::ALL
             .into_iter()
             .map(SkipCause::Switch)
             .chain([

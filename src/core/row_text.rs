@@ -195,17 +195,6 @@ mod tests {
         RunReason::Verify,
     ];
 
-    const SWITCHES: [SwitchName; 8] = [
-        SwitchName::Kill,
-        SwitchName::Paused,
-        SwitchName::Circuit,
-        SwitchName::Maintenance,
-        SwitchName::Budget,
-        SwitchName::OnTime,
-        SwitchName::Overlap,
-        SwitchName::Quota,
-    ];
-
     const VERDICTS: [Verdict; 7] = [
         Verdict::Claim,
         Verdict::Wait,
@@ -258,7 +247,7 @@ mod tests {
                 });
             }
             for verdict in VERDICTS {
-                let switches = SWITCHES[..(i + 1).min(SWITCHES.len())]
+                let switches = SwitchName::ALL[..(i + 1).min(SwitchName::ALL.len())]
                     .iter()
                     .map(|&name| SwitchCheck {
                         name,
