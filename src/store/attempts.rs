@@ -127,6 +127,11 @@ pub(crate) struct HeldAttempt {
 }
 
 impl HeldAttempt {
+    /// Whether this is attempt `n` of run `run_id`.
+    pub(crate) fn is(&self, run_id: i64, n: u32) -> bool {
+        self.run_id == run_id && self.n == n
+    }
+
     /// Inserts the row (running, with `envelope` if given).
     pub(crate) fn insert(
         &self,
@@ -393,19 +398,14 @@ impl Tx<'_> {
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
     pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
-        if let Some(held) = self.states.take_held_attempt() {
-            if held.run_id == run_id && held.n == attempt {
-                // The attempt not inserted yet: inserted with its envelope.
-                if let Err(e) = held.insert(self.conn, self.stmts, Some(envelope)) {
-                    self.states.hold_attempt(held);
-                    return Err(e.into());
-                }
-                return Ok(());
-            }
-            if let Err(e) = held.insert(self.conn, self.stmts, None) {
+        // The attempt not inserted yet: inserted with its envelope (any
+        // other held row is inserted by the update's statement).
+        if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
+            if let Err(e) = held.insert(self.conn, self.stmts, Some(envelope)) {
                 self.states.hold_attempt(held);
                 return Err(e.into());
             }
+            return Ok(());
         }
         let mut stmt = self.cached(SET_ENVELOPE)?;
         stmt.execute(rusqlite::params![run_id, attempt, envelope])?;

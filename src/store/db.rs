@@ -335,8 +335,8 @@ impl StateCache {
         self.inner().held_claim.take()
     }
 
-    /// Writes what the open transaction kept unwritten (the fencing
-    /// counter, a held claim's event): before its commit, and before any
+    /// Writes what the open transaction kept unwritten (a held attempt
+    /// row, the fencing counter, a held claim's event): before its commit, and before any
     /// statement that reads it.
     pub(crate) fn flush(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
         self.flush_attempt(conn, stmts)?;
@@ -366,6 +366,16 @@ impl StateCache {
 
     pub(crate) fn take_held_attempt(&self) -> Option<super::attempts::HeldAttempt> {
         self.inner().held_attempt.take()
+    }
+
+    /// The held attempt row if it is attempt `n` of run `run_id`.
+    pub(crate) fn take_held_attempt_of(&self, run_id: i64, n: u32) -> Option<super::attempts::HeldAttempt> {
+        let mut c = self.inner();
+        c.held_attempt
+            .as_ref()
+            .is_some_and(|a| a.is(run_id, n))
+            .then(|| c.held_attempt.take())
+            .flatten()
     }
 
     /// Inserts the held attempt row, if any (held again if that fails).
