@@ -5,7 +5,7 @@
 use super::{Result, StoreError, schema};
 use crate::core::machine::RunState;
 use crate::core::records::RunMemory;
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -525,27 +525,74 @@ thread_local! {
         const { std::cell::Cell::new(None) };
 }
 
-/// `BEGIN IMMEDIATE` with the same lock retries as [`Store::write`].
-fn begin_immediate(conn: &Connection) -> Result<()> {
-    let started = Instant::now();
-    let mut retries = 0;
-    let mut backoff = LOCK_BACKOFF;
-    loop {
-        match conn.execute_batch("BEGIN IMMEDIATE") {
-            Ok(()) => return Ok(()),
-            Err(e) if is_busy(&e) => {
-                if retries == LOCK_RETRIES {
-                    return Err(StoreError::Locked {
-                        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                    });
+/// The transaction-control statements, run on statements the store keeps
+/// prepared ([`Statements`]): `execute_batch` parsed and prepared each anew,
+/// two per transaction (about 4 % of an outage drain's instructions, whose
+/// ticks run many small transactions).
+const BEGIN_IMMEDIATE: &str = "BEGIN IMMEDIATE";
+const BEGIN_DEFERRED: &str = "BEGIN DEFERRED";
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
+
+/// An open transaction of a store's connection: rolled back when dropped
+/// unless committed (a panic unwinding through it included), as rusqlite's
+/// `Transaction`, but on the store's kept statements.
+struct Open<'s> {
+    stmts: &'s Statements,
+    conn: &'s Connection,
+}
+
+impl<'s> Open<'s> {
+    /// `BEGIN IMMEDIATE` (`immediate`) or `BEGIN DEFERRED`. An immediate
+    /// begin that finds the database locked beyond busy_timeout is retried a
+    /// few times with growing backoff, then [`StoreError::Locked`].
+    fn begin(stmts: &'s Statements, conn: &'s Connection, immediate: bool) -> Result<Open<'s>> {
+        if !immediate {
+            control(stmts, conn, BEGIN_DEFERRED)?;
+            return Ok(Open { stmts, conn });
+        }
+        let started = Instant::now();
+        let mut retries = 0;
+        let mut backoff = LOCK_BACKOFF;
+        loop {
+            match control(stmts, conn, BEGIN_IMMEDIATE) {
+                Ok(()) => return Ok(Open { stmts, conn }),
+                Err(e) if is_busy(&e) => {
+                    if retries == LOCK_RETRIES {
+                        return Err(StoreError::Locked {
+                            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                        });
+                    }
+                    retries += 1;
+                    // Lock backoff is the one place the store sleeps.
+                    std::thread::sleep(backoff);
+                    backoff *= 2;
                 }
-                retries += 1;
-                std::thread::sleep(backoff);
-                backoff *= 2;
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
         }
     }
+
+    /// `COMMIT`; on an error the transaction is rolled back (as it is dropped).
+    fn commit(self) -> rusqlite::Result<()> {
+        control(self.stmts, self.conn, COMMIT)?;
+        std::mem::forget(self);
+        Ok(())
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        // A failed COMMIT may have ended the transaction already.
+        if !self.conn.is_autocommit() {
+            let _ = control(self.stmts, self.conn, ROLLBACK);
+        }
+    }
+}
+
+/// Runs one of the transaction-control statements above.
+fn control(stmts: &Statements, conn: &Connection, sql: &'static str) -> rusqlite::Result<()> {
+    stmts.get(conn, sql)?.execute([]).map(drop)
 }
 
 /// A handle inside one transaction; every query lives here so callers can batch
@@ -953,9 +1000,8 @@ impl Store {
             return f(); // already inside this store's batch
         }
         let guard = self.lock();
-        begin_immediate(&guard)?;
+        let open = Open::begin(&self.stmts, &guard, true)?;
         if let Err(e) = self.states.validate(&guard) {
-            let _ = guard.execute_batch("ROLLBACK");
             return Err(E::from(e.into()));
         }
         let conn: *const Connection = &**guard;
@@ -984,24 +1030,23 @@ impl Store {
         if out.is_err() {
             self.states.clear();
         }
-        let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        match guard.execute_batch(end) {
+        if out.is_err() {
+            drop(open); // rolls back
+            return out;
+        }
+        match open.commit() {
             Ok(()) => {
-                if out.is_ok() {
-                    self.committed();
-                }
+                self.committed();
                 out
             }
-            Err(e) if out.is_ok() => {
+            Err(e) => {
                 self.states.clear();
-                let _ = guard.execute_batch("ROLLBACK");
                 Err(E::from(if is_busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
                 } else {
                     e.into()
                 }))
             }
-            Err(_) => out,
         }
     }
 
@@ -1029,45 +1074,30 @@ impl Store {
                 states: &self.states,
             });
         }
-        let mut conn = self.lock();
+        let conn = self.lock();
         let started = Instant::now();
         let locked = |started: Instant| StoreError::Locked {
             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
-        let mut retries = 0;
-        let mut backoff = LOCK_BACKOFF;
-        let tx = loop {
-            match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-                Ok(tx) => break tx,
-                Err(e) if is_busy(&e) => {
-                    if retries == LOCK_RETRIES {
-                        return Err(locked(started));
-                    }
-                    retries += 1;
-                    // Lock backoff is the one place the store sleeps.
-                    std::thread::sleep(backoff);
-                    backoff *= 2;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
-        self.states.validate(&tx)?;
+        let open = Open::begin(&self.stmts, &conn, true)?;
+        let tx: &Connection = &conn;
+        self.states.validate(tx)?;
         let forget = ForgetOnPanic(self);
         let out = f(&Tx {
-            conn: &tx,
+            conn: tx,
             stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
         })
-        .and_then(|v| self.counts.flush(&tx).map(|()| v))
-        .and_then(|v| self.states.flush(&tx, &self.stmts).map(|()| v));
+        .and_then(|v| self.counts.flush(tx).map(|()| v))
+        .and_then(|v| self.states.flush(tx, &self.stmts).map(|()| v));
         drop(forget);
         self.counts.clear();
         if out.is_err() {
             self.states.clear();
         }
         match out {
-            Ok(v) => match tx.commit() {
+            Ok(v) => match open.commit() {
                 Ok(()) => {
                     self.committed();
                     Ok(v)
@@ -1077,7 +1107,7 @@ impl Store {
                     Err(if is_busy(&e) { locked(started) } else { e.into() })
                 }
             },
-            // Dropping `tx` rolls back.
+            // Dropping `open` rolls back.
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(locked(started)),
             Err(e) => Err(e),
         }
@@ -1095,10 +1125,11 @@ impl Store {
                 states: &self.states,
             });
         }
-        let mut conn = self.lock();
+        let conn = self.lock();
         let started = Instant::now();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        if let Err(e) = self.states.validate(&tx) {
+        let open = Open::begin(&self.stmts, &conn, false)?;
+        let tx: &Connection = &conn;
+        if let Err(e) = self.states.validate(tx) {
             return Err(if is_busy(&e) {
                 StoreError::Locked {
                     waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -1108,13 +1139,13 @@ impl Store {
             });
         }
         match f(&Tx {
-            conn: &tx,
+            conn: tx,
             stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
         }) {
             Ok(v) => {
-                tx.commit()?;
+                open.commit()?;
                 Ok(v)
             }
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(StoreError::Locked {
