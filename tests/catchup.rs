@@ -575,6 +575,48 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
     );
 }
 
+/// `run_until` does not settle again an instant its last step left quiet;
+/// that changes nothing: stepping by hand writes the same ledger, event for
+/// event and owner for owner, with two schedulers sharing a drain (which of
+/// them goes first at each instant must not change either).
+#[test]
+fn run_until_writes_the_same_ledger_as_stepping_by_hand() {
+    let ledger = |by_hand: bool| {
+        let (_dir, mut d, _down, up) = restarted("all");
+        let go = |d: &mut Driver, to: DateTime<Utc>| {
+            if by_hand {
+                while d.step(to).unwrap().is_some() {}
+            } else {
+                d.run_until(to).unwrap();
+            }
+        };
+        go(&mut d, up + TimeDelta::minutes(10));
+        d.add_scheduler("standby").unwrap();
+        go(&mut d, up + TimeDelta::hours(1));
+        d.crash("main");
+        go(&mut d, up + TimeDelta::hours(2));
+        let events = d
+            .store()
+            .unwrap()
+            .read(|tx| tx.events(&EventFilter::default()))
+            .unwrap();
+        events
+            .into_iter()
+            .map(|e| format!("{} {} {:?} {}", e.at, e.kind, e.run_id, e.detail))
+            .collect::<Vec<_>>()
+    };
+    let (until, by_hand) = (ledger(false), ledger(true));
+    let standby = until
+        .iter()
+        .filter(|e| e.contains("claimed") && e.contains("standby"))
+        .count();
+    assert!(standby > 50, "the standby claims: {standby}");
+    assert_eq!(until.len(), by_hand.len());
+    for (a, b) in until.iter().zip(&by_hand) {
+        assert_eq!(a, b);
+    }
+}
+
 /// The catch-up planner's own alert (windows expired after a gap) is not only
 /// in the trace: it reaches the configured sink, with what and which schedule.
 #[test]
