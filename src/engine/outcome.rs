@@ -546,7 +546,7 @@ impl Engine {
     /// catch-up runs held by a backfill pool with one place free) was the
     /// drain's largest cost.
     fn wake_quota_held(&self, schedule: &str, now: DateTime<Utc>) -> Result<usize> {
-        use crate::core::layers::switches::{Quotas, quota_hold};
+        use crate::core::layers::switches::{Quotas, quota_limit};
         const POOLS: [Pool; 2] = [Pool::OnTime, Pool::Backfill];
         // Pools read and found with no held run at all.
         let mut none_held = [false; POOLS.len()];
@@ -618,7 +618,7 @@ impl Engine {
                 pool_used: used,
                 pool_size: self.pool_use(run.pool).1,
             };
-            if quota_hold(run.pool, s, &q).is_none() {
+            if quota_limit(s, &q).is_none() {
                 // It takes its place: the next candidate sees it counted.
                 wake.push(run.id);
                 woken.add(&s.tenant, &s.id, run.pool, true);

@@ -390,37 +390,84 @@ impl Quotas {
     }
 }
 
-/// Why a quota holds a run of `pool` (schedule concurrency halved after rate limits,
-/// tenant, this process's pool), or `None` when it may start.
-pub fn quota_hold(pool: Pool, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
+/// The quota that holds a run, if one does ([`quota_limit`]): the reason
+/// is written only when a hold is recorded, not when a freed slot merely
+/// asks whether a held run may start (every attempt's end after an outage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaLimit {
+    /// The schedule's `max_concurrency`, divided after rate limits.
+    Schedule {
+        running: u32,
+        limit: u32,
+        divisor: u32,
+    },
+    Tenant {
+        running: u32,
+        max: u32,
+    },
+    Pool {
+        used: usize,
+        size: usize,
+    },
+}
+
+impl QuotaLimit {
+    /// The hold's reason, as the trace records it.
+    pub fn reason(&self, pool: Pool, s: &ScheduleConfig) -> String {
+        match *self {
+            QuotaLimit::Schedule {
+                running,
+                limit,
+                divisor,
+            } => {
+                let halved = if divisor > 1 {
+                    format!(
+                        " (max_concurrency {} halved after rate limiting)",
+                        s.max_concurrency
+                    )
+                } else {
+                    String::new()
+                };
+                format!("schedule at {running}/{limit} running{halved}")
+            }
+            QuotaLimit::Tenant { running, max } => format!("tenant {} at {running}/{max} running", s.tenant),
+            QuotaLimit::Pool { used, size } => format!("{} pool full ({used}/{size})", pool.as_str()),
+        }
+    }
+}
+
+/// Which quota holds a run (schedule concurrency halved after rate limits,
+/// tenant, this process's pool: `q.pool_*` are the run's pool's), or `None`
+/// when it may start.
+pub fn quota_limit(s: &ScheduleConfig, q: &Quotas) -> Option<QuotaLimit> {
     let divisor = q.divisor.max(1);
     let limit = schedule_limit(s.max_concurrency, divisor);
     if q.running >= limit {
-        let halved = if divisor > 1 {
-            format!(
-                " (max_concurrency {} halved after rate limiting)",
-                s.max_concurrency
-            )
-        } else {
-            String::new()
-        };
-        return Some(format!("schedule at {}/{limit} running{halved}", q.running));
+        return Some(QuotaLimit::Schedule {
+            running: q.running,
+            limit,
+            divisor,
+        });
     }
     if let Some(max) = q.tenant_max
         && q.tenant_running >= max
     {
-        return Some(format!(
-            "tenant {} at {}/{max} running",
-            s.tenant, q.tenant_running
-        ));
+        return Some(QuotaLimit::Tenant {
+            running: q.tenant_running,
+            max,
+        });
     }
     if q.pool_used >= q.pool_size {
-        return Some(format!(
-            "{} pool full ({}/{})",
-            pool.as_str(),
-            q.pool_used,
-            q.pool_size
-        ));
+        return Some(QuotaLimit::Pool {
+            used: q.pool_used,
+            size: q.pool_size,
+        });
     }
     None
+}
+
+/// Why a quota holds a run of `pool` ([`quota_limit`]'s reason), or `None`
+/// when it may start.
+pub fn quota_hold(pool: Pool, s: &ScheduleConfig, q: &Quotas) -> Option<String> {
+    quota_limit(s, q).map(|l| l.reason(pool, s))
 }
