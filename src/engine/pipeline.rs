@@ -220,8 +220,17 @@ impl Engine {
         // database) has its time and switches decided here and its gates
         // checked on the gate pool (engine::gating), never on this thread.
         let store = self.store.clone();
+        // Once the backfill pool is full, the catch-up runs after it stay
+        // queued, undecided, as the backlog beyond them does: deciding them
+        // would only hold each one ("backfill pool full") for an attempt's end
+        // to wake it again, two writes a catch-up run in a drain. They are
+        // read again, oldest first, when a place frees.
+        let full = |e: &Engine, r: &Run| r.pool == Pool::Backfill && e.pool_room(Pool::Backfill) == 0;
         let mut due = due.into_iter().peekable();
         while due.peek().is_some() {
+            if due.peek().is_some_and(|r| full(self, r)) {
+                break; // catch-up runs come last
+            }
             let needs_io =
                 |e: &Engine, r: &Run| e.index.get(&r.schedule).is_some_and(|&idx| e.gates_do_io(idx));
             if due.peek().is_some_and(|r| needs_io(self, r)) {
@@ -243,7 +252,7 @@ impl Engine {
                 let mut n = 0;
                 store.batch(|| {
                     while n < CLAIM_CHUNK
-                        && let Some(run) = due.next_if(|r| !needs_io(self, r))
+                        && let Some(run) = due.next_if(|r| !needs_io(self, r) && !full(self, r))
                     {
                         n += 1;
                         // A run of a schedule no longer in the config is left alone.
