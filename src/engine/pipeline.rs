@@ -190,14 +190,17 @@ impl Engine {
     /// Decides every due run but those in `decided` (decided earlier in this
     /// tick by [`Engine::decide_fresh`]).
     pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>, decided: &HashSet<i64>) -> Result<()> {
-        // Catch-up runs are read only as far as the backfill pool has room: a
-        // backlog of thousands waits in the store, untouched, instead of being
-        // re-decided (and re-held as "pool full") on every tick.
+        // Catch-up runs are read only as far as the backfill pool has room (and
+        // one more): a backlog of thousands waits in the store, untouched,
+        // instead of being re-decided on every tick. Those past a full pool
+        // are not decided (below); one held for another reason (its
+        // schedule's quota, overlap) is held and no longer due, so while the
+        // pool has room the next tick reads the ones after it.
         let backfill_room = self.pool_room(Pool::Backfill);
         let mut due = self.store.read(|tx| {
             let mut due = tx.due_runs_in_pool(Pool::OnTime, now, 5000)?;
             if backfill_room > 0 {
-                due.extend(tx.due_runs_in_pool(Pool::Backfill, now, 4 * backfill_room + 16)?);
+                due.extend(tx.due_runs_in_pool(Pool::Backfill, now, backfill_room + 1)?);
             }
             Ok(due)
         })?;
