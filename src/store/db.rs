@@ -894,7 +894,7 @@ impl Store {
         let Some(path) = self.path.clone().filter(|p| !is_memory_uri(p)) else {
             return Ok(());
         };
-        if self.checkpointer.get().is_some() || self.lock().is_readonly(rusqlite::MAIN_DB)? {
+        if self.checkpointer.get().is_some() || self.with_conn(|c| c.is_readonly(rusqlite::MAIN_DB))? {
             return Ok(());
         }
         let conn = Connection::open(&path)?;
@@ -906,8 +906,7 @@ impl Store {
         if self.checkpointer.set(nudge).is_err() {
             return Ok(());
         }
-        self.lock()
-            .pragma_update(None, "wal_autocheckpoint", BACKSTOP_AUTOCHECKPOINT_PAGES)?;
+        self.with_conn(|c| c.pragma_update(None, "wal_autocheckpoint", BACKSTOP_AUTOCHECKPOINT_PAGES))?;
         std::thread::Builder::new()
             .name("agentcron-checkpoint".into())
             .spawn(move || {
@@ -968,8 +967,18 @@ impl Store {
     /// Changes how long SQLite waits on a lock before `write` starts its own
     /// retries (default 5 s). Tests shorten it to reach `Locked` quickly.
     pub fn set_busy_timeout(&self, timeout: Duration) -> Result<()> {
-        self.lock().busy_timeout(timeout)?;
+        self.with_conn(|c| c.busy_timeout(timeout))?;
         Ok(())
+    }
+
+    /// `f` on the connection: this thread's batch's, inside one (whose guard
+    /// it holds: locking again would wait for ever), else locked for `f`.
+    fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        match self.batch_conn() {
+            // SAFETY: as in `write`: the batch on this thread holds the guard.
+            Some(conn) => f(unsafe { &*conn }),
+            None => f(&self.lock()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Box<Connection>> {
