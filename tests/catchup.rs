@@ -536,10 +536,8 @@ fn backlog_windows_expire_when_their_catch_up_window_ends_before_their_turn() {
 }
 
 /// A second scheduler on the same database finds a catch-up range another
-/// one planned, shares its drain (a catch-up run the planner's full pool
-/// cannot take waits for whichever scheduler has a place), and drains it
-/// alone once the planner is gone: nothing is queued twice, nothing is left
-/// behind.
+/// one planned, and drains it alone once the planner is gone: nothing is
+/// queued twice, nothing is left behind.
 #[test]
 fn another_scheduler_drains_the_range_after_the_planner_dies() {
     let (_dir, mut d, down, up) = restarted("all");
@@ -555,7 +553,7 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
     let end = up + TimeDelta::hours(8);
     d.run_until(end).unwrap();
 
-    let (mut by_standby_before, mut by_standby_after) = (0, 0);
+    let mut by_standby_after = 0;
     for r in drained_five(&store, down, up, end) {
         let what = &r.window_key;
         let claims: Vec<Event> = events(&store, r.id)
@@ -564,20 +562,15 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
             .collect();
         // A run main was running when it died is retried once, by the standby.
         assert!(claims.len() == 1 || r.attempts == 2, "{what}: {claims:?}");
-        for e in claims.iter().filter(|e| e.detail["owner"] == "standby") {
-            if e.at > main_gone {
-                by_standby_after += 1;
-            } else {
-                by_standby_before += 1;
-            }
+        if claims
+            .iter()
+            .any(|e| e.detail["owner"] == "standby" && e.at > main_gone)
+        {
+            by_standby_after += 1;
         }
     }
     assert!(
-        by_standby_before > 50,
-        "the standby shared the drain: {by_standby_before}"
-    );
-    assert!(
-        by_standby_after > 10,
+        by_standby_after > 100,
         "the standby drained the rest: {by_standby_after}"
     );
 }

@@ -190,17 +190,14 @@ impl Engine {
     /// Decides every due run but those in `decided` (decided earlier in this
     /// tick by [`Engine::decide_fresh`]).
     pub(crate) fn evaluate_due_runs(&mut self, now: DateTime<Utc>, decided: &HashSet<i64>) -> Result<()> {
-        // Catch-up runs are read only as far as the backfill pool has room (and
-        // one more): a backlog of thousands waits in the store, untouched,
-        // instead of being re-decided on every tick. Those past a full pool
-        // are not decided (below); one held for another reason (its
-        // schedule's quota, overlap) is held and no longer due, so while the
-        // pool has room the next tick reads the ones after it.
+        // Catch-up runs are read only as far as the backfill pool has room: a
+        // backlog of thousands waits in the store, untouched, instead of being
+        // re-decided (and re-held as "pool full") on every tick.
         let backfill_room = self.pool_room(Pool::Backfill);
         let mut due = self.store.read(|tx| {
             let mut due = tx.due_runs_in_pool(Pool::OnTime, now, 5000)?;
             if backfill_room > 0 {
-                due.extend(tx.due_runs_in_pool(Pool::Backfill, now, backfill_room + 1)?);
+                due.extend(tx.due_runs_in_pool(Pool::Backfill, now, 4 * backfill_room + 16)?);
             }
             Ok(due)
         })?;
@@ -223,17 +220,8 @@ impl Engine {
         // database) has its time and switches decided here and its gates
         // checked on the gate pool (engine::gating), never on this thread.
         let store = self.store.clone();
-        // Once the backfill pool is full, the catch-up runs after it stay
-        // queued, undecided, as the backlog beyond them does: deciding them
-        // would only hold each one ("backfill pool full") for an attempt's end
-        // to wake it again, two writes a catch-up run in a drain. They are
-        // read again, oldest first, when a place frees.
-        let full = |e: &Engine, r: &Run| r.pool == Pool::Backfill && e.pool_room(Pool::Backfill) == 0;
         let mut due = due.into_iter().peekable();
         while due.peek().is_some() {
-            if due.peek().is_some_and(|r| full(self, r)) {
-                break; // catch-up runs come last
-            }
             let needs_io =
                 |e: &Engine, r: &Run| e.index.get(&r.schedule).is_some_and(|&idx| e.gates_do_io(idx));
             if due.peek().is_some_and(|r| needs_io(self, r)) {
@@ -255,7 +243,7 @@ impl Engine {
                 let mut n = 0;
                 store.batch(|| {
                     while n < CLAIM_CHUNK
-                        && let Some(run) = due.next_if(|r| !needs_io(self, r) && !full(self, r))
+                        && let Some(run) = due.next_if(|r| !needs_io(self, r))
                     {
                         n += 1;
                         // A run of a schedule no longer in the config is left alone.
