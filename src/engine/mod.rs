@@ -703,6 +703,8 @@ impl Engine {
     /// transaction of its own, then tells each agent's supervisor how long the
     /// committed lease still holds. Must not run inside a [`Store::batch`]: a
     /// supervisor must never hear of a renewal that could still roll back.
+    /// (A rehearsal's round is one batch, see `Driver::settle`: its simulated
+    /// supervisors hear early, and no rehearsal fault falls in between.)
     pub(crate) fn renew_leases(&mut self, now: DateTime<Utc>) -> Result<()> {
         // The registry heartbeat goes with the renewals: both say "alive".
         self.refresh_registry(now)?;
