@@ -239,6 +239,7 @@ impl Driver {
             }
         }
     }
+
     /// Runs until `t`, event by event. Between its steps nothing outside the
     /// driver acts, so a step that begins where the last one left everything
     /// settled does not settle that instant again (a round of every engine's

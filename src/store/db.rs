@@ -1038,8 +1038,6 @@ impl Store {
         self.counts.clear();
         if out.is_err() {
             self.states.clear();
-        }
-        if out.is_err() {
             drop(open); // rolls back
             return out;
         }
