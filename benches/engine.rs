@@ -37,14 +37,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-const WHICH: [&str; 3] = ["lateness", "lifecycles", "idle"];
+const WHICH: [&str; 4] = ["lateness", "lifecycles", "claim-floor", "idle"];
 
 fn main() {
     let args = match Args::parse() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: engine [lateness|lifecycles|idle] [--schedules N] [--seconds S] [--runs N] [--engine-only]"
+                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle] [--schedules N] [--seconds S] [--runs N] [--engine-only]"
             );
             std::process::exit(2);
         }
@@ -68,6 +68,7 @@ fn main() {
         }
         Some("lateness") => lateness_bench(&args),
         Some("lifecycles") => lifecycles_bench(&args),
+        Some("claim-floor") => claim_floor_bench(&args),
         Some("idle") => idle_bench(&args),
         Some(other) => {
             eprintln!("unknown benchmark `{other}`; one of {}", WHICH.join(", "));
@@ -334,6 +335,24 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
         .filter(|(due, _)| *due >= wall_start)
         .map(|(due, at)| (at - due).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0)
         .collect();
+    // The last claim of each due instant, committed how long after it: where
+    // a high p99 comes from (the first instant after the start, or all).
+    let mut last_of: std::collections::BTreeMap<DateTime<Utc>, f64> = Default::default();
+    for (due, at) in engine.claim_commits() {
+        if due >= wall_start {
+            let late = (at - due).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0;
+            let e = last_of.entry(due).or_insert(late);
+            *e = e.max(late);
+        }
+    }
+    println!(
+        "   last claim of each instant committed (ms after due): {}",
+        last_of
+            .values()
+            .map(|v| format!("{v:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
 
     // Everything below reads the trace the engine wrote.
     let claimed = ok(
@@ -983,6 +1002,135 @@ fn store_two_tx(runs: usize, batch: usize) -> Spent {
         ok(done, "end + succeed");
     }
     spent
+}
+
+/// What the claims of one due instant cost SQLite alone on today's schema:
+/// `--schedules` claims (default 10,000) written by raw SQLite into a store
+/// the engine created (its migrations, its indexes), 256 per transaction as
+/// the engine commits them, with the store's own statements. Three
+/// variants, each in a fresh database: the three rows a claim writes (the
+/// run inserted already claimed, its attempt with a real-sized envelope, the
+/// one trace row of opened + decision + claimed + started), the run row
+/// alone, and the run row alone with every secondary index of `runs`
+/// dropped. No engine: the floor under the lateness bench's commit − due.
+fn claim_floor_bench(args: &Args) {
+    let n = args.schedules.unwrap_or(10_000);
+    println!();
+    println!(
+        "== claim floor: {} claims of one instant, raw SQLite on today's schema ==",
+        thousands(n as u64)
+    );
+    println!(
+        "   file database (WAL, synchronous=NORMAL), {CLAIM_TX} claims per transaction, cached statements; best of 3"
+    );
+    let variants = [
+        ("run + attempt (envelope) + trace row", ClaimRows::All),
+        ("the run row alone", ClaimRows::Run),
+        ("the run row, no secondary index on runs", ClaimRows::BareRun),
+    ];
+    let mut rows = vec![];
+    let mut best = vec![];
+    for (name, what) in variants {
+        let secs = (0..3).map(|_| claim_floor(n, what)).fold(f64::INFINITY, f64::min);
+        best.push(secs);
+        rows.push(vec![
+            name.to_string(),
+            format!("{:.1}", secs * 1e3),
+            format!("{:.2}", secs * 1e6 / n as f64),
+        ]);
+    }
+    table(&["writes per claim", "all claims (ms)", "per claim (µs)"], &rows);
+    println!(
+        "bench claim-floor {n} claims: schema rows {:.0} ms; run row alone {:.0} ms; bare run row {:.0} ms",
+        best[0] * 1e3,
+        best[1] * 1e3,
+        best[2] * 1e3
+    );
+}
+
+/// Claims per transaction in [`claim_floor`]: the engine's claim chunk.
+const CLAIM_TX: usize = 256;
+
+#[derive(Clone, Copy, PartialEq)]
+enum ClaimRows {
+    All,
+    Run,
+    BareRun,
+}
+
+/// Seconds to write `n` claims' rows (see [`claim_floor_bench`]).
+fn claim_floor(n: usize, what: ClaimRows) -> f64 {
+    let dir = temp_dir();
+    let path = dir.path().join("claims.db");
+    drop(ok(Store::open(&path), "create the store"));
+    let conn = ok(rusqlite::Connection::open(&path), "open claims.db");
+    ok(
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;",
+        ),
+        "pragmas",
+    );
+    if what == ClaimRows::BareRun {
+        let indexes: Vec<String> = ok(
+            conn.prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL",
+            )
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect()),
+            "list indexes",
+        );
+        for i in indexes {
+            ok(conn.execute_batch(&format!("DROP INDEX {i}")), "drop index");
+        }
+    }
+    let envelope = envelope_text(1);
+    // The size of a claim's trace row as the engine writes it (about 640
+    // bytes: the started event with opened, decision and claimed folded in).
+    let detail = format!(r#"{{"attempt":1,"token":1,"folded":"{}"}}"#, "x".repeat(600));
+    let now = 1_780_272_000_000_i64;
+    let started = Instant::now();
+    let mut done = 0;
+    while done < n {
+        let result = (|| -> rusqlite::Result<()> {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let mut run = conn.prepare_cached(
+                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                 pool, attempts, lease_owner, lease_expires, fencing_token, created_at, updated_at, schedule_version) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?4, 'running', 'scheduled', 'on_time', 1, 'bench', ?6, ?7, ?4, ?4, \
+                 (SELECT version FROM schedule_current WHERE schedule = ?2)) \
+                 ON CONFLICT (window_key, schedule, tenant) DO NOTHING",
+            )?;
+            let mut attempt = conn.prepare_cached(
+                "INSERT INTO attempts (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, \
+                 status, schedule_version, envelope) VALUES (?1, 1, ?2, ?3, ?4, 'bench', 'scheduled', ?5, 'running', \
+                 (SELECT version FROM schedule_current WHERE schedule = ?4), ?6)",
+            )?;
+            let mut event = conn.prepare_cached(
+                "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) VALUES (?1, 'started', ?2, ?3, ?4, ?5)",
+            )?;
+            for i in done..(done + CLAIM_TX).min(n) {
+                let schedule = format!("s{i:06}");
+                let token = i as i64 + 1;
+                run.execute(rusqlite::params![
+                    "default",
+                    schedule,
+                    "2026-06-01T00:00:01+00:00",
+                    now,
+                    now + 1000,
+                    now + 60_000,
+                    token
+                ])?;
+                if what == ClaimRows::All {
+                    let id = conn.last_insert_rowid();
+                    attempt.execute(rusqlite::params![id, token, "default", schedule, now, envelope])?;
+                    event.execute(rusqlite::params![now, "default", schedule, id, detail])?;
+                }
+            }
+            conn.execute_batch("COMMIT")
+        })();
+        ok(result, "claim rows");
+        done = (done + CLAIM_TX).min(n);
+    }
+    started.elapsed().as_secs_f64()
 }
 
 /// The physical floor of a lifecycle on this machine: raw SQLite (WAL,
