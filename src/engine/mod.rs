@@ -140,7 +140,7 @@ pub(crate) struct Running {
 /// An attempt's pool never changes while it runs.
 #[derive(Default)]
 pub(crate) struct RunningAttempts {
-    map: HashMap<i64, Running>,
+    map: crate::store::FastMap<i64, Running>,
     /// Attempts in [`Pool::OnTime`], [`Pool::Backfill`].
     in_pool: [usize; 2],
 }
@@ -193,7 +193,7 @@ impl RunningAttempts {
 }
 
 impl std::ops::Deref for RunningAttempts {
-    type Target = HashMap<i64, Running>;
+    type Target = crate::store::FastMap<i64, Running>;
 
     fn deref(&self) -> &Self::Target {
         &self.map
@@ -212,7 +212,7 @@ pub struct Engine {
     pub(crate) gates: gating::ScheduleGates,
     /// IO gates being checked off the loop.
     pub(crate) gate_pool: gating::GatePool,
-    pub(crate) index: HashMap<String, usize>,
+    pub(crate) index: crate::store::FastMap<String, usize>,
     /// Whether any schedule has an `on_event` / `after_event` trigger, and any an
     /// `approval_ttl`: asked every tick, so not answered by walking every schedule.
     pub(crate) has_event_triggers: bool,

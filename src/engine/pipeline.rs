@@ -12,7 +12,7 @@ use crate::gates::GateResult;
 use crate::store::Applied;
 use crate::store::types::*;
 use chrono::{DateTime, Utc};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Due runs decided and claimed per transaction: small enough that the
 /// first agents start a few milliseconds into a tick of thousands, large
@@ -50,7 +50,7 @@ impl Fresh {
 /// [`SwitchFacts`] is read from them (plus the few per-run lookups).
 pub(crate) struct TickFacts {
     kill: Option<Switch>,
-    states: HashMap<String, ScheduleState>,
+    states: crate::store::FastMap<String, ScheduleState>,
     /// Maintenance windows holding runs now.
     maintenance: Vec<MaintenanceWindow>,
     /// Running runs per schedule (all, and on-time) and per tenant, counted up

@@ -192,7 +192,7 @@ pub(crate) struct StateCache(Mutex<CachedStates>);
 struct CachedStates {
     /// `data_version` as last seen.
     seen: Option<i64>,
-    states: std::collections::HashMap<String, crate::core::records::ScheduleState>,
+    states: super::FastMap<String, crate::core::records::ScheduleState>,
     running: Option<std::sync::Arc<super::types::RunningCounts>>,
     /// The run last read, with the connection's `total_changes` then: still
     /// the stored row while that count has not moved (no row written since
@@ -204,7 +204,7 @@ struct CachedStates {
     /// for when it was read, and the newest finished runs, newest window
     /// first (see [`Tx::execution_memory`]). Kept up by this connection's
     /// own writes ([`StateCache::run_finished`]).
-    memory: std::collections::HashMap<String, std::collections::HashMap<String, (usize, Vec<RunMemory>)>>,
+    memory: super::FastMap<String, super::FastMap<String, (usize, Vec<RunMemory>)>>,
     /// The attempt this connection ended last: (run id, fencing token, its
     /// summary or else message), the word a run that ends with it leaves in
     /// the memory.
@@ -605,35 +605,10 @@ fn control(stmts: &Statements, conn: &Connection, sql: &'static str) -> rusqlite
 /// cache.
 #[derive(Default)]
 pub(crate) struct Statements(
-    Mutex<std::collections::HashMap<(usize, usize), Held, std::hash::BuildHasherDefault<AddressHasher>>>,
+    // Hashed with FxHash's step: a statement is taken out and put back at
+    // every use, where SipHash was most of the cost of the cache.
+    Mutex<super::FastMap<(usize, usize), Held>>,
 );
-
-/// Hashes a statement's key (its text's address and length): taken out
-/// and put back at every statement, where SipHash was most of the cost of
-/// the cache. The keys are few and not chosen by anyone outside.
-#[derive(Default)]
-pub(crate) struct AddressHasher(u64);
-
-impl std::hash::Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // FxHash's step: rotate, mix in, multiply by an odd constant.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
 
 /// A prepared statement of the store's connection, kept between uses.
 struct Held(rusqlite::Statement<'static>);

@@ -9,16 +9,16 @@ use serde::Serialize;
 /// alone) and by tenant: what quotas and overlap rules compare against.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunningCounts {
-    pub by_schedule: std::collections::HashMap<String, u32>,
-    pub on_time_by_schedule: std::collections::HashMap<String, u32>,
-    pub by_tenant: std::collections::HashMap<String, u32>,
+    pub by_schedule: super::FastMap<String, u32>,
+    pub on_time_by_schedule: super::FastMap<String, u32>,
+    pub by_tenant: super::FastMap<String, u32>,
 }
 
 impl RunningCounts {
     /// One more (`up`) or one fewer run of `schedule` running in `pool`.
     /// `false` if that would count below zero (the counts were wrong).
     pub fn add(&mut self, tenant: &str, schedule: &str, pool: Pool, up: bool) -> bool {
-        fn step(map: &mut std::collections::HashMap<String, u32>, key: &str, up: bool) -> bool {
+        fn step(map: &mut super::FastMap<String, u32>, key: &str, up: bool) -> bool {
             if up {
                 *map.entry(key.to_string()).or_insert(0) += 1;
                 return true;
@@ -58,11 +58,7 @@ impl RunningCounts {
         schedules: impl IntoIterator<Item = &'a str>,
         tenants: impl IntoIterator<Item = &'a str>,
     ) -> RunningCounts {
-        fn pick(
-            from: &std::collections::HashMap<String, u32>,
-            to: &mut std::collections::HashMap<String, u32>,
-            key: &str,
-        ) {
+        fn pick(from: &super::FastMap<String, u32>, to: &mut super::FastMap<String, u32>, key: &str) {
             if let Some(&n) = from.get(key) {
                 to.insert(key.to_string(), n);
             }
