@@ -174,7 +174,7 @@ impl Tx<'_> {
         };
         let mut events = Vec::with_capacity(plan.events.len());
         for (scope, event) in &plan.events {
-            let mut ev = NewEvent::of(now, event.clone());
+            let mut ev = NewEvent::of_ref(now, event);
             match (scope, &plan.target, &plan.schedule) {
                 (Scope::Run, Some(t), _) => {
                     ev = ev.for_schedule(&t.tenant, &t.schedule).with_run_id(t.run_id);
@@ -211,7 +211,7 @@ impl Tx<'_> {
                 self.put_schedule_state(&st)?;
             }
             for e in events {
-                let mut ev = NewEvent::of(now, e.clone()).for_schedule(&delta.tenant, &delta.schedule);
+                let mut ev = NewEvent::of_ref(now, &e).for_schedule(&delta.tenant, &delta.schedule);
                 // The halving is the failed run's own consequence; the circuit
                 // and the pause belong to the schedule.
                 if let (crate::core::event::Event::ConcurrencyHalved { .. }, Some(t)) = (&e, &plan.target) {
@@ -279,7 +279,7 @@ impl Tx<'_> {
                 ),
             });
         };
-        let opened = NewEvent::of(opened_at, opened.clone()).for_run(&run);
+        let opened = NewEvent::of_ref(opened_at, opened).for_run(&run);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_str()) {
             // One row: the opening and the decision folded into the claim.
             let mut folded = Vec::with_capacity(1 + plan.events.len());
@@ -287,13 +287,13 @@ impl Tx<'_> {
             folded.extend(
                 plan.events
                     .iter()
-                    .map(|(_, event)| NewEvent::of(now, event.clone()).for_run(&run)),
+                    .map(|(_, event)| NewEvent::of_ref(now, event).for_run(&run)),
             );
             self.append_claimed(&run, owner, *due, now, &folded)?;
         } else {
             self.append_event_for(&opened, &run)?;
             for (scope, event) in &plan.events {
-                let ev = NewEvent::of(now, event.clone());
+                let ev = NewEvent::of_ref(now, event);
                 let ev = match scope {
                     Scope::Run => ev.for_schedule(&run.tenant, &run.schedule).with_run_id(run.id),
                     Scope::Schedule => ev.for_schedule(&run.tenant, &run.schedule),

@@ -118,6 +118,12 @@ pub struct NewEvent {
 impl NewEvent {
     /// A typed trace event, as the store will write it.
     pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
+        Self::of_ref(at, &event)
+    }
+
+    /// The same from a borrowed event: its text is all that is kept, so a
+    /// plan's events need no copy to be written.
+    pub fn of_ref(at: DateTime<Utc>, event: &crate::core::event::Event) -> Self {
         let (kind, detail) = event.to_row_text();
         Self {
             at,
