@@ -396,12 +396,8 @@ impl Engine {
             ..Facts::default()
         };
         let plan = planner::plan(&run, Input::AttemptEnded(ended), &self.policy(idx), &facts, now);
-        let applied = if plan.is_empty() {
-            None
-        } else {
-            self.apply_plan(idx, &plan, now)?
-        };
-        if applied.is_none() {
+        // Nothing to apply, or the run moved on first: the result is stale.
+        if !self.apply_plan(idx, &plan, now)? {
             let stale = Event::StaleResult {
                 token,
                 attempt: Some(attempt),

@@ -569,36 +569,30 @@ impl Engine {
         }
     }
 
-    /// Applies a plan in one write and performs its effects; `None` when the
-    /// run had moved on (the effects are dropped: no alert, no count, no
-    /// wake-up from a race this scheduler lost).
-    pub(crate) fn apply_plan(
-        &mut self,
-        idx: usize,
-        plan: &Plan,
-        now: DateTime<Utc>,
-    ) -> Result<Option<Applied>> {
+    /// Applies a plan in one write and performs its effects; `false` when
+    /// the plan is empty or the run had moved on (the effects are dropped:
+    /// no alert, no count, no wake-up from a race this scheduler lost).
+    pub(crate) fn apply_plan(&mut self, idx: usize, plan: &Plan, now: DateTime<Utc>) -> Result<bool> {
         if plan.is_empty() {
-            return Ok(None);
+            return Ok(false);
         }
         let applied = self.store.write(|tx| tx.apply(plan, now))?;
         self.perform(idx, applied, now)
     }
 
-    /// After a plan was applied: its effects are performed; `None` on
+    /// After a plan was applied: its effects are performed; `false` on
     /// a conflict (nothing was written, so nothing is performed).
-    fn perform(&mut self, idx: usize, applied: Applied, now: DateTime<Utc>) -> Result<Option<Applied>> {
+    fn perform(&mut self, idx: usize, applied: Applied, now: DateTime<Utc>) -> Result<bool> {
         let Applied::Done {
-            claim,
+            mut claim,
             effects,
             state,
             run,
-        } = &applied
+        } = applied
         else {
-            return Ok(None);
+            return Ok(false);
         };
-        let mut claim = claim.clone();
-        for effect in effects.clone() {
+        for effect in effects {
             match effect {
                 Effect::Dispatch => {
                     if let Some(c) = claim.take() {
@@ -620,7 +614,7 @@ impl Engine {
                 }
             }
         }
-        Ok(Some(applied))
+        Ok(true)
     }
 
     fn running_window_of(&self, idx: usize, pool: Pool) -> Result<String> {

@@ -187,14 +187,14 @@ impl Tx<'_> {
         }
         match claimed {
             Some((c, owner, due)) if foldable(&plan.events) => {
-                self.append_claimed(&c.run, owner, due, now, &events)?;
+                self.append_claimed(&c.run, owner, due, now, events)?;
             }
             _ => {
                 for ev in &events {
                     self.append_event(ev)?;
                 }
                 if let Some((c, owner, due)) = claimed {
-                    self.append_claimed(&c.run, owner, due, now, &[])?;
+                    self.append_claimed(&c.run, owner, due, now, Vec::new())?;
                 }
             }
         }
@@ -279,17 +279,15 @@ impl Tx<'_> {
                 ),
             });
         };
-        let opened = NewEvent::of_ref(opened_at, opened).for_run(&run);
+        // Its run's tenant, schedule and id: from the claim's row when folded
+        // into it, from `run` when written alone (`append_event_for`).
+        let opened = NewEvent::of_ref(opened_at, opened);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_str()) {
             // One row: the opening and the decision folded into the claim.
             let mut folded = Vec::with_capacity(1 + plan.events.len());
             folded.push(opened);
-            folded.extend(
-                plan.events
-                    .iter()
-                    .map(|(_, event)| NewEvent::of_ref(now, event).for_run(&run)),
-            );
-            self.append_claimed(&run, owner, *due, now, &folded)?;
+            folded.extend(plan.events.iter().map(|(_, event)| NewEvent::of_ref(now, event)));
+            self.append_claimed(&run, owner, *due, now, folded)?;
         } else {
             self.append_event_for(&opened, &run)?;
             for (scope, event) in &plan.events {
@@ -301,7 +299,7 @@ impl Tx<'_> {
                 };
                 self.append_event(&ev)?;
             }
-            self.append_claimed(&run, owner, *due, now, &[])?;
+            self.append_claimed(&run, owner, *due, now, Vec::new())?;
         }
         Ok(Applied::Done {
             claim: Some(Box::new(Claim {

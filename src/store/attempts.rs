@@ -188,7 +188,7 @@ impl Tx<'_> {
         let Some(run) = self.claim_row(run_id, from, owner, lease_until, reason, now)? else {
             return Ok(None);
         };
-        self.append_claimed(&run, owner, due, now, &[])?;
+        self.append_claimed(&run, owner, due, now, Vec::new())?;
         Ok(Some(Claim {
             attempt: run.attempts,
             fencing_token: run.fencing_token,
@@ -346,7 +346,7 @@ impl Tx<'_> {
         owner: &str,
         due: DateTime<Utc>,
         now: DateTime<Utc>,
-        folded: &[NewEvent],
+        folded: Vec<NewEvent>,
     ) -> Result<()> {
         let claimed = Event::Claimed {
             due,
@@ -356,7 +356,7 @@ impl Tx<'_> {
             token: run.fencing_token,
             lateness_ms: (now - due).num_milliseconds(),
         };
-        self.hold_claimed(NewEvent::of(now, claimed).for_run(run), folded.to_vec())
+        self.hold_claimed(NewEvent::of(now, claimed).for_run(run), folded)
     }
 
     /// The fencing counter as stored: the newest token any claim took.
