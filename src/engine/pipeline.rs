@@ -586,7 +586,7 @@ impl Engine {
         let Applied::Done {
             mut claim,
             effects,
-            state,
+            mut state,
             run,
         } = applied
         else {
@@ -596,7 +596,8 @@ impl Engine {
             match effect {
                 Effect::Dispatch => {
                     if let Some(c) = claim.take() {
-                        self.dispatch(idx, *c, state.as_deref().cloned(), now)?;
+                        // The schedule's state is the dispatch's alone: moved, not copied.
+                        self.dispatch(idx, *c, state.take().map(|st| *st), now)?;
                     }
                 }
                 Effect::Alert(a) => self.send_alert(&a, now),
