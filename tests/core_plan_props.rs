@@ -245,12 +245,16 @@ proptest! {
             }
             walk(&mut run, &plan).map_err(|e| TestCaseError::fail(format!("{act:?} on {}: {e}", before.state)))?;
             // Retries never exceed max_attempts: no attempt beyond the third
-            // is ever queued by the rules (only an operator's requeue adds one).
+            // is ever queued by the rules (only an operator's requeue or
+            // approval adds one: DESIGN.md "an operator approves (a new attempt)").
             if run.state == RunState::RetryWait && !by_operator {
                 prop_assert!(run.attempts < s.retry.max_attempts, "retry after attempt {}", run.attempts);
             }
-            if by_operator && matches!(act, Act::Requeue) && plan.final_state() == Some(RunState::RetryWait) {
-                // The requeued run gets exactly one more attempt.
+            if by_operator
+                && matches!(act, Act::Requeue | Act::Approve)
+                && plan.final_state() == Some(RunState::RetryWait)
+            {
+                // The requeued or approved run gets exactly one more attempt.
                 run.attempts = run.attempts.min(s.retry.max_attempts - 1);
             }
         }
