@@ -44,7 +44,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle] [--schedules N] [--seconds S] [--runs N] [--engine-only]"
+                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only]"
             );
             std::process::exit(2);
         }
@@ -84,6 +84,7 @@ struct Args {
     schedules: Option<usize>,
     seconds: Option<u64>,
     runs: Option<usize>,
+    history: Option<u64>,
     engine_only: bool,
 }
 
@@ -103,6 +104,7 @@ impl Args {
                 "--schedules" => a.schedules = Some(value("--schedules")? as usize),
                 "--seconds" => a.seconds = Some(value("--seconds")?),
                 "--runs" => a.runs = Some(value("--runs")? as usize),
+                "--history" => a.history = Some(value("--history")?),
                 w if !w.starts_with('-') && a.which.is_none() => a.which = Some(w.to_string()),
                 other => return Err(format!("unexpected argument `{other}`")),
             }
@@ -1015,23 +1017,31 @@ fn store_two_tx(runs: usize, batch: usize) -> Spent {
 /// dropped. No engine: the floor under the lateness bench's commit − due.
 fn claim_floor_bench(args: &Args) {
     let n = args.schedules.unwrap_or(10_000);
+    let history = args.history.unwrap_or(30);
     println!();
     println!(
-        "== claim floor: {} claims of one instant, raw SQLite on today's schema ==",
+        "== claim floor: {} claims of one instant after {history} s of history, raw SQLite on today's schema ==",
         thousands(n as u64)
     );
     println!(
-        "   file database (WAL, synchronous=NORMAL), {CLAIM_TX} claims per transaction, cached statements; best of 3"
+        "   file database (WAL, synchronous=NORMAL), {CLAIM_TX} claims per transaction, cached statements; \
+         the store holds {history} earlier instants' runs of the same schedules (ended); best of 3"
     );
     let variants = [
         ("run + attempt (envelope) + trace row", ClaimRows::All),
         ("the run row alone", ClaimRows::Run),
         ("the run row, no secondary index on runs", ClaimRows::BareRun),
+        (
+            "the run row, schema 15's runs_window (schedule first, every run)",
+            ClaimRows::OldWindow,
+        ),
     ];
     let mut rows = vec![];
     let mut best = vec![];
     for (name, what) in variants {
-        let secs = (0..3).map(|_| claim_floor(n, what)).fold(f64::INFINITY, f64::min);
+        let secs = (0..3)
+            .map(|_| claim_floor(n, history, what))
+            .fold(f64::INFINITY, f64::min);
         best.push(secs);
         rows.push(vec![
             name.to_string(),
@@ -1041,10 +1051,12 @@ fn claim_floor_bench(args: &Args) {
     }
     table(&["writes per claim", "all claims (ms)", "per claim (µs)"], &rows);
     println!(
-        "bench claim-floor {n} claims: schema rows {:.0} ms; run row alone {:.0} ms; bare run row {:.0} ms",
+        "bench claim-floor {n} claims: schema rows {:.0} ms; run row alone {:.0} ms; bare run row {:.0} ms; \
+         run row with schema 15's index {:.0} ms",
         best[0] * 1e3,
         best[1] * 1e3,
-        best[2] * 1e3
+        best[2] * 1e3,
+        best[3] * 1e3
     );
 }
 
@@ -1056,10 +1068,15 @@ enum ClaimRows {
     All,
     Run,
     BareRun,
+    /// The run row with `runs_window` as schema 15 had it (every run, led by
+    /// the schedule): what schema 16's partial index saves a claim.
+    OldWindow,
 }
 
-/// Seconds to write `n` claims' rows (see [`claim_floor_bench`]).
-fn claim_floor(n: usize, what: ClaimRows) -> f64 {
+/// Seconds to write `n` claims' rows (see [`claim_floor_bench`]) once the
+/// store holds `history` earlier instants' (ended) runs of the same
+/// schedules, as a scheduler's store does after as many seconds.
+fn claim_floor(n: usize, history: u64, what: ClaimRows) -> f64 {
     let dir = temp_dir();
     let path = dir.path().join("claims.db");
     drop(ok(Store::open(&path), "create the store"));
@@ -1082,53 +1099,78 @@ fn claim_floor(n: usize, what: ClaimRows) -> f64 {
             ok(conn.execute_batch(&format!("DROP INDEX {i}")), "drop index");
         }
     }
+    if what == ClaimRows::OldWindow {
+        ok(
+            conn.execute_batch(
+                "DROP INDEX runs_window; DROP INDEX runs_running; \
+                 CREATE INDEX runs_window ON runs (schedule, window_start);",
+            ),
+            "schema 15's runs_window",
+        );
+    }
     let envelope = envelope_text(1);
     // The size of a claim's trace row as the engine writes it (about 640
     // bytes: the started event with opened, decision and claimed folded in).
     let detail = format!(r#"{{"attempt":1,"token":1,"folded":"{}"}}"#, "x".repeat(600));
-    let now = 1_780_272_000_000_i64;
-    let started = Instant::now();
-    let mut done = 0;
-    while done < n {
-        let result = (|| -> rusqlite::Result<()> {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            let mut run = conn.prepare_cached(
-                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
-                 pool, attempts, lease_owner, lease_expires, fencing_token, created_at, updated_at, schedule_version) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?4, 'running', 'scheduled', 'on_time', 1, 'bench', ?6, ?7, ?4, ?4, \
-                 (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-                 ON CONFLICT (window_key, schedule, tenant) DO NOTHING",
-            )?;
-            let mut attempt = conn.prepare_cached(
-                "INSERT INTO attempts (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, \
-                 status, schedule_version, envelope) VALUES (?1, 1, ?2, ?3, ?4, 'bench', 'scheduled', ?5, 'running', \
-                 (SELECT version FROM schedule_current WHERE schedule = ?4), ?6)",
-            )?;
-            let mut event = conn.prepare_cached(
-                "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) VALUES (?1, 'started', ?2, ?3, ?4, ?5)",
-            )?;
-            for i in done..(done + CLAIM_TX).min(n) {
-                let schedule = format!("s{i:06}");
-                let token = i as i64 + 1;
-                run.execute(rusqlite::params![
-                    "default",
-                    schedule,
-                    "2026-06-01T00:00:01+00:00",
-                    now,
-                    now + 1000,
-                    now + 60_000,
-                    token
-                ])?;
-                if what == ClaimRows::All {
-                    let id = conn.last_insert_rowid();
-                    attempt.execute(rusqlite::params![id, token, "default", schedule, now, envelope])?;
-                    event.execute(rusqlite::params![now, "default", schedule, id, detail])?;
+    let history = history as i64;
+    let mut started = Instant::now();
+    // The earlier instants' runs first (ended: they are in the schedules'
+    // history), then the timed instant's claims (running).
+    for k in 0..=history {
+        if k == history {
+            started = Instant::now();
+        }
+        let now = 1_780_272_000_000_i64 + k * 1000;
+        let key = format!(
+            "2026-06-01T{:02}:{:02}:{:02}+00:00",
+            k / 3600,
+            k / 60 % 60,
+            k % 60
+        );
+        let state = if k == history { "running" } else { "succeeded" };
+        let mut done = 0;
+        while done < n {
+            let result = (|| -> rusqlite::Result<()> {
+                conn.execute_batch("BEGIN IMMEDIATE")?;
+                let mut run = conn.prepare_cached(
+                    "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                     pool, attempts, lease_owner, lease_expires, fencing_token, created_at, updated_at, schedule_version) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?4, ?8, 'scheduled', 'on_time', 1, 'bench', ?6, ?7, ?4, ?4, \
+                     (SELECT version FROM schedule_current WHERE schedule = ?2)) \
+                     ON CONFLICT (window_key, schedule, tenant) DO NOTHING",
+                )?;
+                let mut attempt = conn.prepare_cached(
+                    "INSERT INTO attempts (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, \
+                     status, schedule_version, envelope) VALUES (?1, 1, ?2, ?3, ?4, 'bench', 'scheduled', ?5, 'running', \
+                     (SELECT version FROM schedule_current WHERE schedule = ?4), ?6)",
+                )?;
+                let mut event = conn.prepare_cached(
+                    "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) VALUES (?1, 'started', ?2, ?3, ?4, ?5)",
+                )?;
+                for i in done..(done + CLAIM_TX).min(n) {
+                    let schedule = format!("s{i:06}");
+                    let token = k * n as i64 + i as i64 + 1;
+                    run.execute(rusqlite::params![
+                        "default",
+                        schedule,
+                        key,
+                        now,
+                        now + 1000,
+                        now + 60_000,
+                        token,
+                        state
+                    ])?;
+                    if what == ClaimRows::All {
+                        let id = conn.last_insert_rowid();
+                        attempt.execute(rusqlite::params![id, token, "default", schedule, now, envelope])?;
+                        event.execute(rusqlite::params![now, "default", schedule, id, detail])?;
+                    }
                 }
-            }
-            conn.execute_batch("COMMIT")
-        })();
-        ok(result, "claim rows");
-        done = (done + CLAIM_TX).min(n);
+                conn.execute_batch("COMMIT")
+            })();
+            ok(result, "claim rows");
+            done = (done + CLAIM_TX).min(n);
+        }
     }
     started.elapsed().as_secs_f64()
 }

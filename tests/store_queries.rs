@@ -189,6 +189,84 @@ fn previous_run_is_the_latest_earlier_window_of_the_same_schedule(store: &Store)
         .unwrap();
 }
 
+/// A schedule's runs are indexed in two halves (schema 16: the running ones
+/// apart, so a claim does not write a page of its schedule's history): every
+/// reader of one schedule's runs in any state sees both, in window order.
+fn a_schedules_running_runs_are_part_of_its_history(store: &Store) {
+    store
+        .write(|tx| {
+            let day = |n: i64| t0() + mins(1440 * n);
+            // Windows 1..=5: 2 and 4 running, 1 succeeded, 3 pending, 5 failed.
+            let runs: Vec<Run> = (1..=5)
+                .map(|n| insert(tx, "s", &format!("d{n}"), day(n)))
+                .collect();
+            let _other = insert(tx, "t", "d9", day(9));
+            let done = go(tx, &claim(tx, &runs[0]).run, Succeeded);
+            let two = claim(tx, &runs[1]).run;
+            let four = claim(tx, &runs[3]).run;
+            let five = go(tx, &runs[4], Failed);
+            let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+            let of_s = |states: Vec<RunState>, newest_first, limit| RunFilter {
+                schedule: Some("s".into()),
+                states,
+                newest_first,
+                limit,
+                ..RunFilter::default()
+            };
+            let all = [done.id, two.id, runs[2].id, four.id, five.id];
+            assert_eq!(ids(tx.runs(&of_s(vec![], false, None))?), all);
+            let newest: Vec<i64> = all.iter().rev().copied().collect();
+            assert_eq!(ids(tx.runs(&of_s(vec![], true, None))?), newest);
+            assert_eq!(ids(tx.runs(&of_s(vec![], true, Some(2)))?), [five.id, four.id]);
+            assert_eq!(
+                ids(tx.runs(&of_s(vec![], false, Some(3)))?),
+                [done.id, two.id, runs[2].id]
+            );
+            assert_eq!(
+                ids(tx.runs(&of_s(vec![Running], false, None))?),
+                [two.id, four.id]
+            );
+            assert_eq!(
+                ids(tx.runs(&of_s(vec![Running, Failed], true, None))?),
+                [five.id, four.id, two.id]
+            );
+            assert_eq!(
+                ids(tx.runs(&of_s(vec![Pending, Succeeded], false, None))?),
+                [done.id, runs[2].id]
+            );
+            // The previous run is whichever half holds the newest earlier window.
+            assert_eq!(tx.previous_run("acme", "s", day(5))?.map(|r| r.id), Some(four.id));
+            assert_eq!(
+                tx.previous_run("acme", "s", day(4))?.map(|r| r.id),
+                Some(runs[2].id)
+            );
+            assert_eq!(tx.previous_run("acme", "s", day(3))?.map(|r| r.id), Some(two.id));
+            assert_eq!(tx.previous_run("acme", "s", day(2))?.map(|r| r.id), Some(done.id));
+            // A newer window counts whether or not it is running.
+            assert!(tx.has_newer_run("acme", "s", day(4))?, "five, failed");
+            let _ = go(tx, &runs[2], Skipped);
+            let _ = go(tx, &four, Succeeded);
+            assert!(!tx.has_newer_run("acme", "s", day(5))?);
+            let six = claim(tx, &insert(tx, "s", "d6", day(6))).run;
+            assert!(tx.has_newer_run("acme", "s", day(5))?, "six, running");
+            assert!(!tx.has_newer_run("acme", "s", day(6))?);
+            assert_eq!(tx.previous_run("acme", "s", day(7))?.map(|r| r.id), Some(six.id));
+            // The trace of a schedule holds its running runs' events too.
+            tx.append_event(&NewEvent::new(day(6), "probe", json!({})).for_run(&six))?;
+            let probes = tx.events(&EventFilter {
+                schedule: Some("s".into()),
+                kinds: vec!["probe".into()],
+                ..EventFilter::default()
+            })?;
+            assert_eq!(
+                probes.iter().map(|e| e.run_id).collect::<Vec<_>>(),
+                [Some(six.id)]
+            );
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn running_counts_by_schedule_tenant_and_pool(store: &Store) {
     store
         .write(|tx| {
@@ -743,6 +821,7 @@ conformance!(
     set_next_check_only_moves_waiting_runs,
     expired_leases_are_running_runs_past_their_lease,
     previous_run_is_the_latest_earlier_window_of_the_same_schedule,
+    a_schedules_running_runs_are_part_of_its_history,
     running_counts_by_schedule_tenant_and_pool,
     recent_runs_are_finished_runs_newest_window_first,
     execution_memory_is_recent_runs_with_their_last_attempts_words,

@@ -7,7 +7,7 @@
 //! - the kill switch and other switches, schedule states, maintenance: small tables;
 //! - every configured schedule as a row (from the config and its state), but
 //!   its newest run, next fire and lane — its newest [`LANE_WINDOWS`] runs
-//!   (`runs_window` index, newest first, limited) — only for the schedules in
+//!   (`runs_window` and `runs_running`, newest first, limited, merged) — only for the schedules in
 //!   view ([`SnapshotRequest::view`], the rows around the cursors);
 //! - the retry and backfill queues: [`Tx::due_runs`] with an instant far in the
 //!   future, i.e. the pending / retry_wait runs by next check (each pool's

@@ -307,7 +307,15 @@ impl Tx<'_> {
         self.states.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [
-            ("UPDATE runs SET schedule = ?2 WHERE schedule = ?1", true),
+            // Each half of the schedule's runs through its index (schema 16).
+            (
+                "UPDATE runs SET schedule = ?2 WHERE schedule = ?1 AND state <> 'running'",
+                true,
+            ),
+            (
+                "UPDATE runs SET schedule = ?2 WHERE schedule = ?1 AND state = 'running'",
+                true,
+            ),
             ("UPDATE attempts SET schedule = ?2 WHERE schedule = ?1", true),
             ("DELETE FROM schedule_state WHERE schedule = ?1", false),
             (

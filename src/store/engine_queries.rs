@@ -69,8 +69,20 @@ const QUOTA_HELD_OF_BACKFILL: &str = quota_held_sql!(
     "?2"
 );
 
+/// Pending runs of a schedule held by an overlap buffer, oldest first
+/// (`runs_window`, whose half of the runs they are: schema 16).
+const BUFFERED_RUNS: &str = "SELECT id FROM runs WHERE tenant = ?1 AND schedule = ?2 \
+     AND state = 'pending' AND state <> 'running' AND hold = 'overlap' ORDER BY window_start, id";
+/// A run of the schedule with a newer window, in either half of its runs.
+const HAS_NEWER_RUN: &str = "SELECT 1 FROM runs WHERE tenant = ?1 AND schedule = ?2 \
+     AND window_start > ?3 AND state <> 'running' \
+     UNION ALL SELECT 1 FROM runs WHERE tenant = ?1 AND schedule = ?2 \
+     AND window_start > ?3 AND state = 'running' LIMIT 1";
+
 /// The engine's hot queries here, for [`Tx::hot_query_plans`].
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
+    ("buffered_runs", BUFFERED_RUNS),
+    ("has_newer_run", HAS_NEWER_RUN),
     ("quota_held (on time)", QUOTA_HELD_ON_TIME),
     ("quota_held (backfill)", QUOTA_HELD_BACKFILL),
     ("quota_held_of (on time)", QUOTA_HELD_OF_ON_TIME),
@@ -237,10 +249,7 @@ impl Tx<'_> {
 
     /// Pending runs of a schedule held by an overlap buffer, oldest first.
     pub fn buffered_runs(&self, tenant: &str, schedule: &str) -> Result<Vec<i64>> {
-        let mut stmt = self.cached(
-            "SELECT id FROM runs WHERE tenant = ?1 AND schedule = ?2 AND state = 'pending' \
-             AND hold = 'overlap' ORDER BY window_start, id",
-        )?;
+        let mut stmt = self.cached(BUFFERED_RUNS)?;
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
     }
@@ -276,8 +285,7 @@ impl Tx<'_> {
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).
     pub fn has_newer_run(&self, tenant: &str, schedule: &str, after: DateTime<Utc>) -> Result<bool> {
-        let mut stmt = self
-            .cached("SELECT 1 FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start > ?3 LIMIT 1")?;
+        let mut stmt = self.cached(HAS_NEWER_RUN)?;
         Ok(stmt
             .query_row(rusqlite::params![tenant, schedule, Ms(after)], |_| Ok(()))
             .optional()?

@@ -63,7 +63,10 @@ fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, V
         let k = params.len();
         sql.push_str(&format!(
             " AND id IN (SELECT id FROM events WHERE run_id IS NULL AND schedule = ?{k} \
-             UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id WHERE r.schedule = ?{k})"
+             UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id \
+             WHERE r.schedule = ?{k} AND r.state <> 'running' \
+             UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id \
+             WHERE r.schedule = ?{k} AND r.state = 'running')"
         ));
     }
     if !filter.kinds.is_empty() {

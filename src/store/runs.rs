@@ -68,10 +68,18 @@ const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_d
 const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_backfill_check \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
+/// `previous_run` among the runs not running (`runs_window`), then among the
+/// running ones (`runs_running`): each index holds one side (schema 16).
 const PREVIOUS_RUN: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 \
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 AND state <> 'running' \
+     ORDER BY window_start DESC, id DESC LIMIT 1"
+);
+const PREVIOUS_RUNNING: &str = concat!(
+    "SELECT ",
+    run_cols!(),
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 AND state = 'running' \
      ORDER BY window_start DESC, id DESC LIMIT 1"
 );
 const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
@@ -92,7 +100,7 @@ const EXPIRED_LEASES: &str = concat!(
 const RECENT_RUNS: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 \
+    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND state <> 'running' \
      AND state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY window_start DESC, id DESC LIMIT ?3"
 );
@@ -101,7 +109,7 @@ const RECENT_RUNS: &str = concat!(
 const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
        (SELECT COALESCE(a.summary, a.message) FROM attempts a WHERE a.run_id = r.id \
         ORDER BY a.n DESC LIMIT 1), r.state_reason), r.window_start \
-     FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 \
+     FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 AND r.state <> 'running' \
      AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
      ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
 const COUNT_BY_STATE: &str = "SELECT state, n FROM run_counts";
@@ -156,6 +164,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("next_due_check (on time)", NEXT_DUE_ON_TIME),
     ("next_due_check (catch-up)", NEXT_DUE_BACKFILL),
     ("previous_run", PREVIOUS_RUN),
+    ("previous_run (running)", PREVIOUS_RUNNING),
     ("count_running", COUNT_RUNNING),
     ("running_counts", RUNNING_PAIRS),
     ("running_runs", RUNNING_RUNS),
@@ -285,7 +294,45 @@ impl Tx<'_> {
     /// Runs matching the filter, by window start (oldest first unless
     /// `newest_first`), ties by id.
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
+        // One schedule's runs are indexed in two halves (schema 16): those
+        // not running (`runs_window`) and the running ones (`runs_running`).
+        // Each is read in order through its index and the two are merged.
+        let wants = |running: bool| {
+            filter.states.is_empty() || filter.states.iter().any(|s| (*s == RunState::Running) == running)
+        };
+        let (running_too, done_too) = (wants(true), wants(false));
+        if filter.schedule.is_none() || !(running_too && done_too) {
+            let side = match (filter.schedule.is_some(), running_too) {
+                (false, _) => "",
+                (true, true) => " AND state = 'running'",
+                (true, false) => " AND state <> 'running'",
+            };
+            return self.runs_where(filter, side);
+        }
+        let done = self.runs_where(filter, " AND state <> 'running'")?;
+        let running = self.runs_where(filter, " AND state = 'running'")?;
+        let key = |r: &Run| (r.window_start, r.id);
+        let mut merged = Vec::with_capacity(done.len() + running.len());
+        let (mut a, mut b) = (done.into_iter().peekable(), running.into_iter().peekable());
+        loop {
+            let take_a = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => (key(x) < key(y)) != filter.newest_first,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if take_a { a.next() } else { b.next() });
+        }
+        if let Some(n) = filter.limit {
+            merged.truncate(n);
+        }
+        Ok(merged)
+    }
+
+    /// [`Tx::runs`] with `side` (an SQL condition, or nothing) added.
+    fn runs_where(&self, filter: &RunFilter, side: &str) -> Result<Vec<Run>> {
         let mut sql = String::from(concat!("SELECT ", run_cols!(), " FROM runs WHERE 1 = 1"));
+        sql.push_str(side);
         let mut params: Vec<Value> = Vec::new();
         if let Some(schedule) = &filter.schedule {
             params.push(Value::Text(schedule.clone()));
@@ -363,10 +410,21 @@ impl Tx<'_> {
     /// The run of the same tenant and schedule with the greatest
     /// `window_start < before`, in any state.
     pub fn previous_run(&self, tenant: &str, schedule: &str, before: DateTime<Utc>) -> Result<Option<Run>> {
-        let mut stmt = self.cached(PREVIOUS_RUN)?;
-        Ok(stmt
-            .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
-            .optional()?)
+        let mut newest = None::<Run>;
+        for sql in [PREVIOUS_RUN, PREVIOUS_RUNNING] {
+            let run = self
+                .cached(sql)?
+                .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
+                .optional()?;
+            if let Some(run) = run
+                && newest
+                    .as_ref()
+                    .is_none_or(|n| (run.window_start, run.id) > (n.window_start, n.id))
+            {
+                newest = Some(run);
+            }
+        }
+        Ok(newest)
     }
 
     /// How many runs are running per (tenant, schedule), in one pass over the
