@@ -370,8 +370,8 @@ fn schema_14_keys_runs_by_window_first_and_keeps_every_row() {
         let store = Store::open(&path).unwrap();
         store
             .write(|tx| {
-                run_in(tx, Succeeded, "a");
-                run_in(tx, Running, "b");
+                run_in(tx, RunState::Succeeded, "a");
+                run_in(tx, RunState::Running, "b");
                 let c = run_in(tx, Failed, "c");
                 tx.record_approval(&approval(c.id))?;
                 insert(tx, "t", "a", t0());
@@ -431,4 +431,67 @@ fn schema_14_keys_runs_by_window_first_and_keeps_every_row() {
         .unwrap();
     let orphan = store.write(|tx| tx.record_approval(&approval(999_999)));
     assert!(orphan.is_err(), "an approval of no run is refused");
+}
+
+/// Schema 16: the schedule-first history index holds the runs not running,
+/// the running ones have their own; a schema 15 file is moved over with its
+/// rows as they were, and a schedule's listing still holds both kinds.
+#[test]
+fn schema_16_indexes_running_runs_apart_and_keeps_every_row() {
+    let (_dir, path) = temp_db();
+    let (running, done) = {
+        let store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                let done = run_in(tx, RunState::Succeeded, "a");
+                let running = run_in(tx, RunState::Running, "b");
+                Ok((running.id, done.id))
+            })
+            .unwrap()
+    };
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "BEGIN; DROP INDEX runs_window; DROP INDEX runs_running; \
+         CREATE INDEX runs_window ON runs (schedule, window_start); PRAGMA user_version = 15; COMMIT;",
+    )
+    .unwrap();
+    let before = rows(&raw, "runs");
+    drop(raw);
+
+    let store = Store::open(&path).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(rows(&raw, "runs"), before);
+    let index = |name: &str| -> String {
+        raw.query_row("SELECT sql FROM sqlite_master WHERE name = ?1", [name], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    assert!(
+        index("runs_window").ends_with("WHERE state <> 'running'"),
+        "{}",
+        index("runs_window")
+    );
+    assert!(
+        index("runs_running").ends_with("WHERE state = 'running'"),
+        "{}",
+        index("runs_running")
+    );
+    let listed: Vec<i64> = store
+        .read(|tx| {
+            tx.runs(&RunFilter {
+                schedule: Some("s".into()),
+                ..RunFilter::default()
+            })
+        })
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(listed, [done, running]);
+    let previous = store
+        .read(|tx| tx.previous_run("acme", "s", t0() + mins(1)))
+        .unwrap()
+        .map(|r| r.id);
+    assert_eq!(previous, Some(running), "same window start: the newer id");
 }
