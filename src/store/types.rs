@@ -20,7 +20,13 @@ impl RunningCounts {
     pub fn add(&mut self, tenant: &str, schedule: &str, pool: Pool, up: bool) -> bool {
         fn step(map: &mut super::FastMap<String, u32>, key: &str, up: bool) -> bool {
             if up {
-                *map.entry(key.to_string()).or_insert(0) += 1;
+                // The key copied only when it is new.
+                match map.get_mut(key) {
+                    Some(n) => *n += 1,
+                    None => {
+                        map.insert(key.to_string(), 1);
+                    }
+                }
                 return true;
             }
             match map.get_mut(key) {
