@@ -296,37 +296,40 @@ impl Tx<'_> {
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
         // One schedule's runs are indexed in two halves (schema 16): those
         // not running (`runs_window`) and the running ones (`runs_running`).
-        // Each is read in order through its index and the two are merged.
+        // Each half asked is read through its index; two are put together in
+        // the listing's order.
+        if filter.schedule.is_none() {
+            return self.runs_where(filter, "");
+        }
         let wants = |running: bool| {
             filter.states.is_empty() || filter.states.iter().any(|s| (*s == RunState::Running) == running)
         };
-        let (running_too, done_too) = (wants(true), wants(false));
-        if filter.schedule.is_none() || !(running_too && done_too) {
-            let side = match (filter.schedule.is_some(), running_too) {
-                (false, _) => "",
-                (true, true) => " AND state = 'running'",
-                (true, false) => " AND state <> 'running'",
-            };
-            return self.runs_where(filter, side);
+        let mut runs = Vec::new();
+        if wants(false) {
+            runs = self.runs_where(filter, " AND state <> 'running'")?;
         }
-        let done = self.runs_where(filter, " AND state <> 'running'")?;
-        let running = self.runs_where(filter, " AND state = 'running'")?;
-        let key = |r: &Run| (r.window_start, r.id);
-        let mut merged = Vec::with_capacity(done.len() + running.len());
-        let (mut a, mut b) = (done.into_iter().peekable(), running.into_iter().peekable());
-        loop {
-            let take_a = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) => (key(x) < key(y)) != filter.newest_first,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            merged.extend(if take_a { a.next() } else { b.next() });
+        if wants(true) {
+            let running = self.runs_where(filter, " AND state = 'running'")?;
+            if runs.is_empty() {
+                return Ok(running);
+            }
+            if running.is_empty() {
+                return Ok(runs);
+            }
+            runs.extend(running);
+            runs.sort_by(|a, b| {
+                let order = (a.window_start, a.id).cmp(&(b.window_start, b.id));
+                if filter.newest_first {
+                    order.reverse()
+                } else {
+                    order
+                }
+            });
+            if let Some(n) = filter.limit {
+                runs.truncate(n);
+            }
         }
-        if let Some(n) = filter.limit {
-            merged.truncate(n);
-        }
-        Ok(merged)
+        Ok(runs)
     }
 
     /// [`Tx::runs`] with `side` (an SQL condition, or nothing) added.

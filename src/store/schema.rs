@@ -326,7 +326,7 @@ const V15: &str = "";
 /// 10,000 schedules rewrote 10,000 pages of that index before the first
 /// agent could start: measured with 60 s of history (`cargo bench --bench
 /// engine -- claim-floor --history 60`), the run rows of 10,000 claims took
-/// about 200 ms with it and 55 ms with it partial. The running runs have
+/// 65 ms with it and 33 ms with it partial. The running runs have
 /// their own small index (`runs_running`: at most the running runs, a few
 /// pages however many schedules there are); a query over one schedule's
 /// runs in any state asks both (`Tx::previous_run`, `Tx::runs`).
