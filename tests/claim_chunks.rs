@@ -7,7 +7,7 @@ use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, Attemp
 use agentcron::config::load_str;
 use agentcron::engine::{Engine, EngineOptions};
 use agentcron::store::Store;
-use agentcron::store::types::{NewRun, Pool, RunFilter, RunReason, RunState};
+use agentcron::store::types::{EventFilter, NewRun, Pool, RunFilter, RunReason, RunState};
 use agentcron::time::clock::VirtualClock;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::fmt::Write as _;
@@ -192,4 +192,196 @@ fn a_run_due_before_the_windows_opening_now_keeps_its_turn_at_a_quota() {
         RunState::Running
     );
     assert_eq!(runs.len(), 3, "both windows of 00:01 were opened");
+}
+
+/// What another connection saw of a run when its agent started: how many
+/// attempt rows and events it had there.
+type RowsSeen = Arc<Mutex<Vec<(usize, usize)>>>;
+
+/// Looks at the agent's own run through a connection of its own at every
+/// start, and never reports.
+struct RowsAtStart {
+    db: PathBuf,
+    seen: RowsSeen,
+}
+
+impl AgentRunner for RowsAtStart {
+    fn start(&self, spec: AttemptSpec, _reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
+        let other = Store::open(&self.db).unwrap();
+        let rows = other
+            .read(|tx| {
+                let events = tx.events(&EventFilter {
+                    run_id: Some(spec.run_id),
+                    ..EventFilter::default()
+                })?;
+                Ok((tx.attempts(spec.run_id)?.len(), events.len()))
+            })
+            .unwrap();
+        self.seen.lock().unwrap().push(rows);
+        AttemptHandle::detached()
+    }
+}
+
+/// A chunk's commit holds its claims' run rows alone: each agent starts
+/// before its attempt row and trace row are written, and the tick writes
+/// them once the last chunk's agents have started — every claim then has
+/// its attempt (with the envelope its agent received) and its `claimed` and
+/// `started` events.
+#[test]
+fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start() {
+    const SCHEDULES: usize = 600;
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = config(1000, "");
+    for i in 0..SCHEDULES {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
+        );
+    }
+    let cfg = load_str(&toml, &dir.path().join("agentcron.toml")).unwrap();
+    let db = dir.path().join("rows.db");
+    let store = Arc::new(Store::open(&db).unwrap());
+    let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
+    let seen: RowsSeen = Arc::default();
+    let mut engine = Engine::new(
+        Arc::new(cfg),
+        store.clone(),
+        Arc::new(clock.clone()),
+        Arc::new(RowsAtStart {
+            db: db.clone(),
+            seen: seen.clone(),
+        }),
+        EngineOptions::default(),
+    );
+    engine.tick().unwrap();
+    clock.set("2026-06-01T00:01:00Z".parse().unwrap());
+    engine.tick().unwrap();
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), SCHEDULES, "every due window was claimed and started");
+    assert!(
+        seen.iter().all(|rows| *rows == (0, 0)),
+        "a claim's attempt or trace row committed before its agent started: {:?}",
+        seen.iter().filter(|r| **r != (0, 0)).take(3).collect::<Vec<_>>()
+    );
+    // After the tick, on another connection: every claim's rows are there.
+    let other = Store::open(&db).unwrap();
+    let runs = other.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    assert_eq!(runs.len(), SCHEDULES);
+    for run in &runs {
+        assert_eq!(run.state, RunState::Running);
+        let attempts = other.read(|tx| tx.attempts(run.id)).unwrap();
+        assert_eq!(attempts.len(), 1, "run {}", run.id);
+        assert_eq!(attempts[0].fencing_token, run.fencing_token);
+        let envelope: serde_json::Value =
+            serde_json::from_str(attempts[0].envelope.as_deref().expect("the envelope is stored")).unwrap();
+        assert_eq!(envelope["run_id"], run.id);
+        let kinds: Vec<String> = other
+            .read(|tx| {
+                tx.events(&EventFilter {
+                    run_id: Some(run.id),
+                    ..EventFilter::default()
+                })
+            })
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        for kind in ["claimed", "started"] {
+            assert_eq!(
+                kinds.iter().filter(|k| *k == kind).count(),
+                1,
+                "run {}: {kinds:?}",
+                run.id
+            );
+        }
+    }
+}
+
+/// A scheduler that dies after an instant's claims committed and before
+/// their deferred attempt and trace rows were written leaves a running run
+/// without an attempt row. Once its lease (and the takeover grace) is past,
+/// the lost-lease sweep writes that attempt as lost, saying its rows were
+/// never written, and the recovery rules schedule a retry.
+#[test]
+fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config(
+        10,
+        "\n[[schedule]]\nid = \"report\"\nagent = \"noop\"\nevery = \"1h\"\nclose_after = \"1h\"\n\
+         retry = { max_attempts = 3, backoff = \"fixed\", initial = \"1m\", max = \"1m\", jitter = 0.0 }\n",
+    );
+    let (store, clock, mut engine) = engine(&dir, &toml, &Arc::default(), EngineOptions::default());
+    engine.tick().unwrap();
+    // Another scheduler's claim of a window, as it committed before it died.
+    let due: DateTime<Utc> = "2026-06-01T00:00:00Z".parse().unwrap();
+    let claim = {
+        let dead = Store::open(&dir.path().join("chunks.db")).unwrap();
+        dead.defer_claim_rows(true);
+        dead.batch(|| {
+            dead.write(|tx| {
+                let new = NewRun {
+                    tenant: "default".into(),
+                    schedule: "report".into(),
+                    window_key: "manual-1".into(),
+                    window_start: due,
+                    window_end: due + TimeDelta::hours(1),
+                    due_at: due,
+                    state: RunState::Pending,
+                    reason: RunReason::Manual,
+                    pool: Pool::OnTime,
+                    state_reason: None,
+                    next_check_at: Some(due),
+                };
+                let run = tx.insert_run(&new, due)?.expect("a new window");
+                let lease = "2026-06-01T00:01:00Z".parse().unwrap();
+                Ok(tx
+                    .claim(
+                        run.id,
+                        RunState::Pending,
+                        "dead",
+                        lease,
+                        RunReason::Manual,
+                        due,
+                        due,
+                    )?
+                    .expect("claimed"))
+            })
+        })
+        .unwrap()
+        // Dropped without `write_deferred`: the process died.
+    };
+    let run_id = claim.run.id;
+    assert!(store.read(|tx| tx.attempts(run_id)).unwrap().is_empty());
+    clock.set("2026-06-01T00:05:00Z".parse().unwrap());
+    engine.tick().unwrap();
+
+    let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    let lost = &attempts[0];
+    assert_eq!(lost.status, agentcron::store::types::AttemptStatus::Lost);
+    assert_eq!((lost.n, lost.fencing_token), (1, claim.fencing_token));
+    assert_eq!(lost.owner, "dead");
+    assert!(lost.ended_at.is_some());
+    let message = lost.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("expired") && message.contains("were not written before its scheduler stopped"),
+        "{message}"
+    );
+    let run = store.read(|tx| tx.run(run_id)).unwrap();
+    assert_eq!(run.state, RunState::RetryWait, "{run:?}");
+    let kinds: Vec<String> = store
+        .read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(run_id),
+                ..EventFilter::default()
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    for kind in ["lost", "retry_scheduled"] {
+        assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
+    }
 }

@@ -1089,8 +1089,90 @@ fn a_claims_attempt_row_is_seen_by_every_statement_and_written_once(store: &Stor
     assert_eq!(all, 6, "one row per claim, none of the rolled-back one");
 }
 
+/// While claims defer their rows ([`Store::defer_claim_rows`]), a committed
+/// claim's run row is there at once and its attempt row (with the envelope)
+/// and trace row only once written; a claim rolled back leaves nothing to
+/// write; and the next write transaction writes what is still deferred
+/// first, so an attempt's end always finds its row.
+fn deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback(store: &Store) {
+    let now = t0() + mins(1);
+    let rows = |run: &Run| {
+        store
+            .read(|tx| {
+                let events = tx.events(&EventFilter {
+                    run_id: Some(run.id),
+                    ..EventFilter::default()
+                })?;
+                Ok((tx.attempts(run.id)?, events))
+            })
+            .expect("read")
+    };
+    store.defer_claim_rows(true);
+    let a = store
+        .batch(|| {
+            store.write(|tx| {
+                let a = open_claimed_at(tx, "a", now, true)?;
+                tx.set_attempt_envelope(a.id, 1, r#"{"run":"a"}"#)?;
+                tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a))?;
+                Ok(a)
+            })
+        })
+        .expect("claim a");
+    assert_eq!(store.read(|tx| tx.run(a.id)).unwrap().state, RunState::Running);
+    let (attempts, events) = rows(&a);
+    assert!(
+        attempts.is_empty() && events.is_empty(),
+        "written with the claim: {attempts:?} {events:?}"
+    );
+    // A claim that rolls back: nothing of it is kept to write.
+    let failed: Result<Run> = store.batch(|| {
+        store.write(|tx| {
+            let b = open_claimed_at(tx, "b", now, true)?;
+            tx.set_attempt_envelope(b.id, 1, r#"{"run":"b"}"#)?;
+            tx.append_event(&NewEvent::of(now, started(1, b.fencing_token)).for_run(&b))?;
+            Err(StoreError::Invariant("the test rolls this claim back".into()))
+        })
+    });
+    assert!(failed.is_err());
+    store.defer_claim_rows(false);
+    assert_eq!(
+        store.write_deferred().unwrap(),
+        2,
+        "a's attempt row and trace row"
+    );
+    assert_eq!(store.write_deferred().unwrap(), 0, "each written once");
+    let (attempts, events) = rows(&a);
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].fencing_token, a.fencing_token);
+    assert_eq!(attempts[0].envelope.as_deref(), Some(r#"{"run":"a"}"#));
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["window_opened", "decision", "claimed", "started"]);
+    let all = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    assert_eq!(all.len(), 1, "b rolled back: {all:?}");
+    let attempt_rows: usize = all
+        .iter()
+        .map(|r| store.read(|tx| tx.attempts(r.id)).unwrap().len())
+        .sum();
+    assert_eq!(attempt_rows, 1);
+
+    // Left deferred: the next write writes them before its own statements.
+    store.defer_claim_rows(true);
+    let c = store
+        .batch(|| store.write(|tx| open_claimed_at(tx, "c", now, true)))
+        .expect("claim c");
+    store.defer_claim_rows(false);
+    let ended = store
+        .write(|tx| tx.end_attempt(c.id, c.fencing_token, &AttemptEnd::default(), now))
+        .unwrap();
+    assert!(ended, "the end of c's attempt did not find its row");
+    assert_eq!(store.write_deferred().unwrap(), 0);
+    let kinds: Vec<String> = rows(&c).1.into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["window_opened", "decision", "claimed"]);
+}
+
 conformance!(
     a_claims_attempt_row_is_seen_by_every_statement_and_written_once,
+    deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,

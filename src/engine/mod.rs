@@ -525,6 +525,30 @@ impl Engine {
                 .read(|tx| tx.next_due_check_in_pool(Pool::OnTime))?
                 .is_none_or(|t| t > now);
         let mut decided = HashSet::new();
+        // Each chunk commits its claims' run rows alone and starts their
+        // agents; their attempt and trace rows are written in one
+        // transaction once the last chunk's agents have started.
+        self.store.defer_claim_rows(true);
+        let claimed = self.open_and_claim(now, fuse, &mut decided);
+        self.store.defer_claim_rows(false);
+        self.store.write_deferred()?;
+        claimed?;
+        if !self.stopping {
+            self.apply_kill_cancel(now)?;
+            self.evaluate_due_runs(now, &decided)?;
+        }
+        store.batch(|| {
+            self.expire_approvals(now)?;
+            self.maybe_tick_event(now)
+        })?;
+        Ok(())
+    }
+
+    /// Opens the windows due at `now` a chunk per transaction, with the fresh
+    /// ones decided (and claimed) in it when `fuse`, starting each chunk's
+    /// agents once it commits.
+    fn open_and_claim(&mut self, now: DateTime<Utc>, fuse: bool, decided: &mut HashSet<i64>) -> Result<()> {
+        let store = self.store.clone();
         let mut first = true;
         loop {
             let more = store.batch(|| {
@@ -540,23 +564,22 @@ impl Engine {
                     self.queue_backlogs(now)?;
                     self.open_posted_events(now)?;
                 }
-                self.decide_fresh(fresh, now, &mut decided)?;
+                self.decide_fresh(fresh, now, decided)?;
                 Ok::<bool, EngineError>(more)
-            })?;
+            });
+            let more = match more {
+                Ok(more) => more,
+                Err(e) => {
+                    // Rolled back: its claims never happened.
+                    self.pending_starts.clear();
+                    return Err(e);
+                }
+            };
             self.start_pending();
             if !more {
-                break;
+                return Ok(());
             }
         }
-        if !self.stopping {
-            self.apply_kill_cancel(now)?;
-            self.evaluate_due_runs(now, &decided)?;
-        }
-        store.batch(|| {
-            self.expire_approvals(now)?;
-            self.maybe_tick_event(now)
-        })?;
-        Ok(())
     }
 
     /// Handles every agent report already received, in one transaction.

@@ -241,18 +241,23 @@ impl Engine {
                 // one chunk of their commit.
                 let now = self.clock.now().max(now);
                 let mut n = 0;
-                store.batch(|| {
-                    while n < CLAIM_CHUNK
-                        && let Some(run) = due.next_if(|r| !needs_io(self, r))
-                    {
-                        n += 1;
-                        // A run of a schedule no longer in the config is left alone.
-                        if let Some(&idx) = self.index.get(&run.schedule) {
-                            self.evaluate_run(idx, run, now, &mut facts)?;
+                store
+                    .batch(|| {
+                        while n < CLAIM_CHUNK
+                            && let Some(run) = due.next_if(|r| !needs_io(self, r))
+                        {
+                            n += 1;
+                            // A run of a schedule no longer in the config is left alone.
+                            if let Some(&idx) = self.index.get(&run.schedule) {
+                                self.evaluate_run(idx, run, now, &mut facts)?;
+                            }
                         }
-                    }
-                    Ok::<(), super::EngineError>(())
-                })?;
+                        Ok::<(), super::EngineError>(())
+                    })
+                    .inspect_err(|_| {
+                        // Rolled back: its claims never happened.
+                        self.pending_starts.clear();
+                    })?;
             }
             self.start_pending();
         }

@@ -133,7 +133,12 @@ impl Tx<'_> {
                         };
                         if !journaled {
                             Err("the attempt is no longer current".into())
-                        } else if !self.end_attempt(t.run_id, token, end, now)? {
+                        } else if !self.end_attempt(t.run_id, token, end, now)?
+                            && !match &read_first {
+                                Some(r) => self.end_unwritten_attempt(r, *attempt, end, now)?,
+                                None => false,
+                            }
+                        {
                             Err("the attempt already ended".into())
                         } else {
                             Ok(())

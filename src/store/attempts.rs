@@ -35,6 +35,12 @@ const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
        (SELECT version FROM schedule_current WHERE schedule = ?5))";
+/// [`INSERT_ATTEMPT`] unless the run's attempt `n` has a row.
+const INSERT_UNWRITTEN_ATTEMPT: &str = "INSERT INTO attempts \
+     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
+       (SELECT version FROM schedule_current WHERE schedule = ?5)) \
+     ON CONFLICT DO NOTHING";
 const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
      WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
 const INSERT_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
@@ -262,7 +268,7 @@ impl Tx<'_> {
             started_at: now,
         };
         if let Some(before) = self.states.hold_attempt(held) {
-            before.insert(self.conn, self.stmts, None)?;
+            self.states.put_attempt(self.conn, self.stmts, &before, None)?;
         }
         Ok(())
     }
@@ -401,10 +407,17 @@ impl Tx<'_> {
         // The attempt not inserted yet: inserted with its envelope (any
         // other held row is inserted by the update's statement).
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
-            if let Err(e) = held.insert(self.conn, self.stmts, Some(envelope)) {
+            if let Err(e) = self
+                .states
+                .put_attempt(self.conn, self.stmts, &held, Some(envelope))
+            {
                 self.states.hold_attempt(held);
                 return Err(e.into());
             }
+            return Ok(());
+        }
+        // Kept for later by this transaction's claim, without its envelope.
+        if self.states.deferring() && self.states.deferred_envelope(run_id, attempt, envelope) {
             return Ok(());
         }
         let mut stmt = self.cached(SET_ENVELOPE)?;
@@ -442,6 +455,56 @@ impl Tx<'_> {
             self.append_attempt_log(run_id, token, &end.log, END_LOG_MAX)?;
         }
         Ok(true)
+    }
+
+    /// Ends attempt `n` of `run` (running, holding `n`'s claim) when its row
+    /// was never written: its claim committed, and the scheduler stopped
+    /// before the row its claim deferred was (see
+    /// [`super::Store::defer_claim_rows`]). The row is written from the run
+    /// (started when it was claimed) and ended with `end`, its message
+    /// saying so; `false` if the attempt has a row (it already ended).
+    pub(crate) fn end_unwritten_attempt(
+        &self,
+        run: &Run,
+        n: u32,
+        end: &AttemptEnd,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        if run.state != RunState::Running || run.attempts != n {
+            return Ok(false);
+        }
+        let row = HeldAttempt {
+            run_id: run.id,
+            n,
+            token: run.fencing_token,
+            tenant: run.tenant.clone(),
+            schedule: run.schedule.clone(),
+            owner: run.lease_owner.clone().unwrap_or_default(),
+            reason: run.reason,
+            started_at: run.updated_at,
+        };
+        let inserted = self.cached(INSERT_UNWRITTEN_ATTEMPT)?.execute(rusqlite::params![
+            row.run_id,
+            row.n,
+            row.token,
+            row.tenant,
+            row.schedule,
+            row.owner,
+            row.reason,
+            Ms(row.started_at),
+        ])?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        let note = "its attempt row and its claim's trace row were not written before its scheduler stopped";
+        let end = AttemptEnd {
+            message: Some(match &end.message {
+                Some(m) => format!("{m} ({note})"),
+                None => note.to_string(),
+            }),
+            ..end.clone()
+        };
+        self.end_attempt(run.id, run.fencing_token, &end, now)
     }
 
     /// The run's attempts, first first.

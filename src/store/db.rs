@@ -173,6 +173,28 @@ impl RunCounts {
     }
 }
 
+/// A row a claim left for later (see `CachedStates::deferring`).
+#[derive(Debug, Clone)]
+pub(crate) enum Deferred {
+    /// The claim's attempt row, with the envelope its dispatch stored.
+    Attempt(super::attempts::HeldAttempt, Option<String>),
+    /// The claim's trace row: `claimed` (or the `started` event that folds
+    /// it) with the events folded into it.
+    Event(super::types::NewEvent, Vec<super::types::NewEvent>),
+}
+
+impl Deferred {
+    fn write(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
+        match self {
+            Deferred::Attempt(a, envelope) => a.insert(conn, stmts, envelope.as_deref())?,
+            Deferred::Event(ev, folded) => {
+                super::events::write_event(conn, &ev.folding(folded))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The schedule states this connection last read or wrote, and the counts
 /// of running runs, trusted only while no other connection has committed:
 /// each transaction starts by
@@ -226,6 +248,17 @@ struct CachedStates {
     /// statement, not an insert and an update); any other statement, and the
     /// commit, insert it first ([`Tx::cached`], [`StateCache::flush`]).
     held_attempt: Option<super::attempts::HeldAttempt>,
+    /// While set ([`Store::defer_claim_rows`]) a claim's attempt row and its
+    /// trace row are not written when they would be (a held row flushed, the
+    /// envelope stored, the `started` event folding the claim) but kept in
+    /// `deferred_open`: the open transaction's, dropped if it rolls back,
+    /// moved to `StateCache`'s committed list when it commits.
+    deferring: bool,
+    deferred_open: Vec<Deferred>,
+    /// Deferred rows whose claims committed, not written yet: the next write
+    /// transaction of this store writes them first ([`Store::write_deferred`]).
+    /// Never forgotten with the caches: they are data, not copies of it.
+    deferred: Vec<Deferred>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -241,6 +274,9 @@ impl CachedStates {
         self.fencing = None;
         self.held_claim = None;
         self.held_attempt = None;
+        // A rolled-back transaction's claims never happened; the committed
+        // ones' rows (`deferred`) are kept.
+        self.deferred_open.clear();
         self.generation += 1;
     }
 }
@@ -341,6 +377,7 @@ impl StateCache {
     pub(crate) fn flush(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
         self.flush_attempt(conn, stmts)?;
         if let Some((claimed, folded)) = self.take_held_claim()
+            && let Some((claimed, folded)) = self.defer_event(claimed, folded)
             && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
         {
             self.hold_claim(claimed, folded);
@@ -381,12 +418,102 @@ impl StateCache {
     /// Inserts the held attempt row, if any (held again if that fails).
     pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
         if let Some(a) = self.take_held_attempt()
-            && let Err(e) = a.insert(conn, stmts, None)
+            && let Err(e) = self.put_attempt(conn, stmts, &a, None)
         {
             self.hold_attempt(a);
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Inserts a claim's attempt row, or keeps it for later while claims
+    /// defer their rows (see `CachedStates::deferring`).
+    pub(crate) fn put_attempt(
+        &self,
+        conn: &Connection,
+        stmts: &Statements,
+        a: &super::attempts::HeldAttempt,
+        envelope: Option<&str>,
+    ) -> rusqlite::Result<()> {
+        {
+            let mut c = self.inner();
+            if c.deferring {
+                c.deferred_open
+                    .push(Deferred::Attempt(a.clone(), envelope.map(str::to_string)));
+                return Ok(());
+            }
+        }
+        a.insert(conn, stmts, envelope)
+    }
+
+    /// Keeps a claim's trace row (`claimed`, or the `started` event that
+    /// takes it in, with the events folded into it) for later while claims
+    /// defer their rows; else gives it back for the caller to write.
+    pub(crate) fn defer_event(
+        &self,
+        ev: super::types::NewEvent,
+        folded: Vec<super::types::NewEvent>,
+    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
+        let mut c = self.inner();
+        if c.deferring {
+            c.deferred_open.push(Deferred::Event(ev, folded));
+            return None;
+        }
+        Some((ev, folded))
+    }
+
+    /// Gives the deferred attempt row `n` of run `run_id`, kept by this
+    /// transaction without an envelope, its envelope; `false` if there is
+    /// no such row.
+    pub(crate) fn deferred_envelope(&self, run_id: i64, n: u32, envelope: &str) -> bool {
+        let mut c = self.inner();
+        for d in c.deferred_open.iter_mut().rev() {
+            if let Deferred::Attempt(a, env @ None) = d
+                && a.is(run_id, n)
+            {
+                *env = Some(envelope.to_string());
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether claims defer their rows now.
+    pub(crate) fn deferring(&self) -> bool {
+        self.inner().deferring
+    }
+
+    fn set_deferring(&self, on: bool) {
+        self.inner().deferring = on;
+    }
+
+    /// The open transaction committed: its deferred rows join the list to
+    /// write.
+    fn deferred_committed(&self) {
+        let mut c = self.inner();
+        if !c.deferred_open.is_empty() {
+            let open = std::mem::take(&mut c.deferred_open);
+            c.deferred.extend(open);
+        }
+    }
+
+    fn take_deferred_open(&self) -> Vec<Deferred> {
+        std::mem::take(&mut self.inner().deferred_open)
+    }
+
+    fn take_deferred(&self) -> Vec<Deferred> {
+        std::mem::take(&mut self.inner().deferred)
+    }
+
+    /// Rows taken to write whose transaction failed: first again.
+    fn restore_deferred(&self, mut rows: Vec<Deferred>) {
+        let mut c = self.inner();
+        rows.append(&mut c.deferred);
+        c.deferred = rows;
+    }
+
+    fn has_deferred(&self) -> bool {
+        !self.inner().deferred.is_empty()
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -984,6 +1111,7 @@ impl Store {
             return f(); // already inside this store's batch
         }
         let guard = self.lock();
+        self.write_deferred_on(&guard)?;
         let open = Open::begin(&self.stmts, &guard, true)?;
         if let Err(e) = self.states.validate(&guard) {
             return Err(E::from(e.into()));
@@ -1018,6 +1146,7 @@ impl Store {
         }
         match open.commit() {
             Ok(()) => {
+                self.states.deferred_committed();
                 self.committed();
                 out
             }
@@ -1028,6 +1157,66 @@ impl Store {
                 } else {
                     e.into()
                 }))
+            }
+        }
+    }
+
+    /// Claims defer their attempt rows and trace rows while `on` (the engine
+    /// turns it on while it claims one instant's windows, chunk after chunk,
+    /// so each chunk's commit holds the run rows alone and its agents start
+    /// sooner), to be written by [`Store::write_deferred`] once the
+    /// instant's agents have started. The claim itself (run row, lease,
+    /// fencing token) commits as before; a scheduler that dies before the
+    /// deferred rows are written leaves running runs without an attempt
+    /// row, which the lost-lease sweep ends as lost with one (see
+    /// [`Tx::apply`]). While off, every write transaction of this store
+    /// writes the rows still deferred first, so nothing reads or ends an
+    /// attempt before its row exists on this connection.
+    pub fn defer_claim_rows(&self, on: bool) {
+        self.states.set_deferring(on);
+    }
+
+    /// Writes the rows claims deferred (see [`Store::defer_claim_rows`]) in
+    /// one transaction; how many. Kept for the next try if it fails.
+    pub fn write_deferred(&self) -> Result<usize> {
+        if let Some(conn) = self.batch_conn() {
+            // Inside a batch (a rehearsal's round): its claims have not
+            // committed yet; their rows join the same transaction.
+            // SAFETY: as in `write`: the batch on this thread holds the guard.
+            let conn = unsafe { &*conn };
+            let rows = self.states.take_deferred_open();
+            for row in &rows {
+                row.write(conn, &self.stmts)?;
+            }
+            return Ok(rows.len());
+        }
+        let conn = self.lock();
+        self.write_deferred_on(&conn)
+    }
+
+    fn write_deferred_on(&self, conn: &Connection) -> Result<usize> {
+        if self.states.deferring() || !self.states.has_deferred() {
+            return Ok(0);
+        }
+        let rows = self.states.take_deferred();
+        let written = Open::begin(&self.stmts, conn, true).and_then(|open| {
+            for row in &rows {
+                row.write(conn, &self.stmts)?;
+            }
+            open.commit()?;
+            Ok(())
+        });
+        match written {
+            Ok(()) => {
+                self.committed();
+                Ok(rows.len())
+            }
+            Err(e) => {
+                self.states.restore_deferred(rows);
+                Err(match e {
+                    StoreError::Sqlite(e) if is_busy(&e) => StoreError::Locked { waited_ms: 0 },
+                    e => e,
+                })
             }
         }
     }
@@ -1057,6 +1246,7 @@ impl Store {
             });
         }
         let conn = self.lock();
+        self.write_deferred_on(&conn)?;
         let started = Instant::now();
         let locked = |started: Instant| StoreError::Locked {
             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -1081,6 +1271,7 @@ impl Store {
         match out {
             Ok(v) => match open.commit() {
                 Ok(()) => {
+                    self.states.deferred_committed();
                     self.committed();
                     Ok(v)
                 }

@@ -172,7 +172,11 @@ impl Tx<'_> {
                 started.tenant = tenant.map(str::to_string);
                 started.schedule = schedule.map(str::to_string);
                 started.run_id = run_id;
-                return write_event(self.conn, &started.folding(&folded));
+                // Deferred with its claim's attempt row: no id yet (0).
+                return match self.states.defer_event(started, folded) {
+                    None => Ok(0),
+                    Some((started, folded)) => write_event(self.conn, &started.folding(&folded)),
+                };
             }
             self.write_held(claimed, folded)?;
         }
@@ -185,7 +189,9 @@ impl Tx<'_> {
     /// events folded into it, for the `started` event of its attempt to
     /// take in; written by the next event, listing or commit otherwise.
     pub(crate) fn hold_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
-        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded) {
+        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded)
+            && let Some((before, folded_before)) = self.states.defer_event(before, folded_before)
+        {
             write_event(self.conn, &before.folding(&folded_before))?;
         }
         Ok(())
@@ -194,6 +200,9 @@ impl Tx<'_> {
     /// Writes a held claim's row; held again if that fails (a caller that
     /// goes on in the same transaction still has it written later).
     fn write_held(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
+        let Some((claimed, folded)) = self.states.defer_event(claimed, folded) else {
+            return Ok(());
+        };
         if let Err(e) = write_event(self.conn, &claimed.folding(&folded)) {
             self.states.hold_claim(claimed, folded);
             return Err(e);
