@@ -1170,9 +1170,35 @@ fn deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback(s
     assert_eq!(kinds, ["window_opened", "decision", "claimed"]);
 }
 
+/// A schedule's cursor moved while claims defer their rows is written with
+/// them, and a copy of the schedule's state read before that (holding the
+/// older cursor) does not write the older one back.
+fn a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written(store: &Store) {
+    store.write(|tx| tx.set_last_evaluated("s", t0())).unwrap();
+    store.defer_claim_rows(true);
+    store
+        .batch(|| store.write(|tx| tx.set_last_evaluated("s", t0() + mins(1))))
+        .unwrap();
+    let read = store.read(|tx| tx.schedule_state("s")).unwrap();
+    assert_eq!(read.last_evaluated, Some(t0()), "not written yet");
+    store.defer_claim_rows(false);
+    assert_eq!(store.write_deferred().unwrap(), 1);
+    store
+        .write(|tx| {
+            let mut st = tx.schedule_state("s")?;
+            st.paused = true;
+            tx.put_schedule_state(&st)
+        })
+        .unwrap();
+    let st = store.read(|tx| tx.schedule_state("s")).unwrap();
+    assert!(st.paused);
+    assert_eq!(st.last_evaluated, Some(t0() + mins(1)));
+}
+
 conformance!(
     a_claims_attempt_row_is_seen_by_every_statement_and_written_once,
     deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback,
+    a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,

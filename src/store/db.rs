@@ -181,14 +181,25 @@ pub(crate) enum Deferred {
     /// The claim's trace row: `claimed` (or the `started` event that folds
     /// it) with the events folded into it.
     Event(super::types::NewEvent, Vec<super::types::NewEvent>),
+    /// A schedule's cursor moved on by the instant that claimed.
+    LastEvaluated(String, chrono::DateTime<chrono::Utc>),
 }
 
 impl Deferred {
-    fn write(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
+    fn write(&self, conn: &Connection, stmts: &Statements, states: &StateCache) -> Result<()> {
         match self {
             Deferred::Attempt(a, envelope) => a.insert(conn, stmts, envelope.as_deref())?,
             Deferred::Event(ev, folded) => {
                 super::events::write_event(conn, &ev.folding(folded))?;
+            }
+            Deferred::LastEvaluated(schedule, at) => {
+                super::operator::write_last_evaluated(conn, stmts, schedule, *at)?;
+                // A copy of the row read meanwhile holds the older cursor:
+                // it must not write that back.
+                let at = super::sql::stored(*at);
+                states.update(schedule, |st| {
+                    st.last_evaluated = st.last_evaluated.max(Some(at));
+                });
             }
         }
         Ok(())
@@ -460,6 +471,17 @@ impl StateCache {
             return None;
         }
         Some((ev, folded))
+    }
+
+    /// Keeps `schedule`'s cursor move for later while claims defer their
+    /// rows; `false` (nothing kept) otherwise.
+    pub(crate) fn defer_last_evaluated(&self, schedule: &str, at: chrono::DateTime<chrono::Utc>) -> bool {
+        let mut c = self.inner();
+        if c.deferring {
+            c.deferred_open
+                .push(Deferred::LastEvaluated(schedule.to_string(), at));
+        }
+        c.deferring
     }
 
     /// Gives the deferred attempt row `n` of run `run_id`, kept by this
@@ -1186,7 +1208,7 @@ impl Store {
             let conn = unsafe { &*conn };
             let rows = self.states.take_deferred_open();
             for row in &rows {
-                row.write(conn, &self.stmts)?;
+                row.write(conn, &self.stmts, &self.states)?;
             }
             return Ok(rows.len());
         }
@@ -1201,7 +1223,7 @@ impl Store {
         let rows = self.states.take_deferred();
         let written = Open::begin(&self.stmts, conn, true).and_then(|open| {
             for row in &rows {
-                row.write(conn, &self.stmts)?;
+                row.write(conn, &self.stmts, &self.states)?;
             }
             open.commit()?;
             Ok(())

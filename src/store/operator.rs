@@ -178,10 +178,14 @@ impl Tx<'_> {
 
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
+    /// While claims defer their rows ([`super::Store::defer_claim_rows`]) the
+    /// row is written with them: an instant's cursors are not on its claims'
+    /// path either (a cursor written late only makes a restart look at
+    /// windows whose runs exist, which it opens no second time).
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        let params = rusqlite::params![schedule, Ms(at)];
-        if self.cached(UPDATE_LAST_EVALUATED)?.execute(params)? == 0 {
-            self.cached(SET_LAST_EVALUATED)?.execute(params)?;
+        if !self.states.defer_last_evaluated(schedule, at) {
+            self.states.flush_attempt(self.conn, self.stmts)?;
+            write_last_evaluated(self.conn, self.stmts, schedule, at)?;
         }
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
@@ -321,4 +325,18 @@ impl Tx<'_> {
         let rows = stmt.query_map([], maintenance_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// Writes `schedule`'s cursor alone (the row made if missing).
+pub(crate) fn write_last_evaluated(
+    conn: &rusqlite::Connection,
+    stmts: &super::db::Statements,
+    schedule: &str,
+    at: DateTime<Utc>,
+) -> rusqlite::Result<()> {
+    let params = rusqlite::params![schedule, Ms(at)];
+    if stmts.get(conn, UPDATE_LAST_EVALUATED)?.execute(params)? == 0 {
+        stmts.get(conn, SET_LAST_EVALUATED)?.execute(params)?;
+    }
+    Ok(())
 }
