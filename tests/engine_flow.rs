@@ -176,3 +176,51 @@ calendar = "cn"
     assert_eq!(kinds(&store, holiday.id), ["skipped"]);
     assert_eq!(holiday.attempts, 0);
 }
+
+/// `non_business_day = "next_business_day"`: the weekend's windows open on
+/// Monday at the Monday window's instant, each with its own key, and all
+/// three run (fires that share an instant are all opened).
+#[test]
+fn weekend_windows_moved_to_monday_all_open_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        r#"{BASE}
+[calendars.cn]
+weekend = ["SAT", "SUN"]
+
+[[schedule]]
+id = "report"
+agent = "sim"
+cron = "0 9 * * *"
+calendar = "cn"
+non_business_day = "next_business_day"
+overlap = "allow"
+max_concurrency = 3
+"#
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-04T00:00:00Z",
+        vec![("report", sim_agent(vec![]))],
+        vec![],
+    );
+    // Friday 2026-06-05 .. Tuesday 2026-06-09, 09:00 in Asia/Shanghai = 01:00Z.
+    d.run_until(t("2026-06-09T12:00:00Z")).unwrap();
+    let store = d.store().unwrap();
+    for key in [
+        "2026-06-05",
+        "2026-06-06",
+        "2026-06-07",
+        "2026-06-08",
+        "2026-06-09",
+    ] {
+        let run = run_by_key(&store, "report", key);
+        assert_eq!(run.state, RunState::Succeeded, "{key}: {run:?}");
+    }
+    let monday = t("2026-06-08T01:00:00Z");
+    for key in ["2026-06-06", "2026-06-07", "2026-06-08"] {
+        assert_eq!(run_by_key(&store, "report", key).window_start, monday, "{key}");
+    }
+}

@@ -84,6 +84,30 @@ proptest! {
         }
     }
 
+    /// The engine waits for the first fire after a schedule's cursor, and
+    /// when it opens one it asks for the first fire after that fire's
+    /// instant: restarting the sequence at any fire must give the same
+    /// fires as walking it.
+    #[test]
+    fn restarting_at_a_fire_continues_the_same_sequence(e in expr(), zi in 0..ZONES.len(), after in instant(), gap_skip in any::<bool>(), fold in 0..3u8) {
+        let Ok(spec) = CronSpec::parse(&e) else { return Ok(()) };
+        let mut rule = FireRule::cron(spec, ZONES[zi].parse::<Tz>().unwrap());
+        if gap_skip { rule.dst_gap = DstGap::Skip; }
+        rule.dst_fold = [agentcron::time::policy::DstFold::First, agentcron::time::policy::DstFold::Last, agentcron::time::policy::DstFold::Both][fold as usize];
+        let walked: Vec<_> = rule.fires_after(after).take(30).collect();
+        let mut restarted = Vec::with_capacity(walked.len());
+        let mut from = after;
+        while restarted.len() < walked.len() {
+            let Some(f) = rule.next_after(from) else { break };
+            from = f.at;
+            restarted.push(f);
+        }
+        prop_assert_eq!(restarted.len(), walked.len(), "{} in {}", e, ZONES[zi]);
+        for (a, b) in walked.iter().zip(&restarted) {
+            prop_assert_eq!((a.at, &a.window_key, &a.note), (b.at, &b.window_key, &b.note), "{} in {}", e, ZONES[zi]);
+        }
+    }
+
     #[test]
     fn every_fixed_keeps_real_time_spacing(step in prop::sample::select(vec![1i64, 5, 10, 15, 30]), zi in 0..ZONES.len(), after in instant()) {
         let tz: Tz = ZONES[zi].parse().unwrap();

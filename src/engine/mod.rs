@@ -209,6 +209,11 @@ pub struct Engine {
     pub(crate) opts: EngineOptions,
     /// By schedule index.
     pub(crate) rules: Vec<Option<FireRule>>,
+    /// By schedule index: the fire its rule gave after the cursor the
+    /// schedule had then (that cursor, the fire) — the one its heap entry
+    /// was pushed for, so opening it need not compute it again
+    /// ([`Engine::open_due_windows`]).
+    pub(crate) next_fire: Vec<Option<(DateTime<Utc>, crate::time::fire::Fire)>>,
     pub(crate) gates: gating::ScheduleGates,
     /// IO gates being checked off the loop.
     pub(crate) gate_pool: gating::GatePool,
@@ -340,6 +345,7 @@ impl Engine {
             runner,
             opts,
             rules,
+            next_fire: vec![None; n],
             gates: Arc::new(gates),
             gate_pool: gating::GatePool::new(),
             index,
@@ -493,6 +499,7 @@ impl Engine {
                     self.cursor[idx] = Some(cursor);
                     if let Some(f) = self.rules[idx].as_ref().and_then(|r| r.next_after(cursor)) {
                         self.heap.push(Reverse((f.at, idx)));
+                        self.next_fire[idx] = Some((cursor, f));
                     }
                 }
                 TriggerConfig::AfterEvent { .. } | TriggerConfig::OnEvent { .. } => {}

@@ -60,11 +60,37 @@ impl Engine {
             };
             let from = self.cursor[idx].unwrap_or(at - TimeDelta::milliseconds(1));
             let cap = self.opts.max_catchup_windows;
-            let mut fires: Vec<Fire> = rule
-                .fires_after(from)
-                .take_while(|f| f.at <= now)
-                .take(cap + 1)
-                .collect();
+            // The steady state: the fire computed when the cursor last moved
+            // (the first after `from`) is the one due, and the one after it
+            // is not due yet — and, being the first fire after the new
+            // cursor, is the next one to wait for. One fire computed per
+            // window instead of three.
+            // (Not where fires can share an instant: the first after that
+            // instant would skip the others.)
+            let known = self.next_fire[idx]
+                .take()
+                .filter(|(computed_from, f)| {
+                    self.cursor[idx] == Some(*computed_from) && f.at == at && !rule.may_share_instants()
+                })
+                .map(|(_, f)| f);
+            let mut after_due: Option<Option<Fire>> = None;
+            let mut fires: Vec<Fire> = match known {
+                Some(first) => match rule.next_after(first.at) {
+                    second if second.as_ref().is_none_or(|f| f.at > now) => {
+                        after_due = Some(second);
+                        vec![first]
+                    }
+                    _ => vec![],
+                },
+                None => vec![],
+            };
+            if after_due.is_none() {
+                fires = rule
+                    .fires_after(from)
+                    .take_while(|f| f.at <= now)
+                    .take(cap + 1)
+                    .collect();
+            }
             let truncated = fires.len() > cap;
             if truncated {
                 // Keep the newest windows; the older ones are far past any catch-up window.
@@ -205,8 +231,15 @@ impl Engine {
             for a in alerts {
                 self.raise_alert(now, &s.tenant, &s.id, None, "catchup", &a)?;
             }
-            if let Some(next) = rule.next_after(new_cursor) {
+            // After the fast path above the cursor moved to `now`, past the
+            // one fire due: the fire after it is the first after the cursor.
+            let next = match after_due {
+                Some(next) => next,
+                None => rule.next_after(new_cursor),
+            };
+            if let Some(next) = next {
                 self.heap.push(Reverse((next.at, idx)));
+                self.next_fire[idx] = Some((new_cursor, next));
             }
         }
         Ok(false)

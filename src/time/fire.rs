@@ -118,6 +118,13 @@ impl FireRule {
         self.fires_after(after).next()
     }
 
+    /// Whether two of its fires can fall on one instant: only a calendar
+    /// that moves a non-business day's fire onto the next business day's
+    /// (each keeps its own window key). Otherwise fires strictly increase.
+    pub fn may_share_instants(&self) -> bool {
+        self.calendar.is_some() && self.non_business_day == NonBusinessDay::NextBusinessDay
+    }
+
     /// The shape of this rule's window keys.
     pub fn key_style(&self) -> Cadence {
         match &self.source {
