@@ -514,7 +514,7 @@ fn a_window_opened_claimed_is_an_insert_and_a_claim() {
         let at_once = opened_and_claimed(kind, |tx, new, opened| {
             let plan = claim_plan(new, now);
             assert!(opens_claimed(&plan));
-            let applied = tx.open_claimed(new, opened, opened_at, &plan, now)?;
+            let applied = tx.open_claimed(new, opened.clone(), opened_at, plan.clone(), now)?;
             let Applied::Done {
                 run, claim, effects, ..
             } = applied
@@ -527,7 +527,7 @@ fn a_window_opened_claimed_is_an_insert_and_a_claim() {
             assert_eq!(run.as_deref(), Some(&claim.run));
             built = run;
             // Opened again (another scheduler first): nothing is written.
-            let again = tx.open_claimed(new, opened, opened_at, &plan, now)?;
+            let again = tx.open_claimed(new, opened.clone(), opened_at, plan.clone(), now)?;
             assert!(again.is_conflict(), "{again:?}");
             Ok(())
         });
@@ -556,7 +556,7 @@ fn open_claimed_refuses_any_other_plan(store: &Store) {
     plan.steps
         .push(agentcron::core::plan::Step::Recheck { at: t0(), why: None });
     assert!(!opens_claimed(&plan));
-    let refused = store.write(|tx| tx.open_claimed(&new, &opened, t0(), &plan, t0()));
+    let refused = store.write(|tx| tx.open_claimed(&new, opened.clone(), t0(), plan.clone(), t0()));
     assert!(matches!(refused, Err(StoreError::Invariant(_))), "{refused:?}");
     let none = store.read(|tx| tx.find_run("acme", "s", "w")).expect("read");
     assert_eq!(none, None);
@@ -579,7 +579,7 @@ fn open_claimed_at(tx: &Tx, key: &str, now: DateTime<Utc>, decided: bool) -> Res
     if decided {
         plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
     }
-    match tx.open_claimed(&new, &opened, t0(), &plan, now)? {
+    match tx.open_claimed(&new, opened, t0(), plan, now)? {
         Applied::Done { run: Some(run), .. } => Ok(*run),
         other => panic!("not claimed: {other:?}"),
     }
@@ -706,7 +706,7 @@ fn a_claims_row_holds_the_opening_and_the_decision(store: &Store) {
             plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
             let before = tx.max_event_id()?;
             let Applied::Done { run: Some(run), .. } =
-                tx.open_claimed(&new, &opened, opened_at, &plan, now)?
+                tx.open_claimed(&new, opened.clone(), opened_at, plan.clone(), now)?
             else {
                 panic!("not claimed");
             };
@@ -1147,7 +1147,31 @@ fn deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback(s
     assert_eq!(attempts[0].envelope.as_deref(), Some(r#"{"run":"a"}"#));
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["window_opened", "decision", "claimed", "started"]);
+    // The same row as a claim written at once: the same events, each with
+    // the same fields (their text is made later, by the same code).
+    let z = store
+        .write(|tx| {
+            let z = open_claimed_at(tx, "z", now, true)?;
+            tx.set_attempt_envelope(z.id, 1, r#"{"run":"z"}"#)?;
+            tx.append_event(&NewEvent::of(now, started(1, z.fencing_token)).for_run(&z))?;
+            Ok(z)
+        })
+        .expect("claim z");
+    let shape = |events: &[Event]| -> Vec<(String, Vec<String>)> {
+        events
+            .iter()
+            .map(|e| {
+                let mut keys: Vec<String> =
+                    e.detail.as_object().expect("an object").keys().cloned().collect();
+                keys.sort();
+                (e.kind.clone(), keys)
+            })
+            .collect()
+    };
+    assert_eq!(shape(&events), shape(&rows(&z).1));
+    assert_eq!(events[1].detail, rows(&z).1[1].detail, "the decisions differ");
     let all = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    let all: Vec<Run> = all.into_iter().filter(|r| r.id != z.id).collect();
     assert_eq!(all.len(), 1, "b rolled back: {all:?}");
     let attempt_rows: usize = all
         .iter()

@@ -141,7 +141,7 @@ impl Engine {
                 facts.count_claim(&run);
                 let applied = self
                     .store
-                    .write(|tx| tx.open_claimed(&new, &opened, opened_at, &plan, now))?;
+                    .write(|tx| tx.open_claimed(&new, opened, opened_at, plan, now))?;
                 self.perform(idx, applied, now)?;
                 return Ok(());
             }

@@ -249,9 +249,9 @@ impl Tx<'_> {
     pub fn open_claimed(
         &self,
         new: &NewRun,
-        opened: &crate::core::event::Event,
+        opened: crate::core::event::Event,
         opened_at: DateTime<Utc>,
-        plan: &Plan,
+        plan: Plan,
         now: DateTime<Utc>,
     ) -> Result<Applied> {
         let (
@@ -270,7 +270,7 @@ impl Tx<'_> {
                 "open_claimed: the plan is not one claim".into(),
             ));
         };
-        if !opens_claimed(plan) || t.state != new.state {
+        if !opens_claimed(&plan) || t.state != new.state {
             return Err(StoreError::Invariant(
                 "open_claimed: the plan is not a first claim of a pending run".into(),
             ));
@@ -286,17 +286,20 @@ impl Tx<'_> {
         };
         // Its run's tenant, schedule and id: from the claim's row when folded
         // into it, from `run` when written alone (`append_event_for`).
-        let opened = NewEvent::of_ref(opened_at, opened);
+        let (owner, due) = (owner.clone(), *due);
+        // Typed: their text is made when the row is written (after the
+        // agent started, while claims defer their rows).
+        let opened = NewEvent::of(opened_at, opened);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_str()) {
             // One row: the opening and the decision folded into the claim.
             let mut folded = Vec::with_capacity(1 + plan.events.len());
             folded.push(opened);
-            folded.extend(plan.events.iter().map(|(_, event)| NewEvent::of_ref(now, event)));
-            self.append_claimed(&run, owner, *due, now, folded)?;
+            folded.extend(plan.events.into_iter().map(|(_, event)| NewEvent::of(now, event)));
+            self.append_claimed(&run, &owner, due, now, folded)?;
         } else {
             self.append_event_for(&opened, &run)?;
-            for (scope, event) in &plan.events {
-                let ev = NewEvent::of_ref(now, event);
+            for (scope, event) in plan.events {
+                let ev = NewEvent::of(now, event);
                 let ev = match scope {
                     Scope::Run => ev.for_schedule(&run.tenant, &run.schedule).with_run_id(run.id),
                     Scope::Schedule => ev.for_schedule(&run.tenant, &run.schedule),
@@ -304,7 +307,7 @@ impl Tx<'_> {
                 };
                 self.append_event(&ev)?;
             }
-            self.append_claimed(&run, owner, *due, now, Vec::new())?;
+            self.append_claimed(&run, &owner, due, now, Vec::new())?;
         }
         Ok(Applied::Done {
             claim: Some(Box::new(Claim {
@@ -313,7 +316,7 @@ impl Tx<'_> {
                 run: run.clone(),
             })),
             run: Some(Box::new(run)),
-            effects: plan.effects.clone(),
+            effects: plan.effects,
             state: None,
         })
     }

@@ -377,6 +377,19 @@ impl StateCache {
         self.inner().held_claim.replace((claimed, folded))
     }
 
+    /// The claim's event held, taken if it is run `run_id`'s.
+    pub(crate) fn take_held_claim_of(
+        &self,
+        run_id: Option<i64>,
+    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
+        let mut c = self.inner();
+        c.held_claim
+            .as_ref()
+            .is_some_and(|(claimed, _)| claimed.run_id == run_id)
+            .then(|| c.held_claim.take())
+            .flatten()
+    }
+
     /// The claim's event held, taken.
     pub(crate) fn take_held_claim(&self) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
         self.inner().held_claim.take()

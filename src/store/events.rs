@@ -146,7 +146,7 @@ pub(crate) fn write_event(conn: &rusqlite::Connection, ev: &NewEvent) -> Result<
         ev.tenant,
         ev.schedule,
         ev.run_id,
-        ev.detail_text()
+        ev.detail_text().as_ref()
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -212,13 +212,26 @@ impl Tx<'_> {
 
     /// Appends one trace row as given; returns its id (ids increase).
     pub fn append_event(&self, ev: &NewEvent) -> Result<i64> {
+        // The `started` event of the claim held: folded in, its text made
+        // when the row is written (later, while claims defer their rows).
+        if ev.kind == "started"
+            && ev.run_id.is_some()
+            && ev.is_object()
+            && let Some((claimed, mut folded)) = self.states.take_held_claim_of(ev.run_id)
+        {
+            folded.push(claimed);
+            return match self.states.defer_event(ev.clone(), folded) {
+                None => Ok(0),
+                Some((started, folded)) => write_event(self.conn, &started.folding(&folded)),
+            };
+        }
         self.insert_event(
             ev.at,
             &ev.kind,
             ev.tenant.as_deref(),
             ev.schedule.as_deref(),
             ev.run_id,
-            ev.detail_text(),
+            &ev.detail_text(),
         )
     }
 

@@ -714,7 +714,7 @@ impl Tx<'_> {
             Some(ev.tenant.as_deref().unwrap_or(&run.tenant)),
             Some(ev.schedule.as_deref().unwrap_or(&run.schedule)),
             Some(ev.run_id.unwrap_or(run.id)),
-            ev.detail_text(),
+            &ev.detail_text(),
         )
     }
 }

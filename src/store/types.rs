@@ -110,21 +110,62 @@ pub const FOLDED_KINDS: [&str; 5] = ["window_opened", "gate", "switch_held", "de
 pub(crate) const FOLDING_KINDS: [&str; 2] = ["claimed", "started"];
 
 /// An event to append.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct NewEvent {
     pub at: DateTime<Utc>,
     pub kind: String,
     pub tenant: Option<String>,
     pub schedule: Option<String>,
     pub run_id: Option<i64>,
-    /// The detail as it will be stored: JSON text, written once.
-    detail: String,
+    detail: Detail,
+}
+
+/// An event's detail: its JSON text, or the typed event it is written from
+/// when it is written (a claim's trace row is written after its agent
+/// starts: its text is made then, not on the claim's path).
+#[derive(Debug, Clone)]
+enum Detail {
+    Text(String),
+    Typed(Box<crate::core::event::Event>),
+}
+
+impl PartialEq for NewEvent {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, &self.kind, &self.tenant, &self.schedule, self.run_id)
+            == (
+                other.at,
+                &other.kind,
+                &other.tenant,
+                &other.schedule,
+                other.run_id,
+            )
+            && self.detail_text() == other.detail_text()
+    }
 }
 
 impl NewEvent {
-    /// A typed trace event, as the store will write it.
+    /// A typed trace event, as the store will write it (its text made when
+    /// it is written).
     pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
-        Self::of_ref(at, &event)
+        Self {
+            at,
+            kind: event.kind().to_string(),
+            tenant: None,
+            schedule: None,
+            run_id: None,
+            detail: Detail::Typed(Box::new(event)),
+        }
+    }
+
+    /// Whether its detail is a JSON object (which can hold folded events).
+    pub(crate) fn is_object(&self) -> bool {
+        match &self.detail {
+            Detail::Text(t) => t.ends_with('}'),
+            Detail::Typed(e) => match e.as_ref() {
+                crate::core::event::Event::Other { detail, .. } => detail.is_object(),
+                _ => true,
+            },
+        }
     }
 
     /// The same from a borrowed event: its text is all that is kept, so a
@@ -137,7 +178,7 @@ impl NewEvent {
             tenant: None,
             schedule: None,
             run_id: None,
-            detail,
+            detail: Detail::Text(detail),
         }
     }
 
@@ -149,7 +190,7 @@ impl NewEvent {
             tenant: None,
             schedule: None,
             run_id: None,
-            detail,
+            detail: Detail::Text(detail),
         }
     }
 
@@ -159,13 +200,16 @@ impl NewEvent {
     }
 
     /// The detail's JSON text, as stored.
-    pub fn detail_text(&self) -> &str {
-        &self.detail
+    pub fn detail_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.detail {
+            Detail::Text(t) => std::borrow::Cow::Borrowed(t),
+            Detail::Typed(e) => std::borrow::Cow::Owned(e.to_row_text().1),
+        }
     }
 
     /// The detail as JSON.
     pub fn detail(&self) -> serde_json::Value {
-        serde_json::from_str(&self.detail).unwrap_or(serde_json::Value::Null)
+        serde_json::from_str(&self.detail_text()).unwrap_or(serde_json::Value::Null)
     }
 
     /// This event's row with `before` folded in: one row for a transition
@@ -176,19 +220,20 @@ impl NewEvent {
     /// this event's run whose kinds are in [`FOLDED_KINDS`].
     pub(crate) fn folding(&self, before: &[NewEvent]) -> Self {
         use std::fmt::Write;
-        let Some(open) = self.detail.strip_suffix('}').filter(|_| !before.is_empty()) else {
+        let own = self.detail_text();
+        let Some(open) = own.strip_suffix('}').filter(|_| !before.is_empty()) else {
             return self.clone();
         };
-        let mut text = String::with_capacity(
-            open.len() + 16 + before.iter().map(|e| e.detail.len() + 48).sum::<usize>(),
-        );
+        let details: Vec<std::borrow::Cow<'_, str>> = before.iter().map(NewEvent::detail_text).collect();
+        let mut text =
+            String::with_capacity(open.len() + 16 + details.iter().map(|d| d.len() + 48).sum::<usize>());
         text.push_str(open);
         text.push_str(if open.len() > 1 {
             ",\"folded\":["
         } else {
             "\"folded\":["
         });
-        for (i, e) in before.iter().enumerate() {
+        for (i, (e, detail)) in before.iter().zip(&details).enumerate() {
             if i > 0 {
                 text.push(',');
             }
@@ -199,7 +244,7 @@ impl NewEvent {
                 let _ = write!(text, ",\"at\":{at}");
             }
             text.push_str(",\"detail\":");
-            text.push_str(&e.detail);
+            text.push_str(detail);
             text.push('}');
         }
         text.push_str("]}");
@@ -209,7 +254,7 @@ impl NewEvent {
             tenant: self.tenant.clone(),
             schedule: self.schedule.clone(),
             run_id: self.run_id,
-            detail: text,
+            detail: Detail::Text(text),
         }
     }
 
