@@ -350,24 +350,17 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
             *e = e.min(late);
         }
     }
+    let line = |which: &str, of: &std::collections::BTreeMap<DateTime<Utc>, f64>, digits: usize| {
+        let values: Vec<String> = of.values().map(|v| format!("{v:.digits$}")).collect();
+        println!(
+            "   {which} claim of each instant committed (ms after due): {}",
+            values.join(" ")
+        );
+    };
     // Before the first commit: the loop's wake-up and the tick's work ahead
     // of the claims, plus one chunk.
-    println!(
-        "   first claim of each instant committed (ms after due): {}",
-        first_of
-            .values()
-            .map(|v| format!("{v:.1}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    println!(
-        "   last claim of each instant committed (ms after due): {}",
-        last_of
-            .values()
-            .map(|v| format!("{v:.0}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    line("first", &first_of, 1);
+    line("last", &last_of, 0);
 
     // Everything below reads the trace the engine wrote.
     let claimed = ok(

@@ -53,12 +53,24 @@ fn config(workers: u32, rest: &str) -> String {
     )
 }
 
-/// An engine on `toml` with a file database, a virtual clock at 00:00:30
-/// and the watching agent recording into `seen`.
-fn engine(
+/// `schedules` schedules every minute, and workers for all of them.
+fn every_minute(schedules: usize) -> String {
+    let mut toml = config(1000, "");
+    for i in 0..schedules {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
+        );
+    }
+    toml
+}
+
+/// An engine on `toml` with the file database `chunks.db`, a virtual clock
+/// at 00:00:30 and the agents of `runner(the database's path)`.
+fn engine_with(
     dir: &tempfile::TempDir,
     toml: &str,
-    seen: &Seen,
+    runner: impl FnOnce(PathBuf) -> Arc<dyn AgentRunner>,
     opts: EngineOptions,
 ) -> (Arc<Store>, VirtualClock, Engine) {
     let cfg = load_str(toml, &dir.path().join("agentcron.toml")).unwrap();
@@ -69,26 +81,28 @@ fn engine(
         Arc::new(cfg),
         store.clone(),
         Arc::new(clock.clone()),
-        Arc::new(Watching {
-            db,
-            seen: seen.clone(),
-        }),
+        runner(db),
         opts,
     );
     (store, clock, engine)
+}
+
+/// [`engine_with`] the watching agent recording into `seen`.
+fn engine(
+    dir: &tempfile::TempDir,
+    toml: &str,
+    seen: &Seen,
+    opts: EngineOptions,
+) -> (Arc<Store>, VirtualClock, Engine) {
+    let seen = seen.clone();
+    engine_with(dir, toml, |db| Arc::new(Watching { db, seen }), opts)
 }
 
 #[test]
 fn a_big_tick_starts_agents_chunk_by_chunk_and_only_on_committed_claims() {
     const SCHEDULES: u64 = 600;
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = config(1000, "");
-    for i in 0..SCHEDULES {
-        let _ = write!(
-            toml,
-            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
-        );
-    }
+    let toml = every_minute(SCHEDULES as usize);
     let seen: Seen = Arc::default();
     let opts = EngineOptions {
         record_claim_commits: true,
@@ -231,28 +245,15 @@ impl AgentRunner for RowsAtStart {
 fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start() {
     const SCHEDULES: usize = 600;
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = config(1000, "");
-    for i in 0..SCHEDULES {
-        let _ = write!(
-            toml,
-            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
-        );
-    }
-    let cfg = load_str(&toml, &dir.path().join("agentcron.toml")).unwrap();
-    let db = dir.path().join("rows.db");
-    let store = Arc::new(Store::open(&db).unwrap());
-    let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
     let seen: RowsSeen = Arc::default();
-    let mut engine = Engine::new(
-        Arc::new(cfg),
-        store.clone(),
-        Arc::new(clock.clone()),
-        Arc::new(RowsAtStart {
-            db: db.clone(),
-            seen: seen.clone(),
-        }),
+    let rows_seen = seen.clone();
+    let (_store, clock, mut engine) = engine_with(
+        &dir,
+        &every_minute(SCHEDULES),
+        |db| Arc::new(RowsAtStart { db, seen: rows_seen }),
         EngineOptions::default(),
     );
+    let db = dir.path().join("chunks.db");
     engine.tick().unwrap();
     clock.set("2026-06-01T00:01:00Z".parse().unwrap());
     engine.tick().unwrap();
