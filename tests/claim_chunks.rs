@@ -7,7 +7,7 @@ use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, Attemp
 use agentcron::config::load_str;
 use agentcron::engine::{Engine, EngineOptions};
 use agentcron::store::Store;
-use agentcron::store::types::{EventFilter, NewRun, Pool, RunFilter, RunReason, RunState};
+use agentcron::store::types::{AttemptStatus, EventFilter, NewRun, Pool, RunFilter, RunReason, RunState};
 use agentcron::time::clock::VirtualClock;
 use chrono::{DateTime, TimeDelta, Utc};
 use std::fmt::Write as _;
@@ -299,13 +299,9 @@ fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start(
     }
 }
 
-/// A scheduler that dies after an instant's claims committed and before
-/// their deferred attempt and trace rows were written leaves a running run
-/// without an attempt row. Once its lease (and the takeover grace) is past,
-/// the lost-lease sweep writes that attempt as lost, saying its rows were
-/// never written, and the recovery rules schedule a retry.
-#[test]
-fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
+/// An engine on one hourly schedule `report` (retried every minute, three
+/// attempts) that has had its first tick at 00:00:30.
+fn one_hourly_schedule() -> (tempfile::TempDir, Arc<Store>, VirtualClock, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let toml = config(
         10,
@@ -314,13 +310,19 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
     );
     let (store, clock, mut engine) = engine(&dir, &toml, &Arc::default(), EngineOptions::default());
     engine.tick().unwrap();
-    // Another scheduler's claim of a window, as it committed before it died.
+    (dir, store, clock, engine)
+}
+
+/// A window of `report` due at 00:00 claimed by another scheduler ("other",
+/// lease to 00:01) on its own connection, its claim's rows deferred and not
+/// written: that connection and the claim.
+fn claimed_by_another(dir: &tempfile::TempDir) -> (Store, agentcron::store::types::Claim) {
     let due: DateTime<Utc> = "2026-06-01T00:00:00Z".parse().unwrap();
-    let claim = {
-        let dead = Store::open(&dir.path().join("chunks.db")).unwrap();
-        dead.defer_claim_rows(true);
-        dead.batch(|| {
-            dead.write(|tx| {
+    let other = Store::open(&dir.path().join("chunks.db")).unwrap();
+    let deferring = agentcron::store::DeferClaimRows::on(&other);
+    let claim = other
+        .batch(|| {
+            other.write(|tx| {
                 let new = NewRun {
                     tenant: "default".into(),
                     schedule: "report".into(),
@@ -340,7 +342,7 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
                     .claim(
                         run.id,
                         RunState::Pending,
-                        "dead",
+                        "other",
                         lease,
                         RunReason::Manual,
                         due,
@@ -349,9 +351,22 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
                     .expect("claimed"))
             })
         })
-        .unwrap()
-        // Dropped without `write_deferred`: the process died.
-    };
+        .unwrap();
+    drop(deferring);
+    (other, claim)
+}
+
+/// A scheduler that dies after an instant's claims committed and before
+/// their deferred attempt and trace rows were written leaves a running run
+/// without an attempt row. Once its lease (and the takeover grace) is past,
+/// the lost-lease sweep writes that attempt as lost, saying its rows were
+/// never written, and the recovery rules schedule a retry.
+#[test]
+fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
+    let (dir, store, clock, mut engine) = one_hourly_schedule();
+    // Another scheduler's claim of a window, as it committed before it died:
+    // dropped without `write_deferred`.
+    let (_, claim) = claimed_by_another(&dir);
     let run_id = claim.run.id;
     assert!(store.read(|tx| tx.attempts(run_id)).unwrap().is_empty());
     clock.set("2026-06-01T00:05:00Z".parse().unwrap());
@@ -360,9 +375,9 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
     let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
     assert_eq!(attempts.len(), 1, "{attempts:?}");
     let lost = &attempts[0];
-    assert_eq!(lost.status, agentcron::store::types::AttemptStatus::Lost);
+    assert_eq!(lost.status, AttemptStatus::Lost);
     assert_eq!((lost.n, lost.fencing_token), (1, claim.fencing_token));
-    assert_eq!(lost.owner, "dead");
+    assert_eq!(lost.owner, "other");
     assert!(lost.ended_at.is_some());
     let message = lost.message.as_deref().unwrap_or_default();
     assert!(
@@ -383,6 +398,50 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
         .map(|e| e.kind)
         .collect();
     for kind in ["lost", "retry_scheduled"] {
+        assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
+    }
+}
+
+/// A scheduler frozen after its claims committed (its deferred rows not yet
+/// written) whose runs were swept lost meanwhile writes those rows when it
+/// resumes without harm: the sweep's attempt row stays, its own is not
+/// inserted over it, and its later writes go on (the attempt row clashing
+/// with the sweep's used to fail every write of that store from then on).
+#[test]
+fn a_scheduler_resuming_after_its_claims_were_swept_writes_its_deferred_rows_without_harm() {
+    let (dir, store, clock, mut engine) = one_hourly_schedule();
+    let (frozen, claim) = claimed_by_another(&dir);
+    let run_id = claim.run.id;
+    clock.set("2026-06-01T00:05:00Z".parse().unwrap());
+    engine.tick().unwrap();
+    assert_eq!(
+        store.read(|tx| tx.attempts(run_id)).unwrap()[0].status,
+        AttemptStatus::Lost
+    );
+
+    assert_eq!(
+        frozen.write_deferred().unwrap(),
+        2,
+        "the attempt row (kept out) and the trace row"
+    );
+    frozen
+        .write(|tx| tx.max_event_id())
+        .expect("the store still writes");
+    let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0].status, AttemptStatus::Lost);
+    let kinds: Vec<String> = store
+        .read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(run_id),
+                ..EventFilter::default()
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    for kind in ["claimed", "lost", "retry_scheduled"] {
         assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
     }
 }

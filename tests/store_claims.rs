@@ -1219,10 +1219,52 @@ fn a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written(store: 
     assert_eq!(st.last_evaluated, Some(t0() + mins(1)));
 }
 
+/// While claims defer their rows, an event written after a deferred claim in
+/// the same transaction (a circuit's change, another run's) is deferred
+/// behind it, and so is the claim's `started` event when it comes after
+/// one: the trace keeps the order things happened in.
+fn events_after_a_deferred_claim_keep_their_order(store: &Store) {
+    let now = t0() + mins(1);
+    let deferring = DeferClaimRows::on(store);
+    let a = store
+        .batch(|| {
+            store.write(|tx| {
+                let a = open_claimed_at(tx, "a", now, true)?;
+                let tick = agentcron::core::event::Event::Tick {
+                    owner: "me".into(),
+                    running: 1,
+                };
+                tx.append_event(&NewEvent::of(now, tick))?;
+                tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a))?;
+                Ok(a)
+            })
+        })
+        .expect("claim a");
+    drop(deferring);
+    assert_eq!(
+        store.write_deferred().unwrap(),
+        4,
+        "attempt, claim row, tick, start"
+    );
+    let all = store.read(|tx| tx.events(&EventFilter::default())).unwrap();
+    let order: Vec<(&str, Option<i64>)> = all.iter().map(|e| (e.kind.as_str(), e.run_id)).collect();
+    assert_eq!(
+        order,
+        [
+            ("window_opened", Some(a.id)),
+            ("decision", Some(a.id)),
+            ("claimed", Some(a.id)),
+            ("tick", None),
+            ("started", Some(a.id)),
+        ]
+    );
+}
+
 conformance!(
     a_claims_attempt_row_is_seen_by_every_statement_and_written_once,
     deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback,
     a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written,
+    events_after_a_deferred_claim_keep_their_order,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,

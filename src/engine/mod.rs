@@ -456,6 +456,9 @@ impl Engine {
     /// instant (a schedule seen for the first time is born now): at the
     /// start, and again after a reload.
     pub(crate) fn load_cursors(&mut self, now: DateTime<Utc>) -> Result<()> {
+        // Cursors an earlier tick moved with its claims' deferred rows are
+        // written first (a read does not write them).
+        self.store.write_deferred()?;
         let states = self.store.read(|tx| tx.all_schedule_states())?;
         let by_id: HashMap<&str, _> = states.iter().map(|s| (s.schedule.as_str(), s)).collect();
         for (idx, s) in self.cfg.schedules.iter().enumerate() {
@@ -535,9 +538,9 @@ impl Engine {
         // Each chunk commits its claims' run rows alone and starts their
         // agents; their attempt and trace rows are written in one
         // transaction once the last chunk's agents have started.
-        self.store.defer_claim_rows(true);
+        let deferring = crate::store::DeferClaimRows::on(&store);
         let claimed = self.open_and_claim(now, fuse, &mut decided);
-        self.store.defer_claim_rows(false);
+        drop(deferring);
         self.store.write_deferred()?;
         claimed?;
         if !self.stopping {

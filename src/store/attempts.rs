@@ -47,6 +47,12 @@ const INSERT_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
        (SELECT version FROM schedule_current WHERE schedule = ?5), ?9)";
+/// [`INSERT_ATTEMPT_ENVELOPE`] unless the run's attempt `n` has a row.
+const INSERT_DEFERRED_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
+     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
+       (SELECT version FROM schedule_current WHERE schedule = ?5), ?9) \
+     ON CONFLICT DO NOTHING";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
 const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
      exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
@@ -145,6 +151,28 @@ impl HeldAttempt {
         stmts: &super::db::Statements,
         envelope: Option<&str>,
     ) -> rusqlite::Result<()> {
+        self.insert_as(conn, stmts, envelope, false).map(drop)
+    }
+
+    /// Inserts the row a claim deferred: nothing when the attempt has a row
+    /// already (the lost-lease sweep of another scheduler wrote it while this
+    /// one could not write); whether it was inserted.
+    pub(crate) fn insert_deferred(
+        &self,
+        conn: &rusqlite::Connection,
+        stmts: &super::db::Statements,
+        envelope: Option<&str>,
+    ) -> rusqlite::Result<bool> {
+        self.insert_as(conn, stmts, envelope, true)
+    }
+
+    fn insert_as(
+        &self,
+        conn: &rusqlite::Connection,
+        stmts: &super::db::Statements,
+        envelope: Option<&str>,
+        unless_there: bool,
+    ) -> rusqlite::Result<bool> {
         let p = rusqlite::params![
             self.run_id,
             self.n,
@@ -155,17 +183,21 @@ impl HeldAttempt {
             self.reason,
             Ms(self.started_at),
         ];
-        match envelope {
-            None => stmts.get(conn, INSERT_ATTEMPT)?.execute(p)?,
-            Some(env) => {
+        let inserted = match (envelope, unless_there) {
+            (None, false) => stmts.get(conn, INSERT_ATTEMPT)?.execute(p)?,
+            (None, true) => stmts.get(conn, INSERT_UNWRITTEN_ATTEMPT)?.execute(p)?,
+            (Some(env), unless_there) => {
                 let mut all = p.to_vec();
                 all.push(&env);
-                stmts
-                    .get(conn, INSERT_ATTEMPT_ENVELOPE)?
-                    .execute(all.as_slice())?
+                let sql = if unless_there {
+                    INSERT_DEFERRED_ATTEMPT_ENVELOPE
+                } else {
+                    INSERT_ATTEMPT_ENVELOPE
+                };
+                stmts.get(conn, sql)?.execute(all.as_slice())?
             }
         };
-        Ok(())
+        Ok(inserted == 1)
     }
 }
 

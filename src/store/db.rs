@@ -173,6 +173,23 @@ impl RunCounts {
     }
 }
 
+/// [`Store::defer_claim_rows`] on while it lives, off when dropped (a panic
+/// unwinding included).
+pub struct DeferClaimRows<'s>(&'s Store);
+
+impl<'s> DeferClaimRows<'s> {
+    pub fn on(store: &'s Store) -> Self {
+        store.defer_claim_rows(true);
+        Self(store)
+    }
+}
+
+impl Drop for DeferClaimRows<'_> {
+    fn drop(&mut self) {
+        self.0.defer_claim_rows(false);
+    }
+}
+
 /// A row a claim left for later (see `CachedStates::deferring`).
 #[derive(Debug, Clone)]
 pub(crate) enum Deferred {
@@ -188,7 +205,9 @@ pub(crate) enum Deferred {
 impl Deferred {
     fn write(&self, conn: &Connection, stmts: &Statements, states: &StateCache) -> Result<()> {
         match self {
-            Deferred::Attempt(a, envelope) => a.insert(conn, stmts, envelope.as_deref())?,
+            Deferred::Attempt(a, envelope) => {
+                a.insert_deferred(conn, stmts, envelope.as_deref())?;
+            }
             Deferred::Event(ev, folded) => {
                 super::events::write_event(conn, &ev.folding(folded))?;
             }
@@ -266,6 +285,10 @@ struct CachedStates {
     /// moved to `StateCache`'s committed list when it commits.
     deferring: bool,
     deferred_open: Vec<Deferred>,
+    /// Whether `deferred_open` holds a trace row: every event the open
+    /// transaction writes after it is deferred too, so the trace keeps the
+    /// order things happened in.
+    open_has_events: bool,
     /// Deferred rows whose claims committed, not written yet: the next write
     /// transaction of this store writes them first ([`Store::write_deferred`]).
     /// Never forgotten with the caches: they are data, not copies of it.
@@ -288,6 +311,7 @@ impl CachedStates {
         // A rolled-back transaction's claims never happened; the committed
         // ones' rows (`deferred`) are kept.
         self.deferred_open.clear();
+        self.open_has_events = false;
         self.generation += 1;
     }
 }
@@ -481,9 +505,17 @@ impl StateCache {
         let mut c = self.inner();
         if c.deferring {
             c.deferred_open.push(Deferred::Event(ev, folded));
+            c.open_has_events = true;
             return None;
         }
         Some((ev, folded))
+    }
+
+    /// Whether an event written now is deferred: the open transaction
+    /// deferred a trace row before it (see `CachedStates::open_has_events`).
+    pub(crate) fn defers_events(&self) -> bool {
+        let c = self.inner();
+        c.deferring && c.open_has_events
     }
 
     /// Keeps `schedule`'s cursor move for later while claims defer their
@@ -526,6 +558,7 @@ impl StateCache {
     /// write.
     fn deferred_committed(&self) {
         let mut c = self.inner();
+        c.open_has_events = false;
         if !c.deferred_open.is_empty() {
             let open = std::mem::take(&mut c.deferred_open);
             c.deferred.extend(open);
@@ -533,7 +566,9 @@ impl StateCache {
     }
 
     fn take_deferred_open(&self) -> Vec<Deferred> {
-        std::mem::take(&mut self.inner().deferred_open)
+        let mut c = self.inner();
+        c.open_has_events = false;
+        std::mem::take(&mut c.deferred_open)
     }
 
     fn take_deferred(&self) -> Vec<Deferred> {

@@ -180,6 +180,16 @@ impl Tx<'_> {
             }
             self.write_held(claimed, folded)?;
         }
+        // After a trace row this transaction deferred: deferred behind it,
+        // so the trace keeps its order.
+        if self.states.defers_events() {
+            let mut ev = NewEvent::from_text(at, kind, detail.to_string());
+            ev.tenant = tenant.map(str::to_string);
+            ev.schedule = schedule.map(str::to_string);
+            ev.run_id = run_id;
+            self.states.defer_event(ev, Vec::new());
+            return Ok(0);
+        }
         let mut stmt = self.cached(INSERT_EVENT)?;
         stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
         Ok(self.conn.last_insert_rowid())
