@@ -53,6 +53,17 @@ fn config(workers: u32, rest: &str) -> String {
     )
 }
 
+/// The kinds of run `run_id`'s events, oldest first.
+fn kinds(store: &Store, run_id: i64) -> Vec<String> {
+    let events = store.read(|tx| {
+        tx.events(&EventFilter {
+            run_id: Some(run_id),
+            ..EventFilter::default()
+        })
+    });
+    events.unwrap().into_iter().map(|e| e.kind).collect()
+}
+
 /// `schedules` schedules every minute, and workers for all of them.
 fn every_minute(schedules: usize) -> String {
     let mut toml = config(1000, "");
@@ -277,17 +288,7 @@ fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start(
         let envelope: serde_json::Value =
             serde_json::from_str(attempts[0].envelope.as_deref().expect("the envelope is stored")).unwrap();
         assert_eq!(envelope["run_id"], run.id);
-        let kinds: Vec<String> = other
-            .read(|tx| {
-                tx.events(&EventFilter {
-                    run_id: Some(run.id),
-                    ..EventFilter::default()
-                })
-            })
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect();
+        let kinds = kinds(&other, run.id);
         for kind in ["claimed", "started"] {
             assert_eq!(
                 kinds.iter().filter(|k| *k == kind).count(),
@@ -386,17 +387,7 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
     );
     let run = store.read(|tx| tx.run(run_id)).unwrap();
     assert_eq!(run.state, RunState::RetryWait, "{run:?}");
-    let kinds: Vec<String> = store
-        .read(|tx| {
-            tx.events(&EventFilter {
-                run_id: Some(run_id),
-                ..EventFilter::default()
-            })
-        })
-        .unwrap()
-        .into_iter()
-        .map(|e| e.kind)
-        .collect();
+    let kinds = kinds(&store, run_id);
     for kind in ["lost", "retry_scheduled"] {
         assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
     }
@@ -430,17 +421,7 @@ fn a_scheduler_resuming_after_its_claims_were_swept_writes_its_deferred_rows_wit
     let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
     assert_eq!(attempts.len(), 1, "{attempts:?}");
     assert_eq!(attempts[0].status, AttemptStatus::Lost);
-    let kinds: Vec<String> = store
-        .read(|tx| {
-            tx.events(&EventFilter {
-                run_id: Some(run_id),
-                ..EventFilter::default()
-            })
-        })
-        .unwrap()
-        .into_iter()
-        .map(|e| e.kind)
-        .collect();
+    let kinds = kinds(&store, run_id);
     for kind in ["claimed", "lost", "retry_scheduled"] {
         assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
     }
