@@ -154,9 +154,9 @@ impl HeldAttempt {
         self.insert_as(conn, stmts, envelope, false).map(drop)
     }
 
-    /// Inserts the row a claim deferred: nothing when the attempt has a row
-    /// already (the lost-lease sweep of another scheduler wrote it while this
-    /// one could not write); whether it was inserted.
+    /// Inserts the row unless the attempt has one already: a row a claim
+    /// deferred, which another scheduler's lost-lease sweep may have written
+    /// meanwhile, or the row that sweep writes; whether it was inserted.
     pub(crate) fn insert_deferred(
         &self,
         conn: &rusqlite::Connection,
@@ -515,17 +515,8 @@ impl Tx<'_> {
             reason: run.reason,
             started_at: run.updated_at,
         };
-        let inserted = self.cached(INSERT_UNWRITTEN_ATTEMPT)?.execute(rusqlite::params![
-            row.run_id,
-            row.n,
-            row.token,
-            row.tenant,
-            row.schedule,
-            row.owner,
-            row.reason,
-            Ms(row.started_at),
-        ])?;
-        if inserted == 0 {
+        self.states.flush_attempt(self.conn, self.stmts)?;
+        if !row.insert_deferred(self.conn, self.stmts, None)? {
             return Ok(false);
         }
         let note = "its attempt row and its claim's trace row were not written before its scheduler stopped";

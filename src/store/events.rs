@@ -153,8 +153,8 @@ pub(crate) fn write_event(conn: &rusqlite::Connection, ev: &NewEvent) -> Result<
 
 impl Tx<'_> {
     /// Appends one row. A claim's event held ([`Tx::hold_claimed`]) is
-    /// written first, or, when this is the `started` event of the same run,
-    /// folded into it (one row for the claim and the start).
+    /// written first (the `started` event of its run is folded into it by
+    /// [`Tx::append_event`]).
     pub(crate) fn insert_event(
         &self,
         at: DateTime<Utc>,
@@ -164,20 +164,9 @@ impl Tx<'_> {
         run_id: Option<i64>,
         detail: &str,
     ) -> Result<i64> {
-        if let Some((claimed, mut folded)) = self.states.take_held_claim() {
-            // Only a detail that is a JSON object can hold folded events.
-            if kind == "started" && run_id.is_some() && run_id == claimed.run_id && detail.ends_with('}') {
-                folded.push(claimed);
-                let mut started = NewEvent::from_text(at, kind, detail.to_string());
-                started.tenant = tenant.map(str::to_string);
-                started.schedule = schedule.map(str::to_string);
-                started.run_id = run_id;
-                // Deferred with its claim's attempt row: no id yet (0).
-                return match self.states.defer_event(started, folded) {
-                    None => Ok(0),
-                    Some((started, folded)) => write_event(self.conn, &started.folding(&folded)),
-                };
-            }
+        // A claim's held row is written first (a `started` event of its
+        // run is folded into it by `append_event` instead).
+        if let Some((claimed, folded)) = self.states.take_held_claim() {
             self.write_held(claimed, folded)?;
         }
         // After a trace row this transaction deferred: deferred behind it,
