@@ -544,10 +544,11 @@ fn another_scheduler_drains_the_range_after_the_planner_dies() {
     d.settle().unwrap();
     let store = d.store().unwrap();
     assert!(store.read(|tx| tx.backlog("five")).unwrap().is_some());
-    // The standby starts after the plan, works beside main for an hour, then alone.
+    // The standby starts after the plan, works beside main for ten minutes
+    // (sharing the backlog, the two drain most of it within the hour), then alone.
     d.run_until(up + TimeDelta::minutes(10)).unwrap();
     d.add_scheduler("standby").unwrap();
-    let main_gone = up + TimeDelta::hours(1);
+    let main_gone = up + TimeDelta::minutes(20);
     d.run_until(main_gone).unwrap();
     d.crash("main");
     let end = up + TimeDelta::hours(8);
@@ -685,4 +686,76 @@ fn a_catch_up_run_ended_elsewhere_makes_room_at_the_next_poll() {
         after.iter().any(|r| r.window_start == next),
         "by the backlog's next window"
     );
+}
+
+/// A long backlog is queued as places of the backfill pool free up, the
+/// oldest window first: a run queued from a backlog finds a place (it may
+/// still wait for its schedule's on-time run, or a place taken meanwhile),
+/// never a pool already full at its first decision; each schedule's
+/// catch-up runs start in window order.
+#[test]
+fn a_backlog_is_queued_as_places_free_oldest_window_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = BASE.to_string();
+    let ids = ["s0", "s1", "s2", "s3", "s4", "s5"];
+    for id in ids {
+        toml.push_str(&format!(
+            "\n[[schedule]]\nid = \"{id}\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
+             check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\nmax_concurrency = 2\n"
+        ));
+    }
+    let cfg = config(&dir, &toml);
+    let quick = || {
+        sim_agent(vec![SimAttempt {
+            latency: TimeDelta::seconds(30),
+            ..Default::default()
+        }])
+    };
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-01T00:00:00Z",
+        ids.into_iter().map(|s| (s, quick())).collect(),
+        vec![],
+    );
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(3);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.run_until(up + TimeDelta::hours(3)).unwrap();
+    let store = d.store().unwrap();
+    assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
+    let mut from_backlog = 0;
+    for s in ids {
+        let mut claims = vec![];
+        for r in runs(&store, s) {
+            if r.reason != RunReason::Catchup {
+                continue;
+            }
+            assert_eq!(r.state, RunState::Succeeded, "{r:?}");
+            let evs = events(&store, r.id);
+            claims.push((
+                evs.iter().find(|e| e.kind == "claimed").unwrap().at,
+                r.window_start,
+            ));
+            // The plan queued max_concurrency runs of each schedule at once;
+            // the rest were queued later, from the backlog.
+            if r.created_at > up {
+                from_backlog += 1;
+                let first_hold = evs.iter().find(|e| e.kind == "switch_held");
+                assert!(
+                    first_hold.is_none_or(|e| e.detail["switch"] != "quota"),
+                    "queued from the backlog into a full pool: {evs:?}"
+                );
+            }
+        }
+        claims.sort();
+        assert!(
+            claims.windows(2).all(|w| w[0].1 < w[1].1),
+            "{s}: oldest first: {claims:?}"
+        );
+    }
+    assert!(from_backlog > 150, "{from_backlog}");
 }

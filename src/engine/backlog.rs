@@ -11,9 +11,11 @@ use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
 use crate::store::Backlog;
 use crate::store::types::NewEvent;
+use crate::store::types::Pool;
 use crate::time::duration::to_delta;
 use crate::time::fire::FireNote;
 use chrono::{DateTime, TimeDelta, Utc};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How often the backlog table is read again for ranges another scheduler
 /// planned (this engine's own plans are known at once).
@@ -30,6 +32,12 @@ pub(crate) struct Look {
     room: bool,
     /// [`crate::store::Store::generation`] at the last look.
     seen: Option<u64>,
+    /// The backlog's next window, when known (from a look or the table).
+    next: Option<DateTime<Utc>>,
+    /// At the last look the schedule had as many catch-up runs unfinished
+    /// as it may run at once: a free place of the pool is not for it until
+    /// one of them leaves.
+    full: bool,
 }
 
 impl Look {
@@ -40,6 +48,8 @@ impl Look {
             expires: None,
             room: true,
             seen: None,
+            next: None,
+            full: false,
         }
     }
 
@@ -58,52 +68,179 @@ impl Look {
     }
 }
 
+/// The schedules with a backlog, and their next windows in order: a free
+/// place of the backfill pool goes to the oldest window of a schedule with
+/// room, whichever schedule's run left it.
+#[derive(Debug, Default)]
+pub(crate) struct Looks {
+    by_schedule: BTreeMap<usize, Look>,
+    /// (next window, schedule) of every look whose next window is known
+    /// and whose schedule is not full.
+    heads: BTreeSet<(DateTime<Utc>, usize)>,
+    /// (look's instant, schedule) of every look, soonest first.
+    by_at: BTreeSet<(DateTime<Utc>, usize)>,
+    /// A place of the backfill pool was freed here and not offered yet.
+    freed: Option<DateTime<Utc>>,
+}
+
+impl Looks {
+    fn head(l: &Look) -> Option<DateTime<Utc>> {
+        l.next.filter(|_| !l.full)
+    }
+
+    /// Sets schedule `idx`'s look.
+    pub(crate) fn insert(&mut self, idx: usize, look: Look) {
+        self.remove(idx);
+        if let Some(at) = Self::head(&look) {
+            self.heads.insert((at, idx));
+        }
+        self.by_at.insert((look.at, idx));
+        self.by_schedule.insert(idx, look);
+    }
+
+    fn remove(&mut self, idx: usize) {
+        if let Some(old) = self.by_schedule.remove(&idx) {
+            if let Some(at) = Self::head(&old) {
+                self.heads.remove(&(at, idx));
+            }
+            self.by_at.remove(&(old.at, idx));
+        }
+    }
+
+    fn get(&self, idx: usize) -> Option<Look> {
+        self.by_schedule.get(&idx).copied()
+    }
+
+    /// The looks whose instant has come, soonest first.
+    fn due(&self, now: DateTime<Utc>) -> Vec<(usize, Look)> {
+        self.by_at
+            .range(..=(now, usize::MAX))
+            .filter_map(|&(_, idx)| Some((idx, self.get(idx)?)))
+            .collect()
+    }
+
+    /// The soonest instant a look needs the engine.
+    fn next_look(&self) -> Option<DateTime<Utc>> {
+        let freed = self.freed.filter(|_| !self.heads.is_empty());
+        self.by_at
+            .first()
+            .map(|&(at, _)| at)
+            .into_iter()
+            .chain(freed)
+            .min()
+    }
+}
+
+/// What one look at a schedule's backlog did.
+struct Queued {
+    /// The backlog's next window (`None`: the backlog is all queued).
+    next: Option<DateTime<Utc>>,
+    /// The schedule has as many catch-up runs unfinished as it may run at once.
+    full: bool,
+}
+
 impl Engine {
-    /// Queues the backlog windows that are due: for every schedule whose next
-    /// look has come, as many as its free catch-up slots, plus every window
-    /// that has reached the end of its catch-up window.
+    /// Queues the backlog windows that are due: the oldest windows of
+    /// schedules with room, as many as the backfill pool has places free;
+    /// every window that has reached the end of its catch-up window; and
+    /// reads each backlog whose look has come. A backlog's windows are
+    /// queued only as places free up, so a long backlog never waits in the
+    /// store as thousands of runs to be decided, held and woken again.
     pub(crate) fn queue_backlogs(&mut self, now: DateTime<Utc>) -> Result<()> {
         if self.backlog_poll.is_none_or(|t| t <= now) {
             let rows = self.store.read(|tx| tx.backlogs())?;
             let mut looks = self.backlog.borrow_mut();
             for b in rows {
-                if let Some(&idx) = self.index.get(&b.schedule) {
-                    looks.entry(idx).or_insert(Look::now(now));
+                if let Some(&idx) = self.index.get(&b.schedule)
+                    && looks.get(idx).is_none()
+                {
+                    looks.insert(
+                        idx,
+                        Look {
+                            next: Some(b.next),
+                            ..Look::now(now)
+                        },
+                    );
                 }
             }
             self.backlog_poll = Some(now + POLL);
         }
-        let due: Vec<(usize, Look)> = self
-            .backlog
-            .borrow()
-            .iter()
-            .filter(|(_, l)| l.at <= now)
-            .map(|(idx, l)| (*idx, *l))
-            .collect();
-        for (idx, look) in due {
-            let poll = now + self.backlog_poll_every(idx);
-            if !look.needed(now, self.store.generation()) {
-                if let Some(l) = self.backlog.borrow_mut().get_mut(&idx) {
-                    l.at = Look::next_at(look.expires, poll, now);
-                }
-                continue;
+        // The pool's free places (counted once, when first needed), to the
+        // oldest windows first: offered when a catch-up run has left since
+        // the last offer (a place that stays free, say after a woken run was
+        // held again, is offered at the next look).
+        let mut places = None;
+        let freed = self.backlog.borrow_mut().freed.take();
+        if freed.is_some() && !self.backlog.borrow().heads.is_empty() {
+            let mut left = self.backfill_places(now)?;
+            while left > 0 {
+                let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
+                    break;
+                };
+                self.look_at(idx, now, &mut left)?;
             }
-            let next = self.queue_backlog(idx, now)?;
-            let seen = Some(self.store.generation());
-            let mut looks = self.backlog.borrow_mut();
-            match next {
-                Some(expires) => looks.insert(
+            places = Some(left);
+        }
+        let due = self.backlog.borrow().due(now);
+        for (idx, look) in due {
+            if !look.needed(now, self.store.generation()) {
+                let poll = now + self.backlog_poll_every(idx);
+                self.backlog.borrow_mut().insert(
                     idx,
                     Look {
-                        at: Look::next_at(Some(expires), poll, now),
-                        expires: Some(expires),
-                        room: false,
-                        seen,
+                        at: Look::next_at(look.expires, poll, now),
+                        ..look
                     },
-                ),
-                None => looks.remove(&idx),
+                );
+                continue;
+            }
+            let mut left = match places {
+                Some(p) => p,
+                None => self.backfill_places(now)?,
             };
+            self.look_at(idx, now, &mut left)?;
+            places = Some(left);
         }
+        Ok(())
+    }
+
+    /// Places of the backfill pool free for windows not queued yet: its
+    /// room in this process less the catch-up runs already due (a run
+    /// woken by an end, or queued and not decided yet, takes one first).
+    fn backfill_places(&self, now: DateTime<Utc>) -> Result<usize> {
+        let room = self.pool_room(Pool::Backfill);
+        if room == 0 {
+            return Ok(0);
+        }
+        let due = self.store.read(|tx| tx.due_catchup_count(now, room))?;
+        Ok(room.saturating_sub(due))
+    }
+
+    /// Reads schedule `idx`'s backlog and queues what is due of it, at most
+    /// `places` windows that do not expire yet; sets its next look.
+    fn look_at(&self, idx: usize, now: DateTime<Utc>, places: &mut usize) -> Result<()> {
+        let q = self.queue_backlog(idx, now, places)?;
+        let mut looks = self.backlog.borrow_mut();
+        let Some(next) = q.next else {
+            looks.remove(idx);
+            return Ok(());
+        };
+        let expires = next + to_delta(self.schedule(idx).catchup_window);
+        let poll = now + self.backlog_poll_every(idx);
+        // Again when a run of the schedule ends (backfill_freed), at the latest
+        // when the next window would expire, and every check_every in case a
+        // run ended elsewhere.
+        looks.insert(
+            idx,
+            Look {
+                at: Look::next_at(Some(expires), poll, now),
+                expires: Some(expires),
+                room: false,
+                seen: Some(self.store.generation()),
+                next: Some(next),
+                full: q.full,
+            },
+        );
         Ok(())
     }
 
@@ -116,37 +253,55 @@ impl Engine {
 
     /// The soonest instant a backlog needs a look, if any schedule has one.
     pub(crate) fn next_backlog_look(&self) -> Option<DateTime<Utc>> {
-        self.backlog.borrow().values().map(|l| l.at).min()
+        self.backlog.borrow().next_look()
     }
 
-    /// A run of schedule `idx` left the catch-up queue: look at its backlog now.
-    pub(crate) fn backlog_room(&self, idx: usize, now: DateTime<Utc>) {
-        if let Some(l) = self.backlog.borrow_mut().get_mut(&idx) {
-            l.at = l.at.min(now);
-            l.room = true;
+    /// A catch-up run left the queue (of schedule `idx`, if known): a place
+    /// of the backfill pool is free for the oldest backlog window, and the
+    /// schedule's own backlog may have room.
+    pub(crate) fn backfill_freed(&self, idx: Option<usize>, now: DateTime<Utc>) {
+        let mut looks = self.backlog.borrow_mut();
+        looks.freed = Some(looks.freed.map_or(now, |t| t.min(now)));
+        if let Some(idx) = idx
+            && let Some(l) = looks.get(idx)
+        {
+            looks.insert(
+                idx,
+                Look {
+                    at: l.at.min(now),
+                    room: true,
+                    full: false,
+                    ..l
+                },
+            );
         }
     }
 
-    /// Queues the next windows of schedule `idx`'s backlog; returns when its
-    /// next window reaches the end of its catch-up window (`None`: the
-    /// backlog is all queued).
-    fn queue_backlog(&self, idx: usize, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+    /// Queues the next windows of schedule `idx`'s backlog: as many as it
+    /// has room for and `places` allows, plus every window that has reached
+    /// the end of its catch-up window.
+    fn queue_backlog(&self, idx: usize, now: DateTime<Utc>, places: &mut usize) -> Result<Queued> {
         let s = self.schedule(idx);
+        let done = Queued {
+            next: None,
+            full: false,
+        };
         let Some(rule) = self.rules[idx].as_ref() else {
-            return Ok(None);
+            return Ok(done);
         };
         let slots = (s.max_concurrency as usize).max(1);
         let catchup_window = to_delta(s.catchup_window);
-        Ok(self.store.write(|tx| {
+        let mut left = *places;
+        let queued = self.store.write(|tx| {
             let Some(b) = tx.backlog(&s.id)? else {
-                return Ok(None);
+                return Ok(done);
             };
             let mut room = slots.saturating_sub(tx.unfinished_catchup(&s.id, b.next)?);
             let mut fires = rule
                 .fires_after(b.next - TimeDelta::milliseconds(1))
                 .take_while(|f| f.at <= b.until)
                 .peekable();
-            while let Some(f) = fires.next_if(|f| room > 0 || f.at + catchup_window <= now) {
+            while let Some(f) = fires.next_if(|f| room > 0 && left > 0 || f.at + catchup_window <= now) {
                 let calendar = f.note == Some(FireNote::CalendarSkipped);
                 let d = if calendar {
                     Disposition::Calendar
@@ -158,21 +313,24 @@ impl Engine {
                         &NewEvent::of(now, opened_event(&run, f.note, Opener::default())).for_run(&run),
                     )?;
                     if !calendar && f.at + catchup_window > now {
-                        room -= 1;
+                        room = room.saturating_sub(1);
+                        left = left.saturating_sub(1);
                     }
                 }
             }
             let Some(next) = fires.next() else {
                 tx.clear_backlog(&s.id)?;
-                return Ok(None);
+                return Ok(done);
             };
             if next.at != b.next {
                 tx.put_backlog(&Backlog { next: next.at, ..b })?;
             }
-            // Again when a run of the schedule ends (backlog_room), at the latest
-            // when the next window would expire, and every check_every in case a
-            // run ended elsewhere (queue_backlogs).
-            Ok(Some(next.at + catchup_window))
-        })?)
+            Ok(Queued {
+                next: Some(next.at),
+                full: room == 0,
+            })
+        })?;
+        *places = left;
+        Ok(queued)
     }
 }

@@ -253,7 +253,7 @@ pub struct Engine {
     /// Schedules with a catch-up backlog (windows planned, not yet queued):
     /// when to look at each next, and why. A cell: a run leaving the queue
     /// (in `&self` paths) brings its schedule's look forward.
-    pub(crate) backlog: std::cell::RefCell<std::collections::BTreeMap<usize, backlog::Look>>,
+    pub(crate) backlog: std::cell::RefCell<backlog::Looks>,
     /// When to read the backlog table again for ranges other schedulers planned.
     pub(crate) backlog_poll: Option<DateTime<Utc>>,
     pub(crate) stopping: bool,
@@ -366,7 +366,7 @@ impl Engine {
             registry_seen: None,
             last_ttl_check: None,
             next_ttl_deadline: None,
-            backlog: std::cell::RefCell::new(std::collections::BTreeMap::new()),
+            backlog: std::cell::RefCell::new(backlog::Looks::default()),
             backlog_poll: None,
             stopping: false,
             started: false,

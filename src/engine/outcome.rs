@@ -516,8 +516,8 @@ impl Engine {
             .index
             .get(schedule)
             .map_or(1, |&i| self.cfg.schedules[i].max_concurrency.max(1) as usize);
-        if catchup && let Some(&idx) = self.index.get(schedule) {
-            self.backlog_room(idx, now);
+        if catchup {
+            self.backfill_freed(self.index.get(schedule).copied(), now);
         }
         // While runs may be held by a quota, the schedule's own are among
         // the candidates that wake_quota_held wakes only if they fit.

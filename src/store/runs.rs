@@ -62,6 +62,13 @@ macro_rules! due_backfill {
 const DUE_BACKFILL: &str = due_backfill!("window_start, id");
 /// Catch-up runs by next check (the order of `due_runs`, which merges the pools).
 const DUE_BACKFILL_BY_CHECK: &str = due_backfill!("next_check_at, id");
+/// Due catch-up runs that may take a free place now: not decided yet, or
+/// woken from a hold a freed slot lifts (a quota, its schedule's on-time run
+/// or overlap). One held by a switch, a budget or a gate is checked again
+/// when due but takes no place.
+const DUE_BACKFILL_COUNT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM runs INDEXED BY runs_due_backfill_check \
+     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
+       AND (hold IS NULL OR hold IN ('quota', 'on_time', 'overlap')) LIMIT ?2)";
 const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";
@@ -390,6 +397,15 @@ impl Tx<'_> {
             Pool::Backfill => DUE_BACKFILL,
         };
         self.query_runs(&with_limit(sql, "?2", limit_to), rusqlite::params![Ms(now)])
+    }
+
+    /// How many catch-up runs due at `now` may take a free place of the
+    /// backfill pool ([`DUE_BACKFILL_COUNT`]), counted up to `at_most`.
+    pub fn due_catchup_count(&self, now: DateTime<Utc>, at_most: usize) -> Result<usize> {
+        let n: i64 = self
+            .cached(DUE_BACKFILL_COUNT)?
+            .query_row(rusqlite::params![Ms(now), at_most as i64], |r| r.get(0))?;
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// The earliest `next_check_at` among pending / retry_wait runs of one pool.
