@@ -144,24 +144,23 @@ impl Driver {
     }
 
     /// [`Driver::settle`]; `true` when it ended because nothing was left to
-    /// do at this instant (a round that released, handled and left nothing
-    /// due), `false` at the round limit.
+    /// do at this instant (a round left no agent due to report and no engine
+    /// with anything due), `false` at the round limit.
     fn settle_quiet(&mut self) -> Result<bool, EngineError> {
         for _ in 0..self.max_rounds_per_instant {
             let now = self.clock.now();
-            let released = self.sim.release_due(now);
-            let mut handled = 0;
+            self.sim.release_due(now);
             self.next_turn();
             let first = self.turn.min(self.schedulers.len());
             let (before, from_turn) = self.schedulers.split_at_mut(first);
             for s in from_turn.iter_mut().chain(before.iter_mut()) {
                 if let Some(e) = s.engine.as_mut() {
                     let store = e.store().clone();
-                    handled += store.batch(|| {
-                        let mut handled = e.drain_reports()?;
+                    store.batch(|| {
+                        e.drain_reports()?;
                         e.tick()?;
-                        handled += e.drain_reports()?;
-                        Ok::<usize, EngineError>(handled)
+                        e.drain_reports()?;
+                        Ok::<(), EngineError>(())
                     })?;
                 }
             }
@@ -175,7 +174,6 @@ impl Driver {
             if !more_sim && !more_engine {
                 return Ok(true);
             }
-            let _ = (released, handled);
         }
         Ok(false)
     }
