@@ -402,9 +402,11 @@ impl Tx<'_> {
     /// How many catch-up runs due at `now` may take a free place of the
     /// backfill pool ([`DUE_BACKFILL_COUNT`]), counted up to `at_most`.
     pub fn due_catchup_count(&self, now: DateTime<Utc>, at_most: usize) -> Result<usize> {
+        // The limit in the text: bound, it made SQLite prepare the
+        // statement again at every execution (a place takes a few values).
         let n: i64 = self
-            .cached(DUE_BACKFILL_COUNT)?
-            .query_row(rusqlite::params![Ms(now), at_most as i64], |r| r.get(0))?;
+            .prepared(&with_limit(DUE_BACKFILL_COUNT, "?2", at_most))?
+            .query_row(rusqlite::params![Ms(now)], |r| r.get(0))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
