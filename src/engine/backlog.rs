@@ -6,6 +6,7 @@
 //! instant and expire through the ordinary decision, as a queued run would.
 
 use super::{Engine, Result};
+use crate::config::model::Overlap;
 use crate::core::event::Opener;
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
@@ -28,8 +29,6 @@ pub(crate) struct Look {
     /// When its next window reaches the end of its catch-up window (it is
     /// queued then, room or not); `None`: not known yet.
     expires: Option<DateTime<Utc>>,
-    /// A catch-up run of the schedule left the queue here since the last look.
-    room: bool,
     /// [`crate::store::Store::generation`] at the last look.
     seen: Option<u64>,
     /// The backlog's next window, when known (from a look or the table).
@@ -46,20 +45,20 @@ impl Look {
         Self {
             at,
             expires: None,
-            room: true,
             seen: None,
             next: None,
             full: false,
         }
     }
 
-    /// Whether a look that has come must read the backlog: a run left,
-    /// its next window expires, or someone else may have changed its
-    /// catch-up runs (another connection committed since the last look).
-    /// Otherwise the look is only the poll for ends elsewhere, and nothing
-    /// was written elsewhere: it is put off by one poll.
+    /// Whether a look that has come must read the backlog: its next window
+    /// expires, or someone else may have changed its catch-up runs
+    /// (another connection committed since the last look). Otherwise the
+    /// look is only the poll for ends elsewhere, and nothing was written
+    /// elsewhere: it is put off by one poll. (A run of the schedule ending
+    /// here puts it back among the heads a free place goes to.)
     fn needed(&self, now: DateTime<Utc>, generation: u64) -> bool {
-        self.room || self.expires.is_none_or(|e| e <= now) || self.seen != Some(generation)
+        self.expires.is_none_or(|e| e <= now) || self.seen != Some(generation)
     }
 
     /// The next look: at the poll, or sooner when the next window expires.
@@ -165,23 +164,10 @@ impl Engine {
             }
             self.backlog_poll = Some(now + POLL);
         }
-        // The pool's free places (counted once, when first needed), to the
-        // oldest windows first: offered when a catch-up run has left since
-        // the last offer (a place that stays free, say after a woken run was
-        // held again, is offered at the next look).
-        let mut places = None;
-        let freed = self.backlog.borrow_mut().freed.take();
-        if freed.is_some() && !self.backlog.borrow().heads.is_empty() {
-            let mut left = self.backfill_places(now)?;
-            while left > 0 {
-                let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
-                    break;
-                };
-                self.look_at(idx, now, &mut left)?;
-            }
-            places = Some(left);
-        }
+        // Looks whose time has come: a new backlog read, a window expiring
+        // queued (to expire), a poll for runs ended elsewhere.
         let due = self.backlog.borrow().due(now);
+        let mut looked = false;
         for (idx, look) in due {
             if !look.needed(now, self.store.generation()) {
                 let poll = now + self.backlog_poll_every(idx);
@@ -194,12 +180,22 @@ impl Engine {
                 );
                 continue;
             }
-            let mut left = match places {
-                Some(p) => p,
-                None => self.backfill_places(now)?,
-            };
-            self.look_at(idx, now, &mut left)?;
-            places = Some(left);
+            self.look_at(idx, now, &mut 0)?;
+            looked = true;
+        }
+        // Then the pool's free places, to the oldest windows of schedules
+        // with room: offered when a catch-up run has left or a backlog was
+        // read since the last offer (a place that stays free, say after a
+        // woken run was held again, is offered at the next).
+        let freed = self.backlog.borrow_mut().freed.take();
+        if (freed.is_some() || looked) && !self.backlog.borrow().heads.is_empty() {
+            let mut places = self.backfill_places(now)?;
+            while places > 0 {
+                let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
+                    break;
+                };
+                self.look_at(idx, now, &mut places)?;
+            }
         }
         Ok(())
     }
@@ -235,7 +231,6 @@ impl Engine {
             Look {
                 at: Look::next_at(Some(expires), poll, now),
                 expires: Some(expires),
-                room: false,
                 seen: Some(self.store.generation()),
                 next: Some(next),
                 full: q.full,
@@ -258,22 +253,15 @@ impl Engine {
 
     /// A catch-up run left the queue (of schedule `idx`, if known): a place
     /// of the backfill pool is free for the oldest backlog window, and the
-    /// schedule's own backlog may have room.
+    /// schedule's own backlog may have room again.
     pub(crate) fn backfill_freed(&self, idx: Option<usize>, now: DateTime<Utc>) {
         let mut looks = self.backlog.borrow_mut();
         looks.freed = Some(looks.freed.map_or(now, |t| t.min(now)));
         if let Some(idx) = idx
             && let Some(l) = looks.get(idx)
+            && l.full
         {
-            looks.insert(
-                idx,
-                Look {
-                    at: l.at.min(now),
-                    room: true,
-                    full: false,
-                    ..l
-                },
-            );
+            looks.insert(idx, Look { full: false, ..l });
         }
     }
 
@@ -289,7 +277,13 @@ impl Engine {
         let Some(rule) = self.rules[idx].as_ref() else {
             return Ok(done);
         };
-        let slots = (s.max_concurrency as usize).max(1);
+        // How many of its catch-up runs may run at once: max_concurrency, or
+        // one while its overlap rule holds a run behind a running one.
+        let slots = if s.overlap == Overlap::Allow {
+            (s.max_concurrency as usize).max(1)
+        } else {
+            1
+        };
         let catchup_window = to_delta(s.catchup_window);
         let mut left = *places;
         let queued = self.store.write(|tx| {
