@@ -691,8 +691,9 @@ fn a_catch_up_run_ended_elsewhere_makes_room_at_the_next_poll() {
 /// A long backlog is queued as places of the backfill pool free up, the
 /// oldest window first: a run queued from a backlog finds a place (it may
 /// still wait for its schedule's on-time run, or a place taken meanwhile),
-/// never a pool already full at its first decision; each schedule's
-/// catch-up runs start in window order.
+/// never a pool already full at its first decision, nor its schedule's
+/// previous catch-up run still running (overlap = skip runs them one at a
+/// time); each schedule's catch-up runs start in window order.
 #[test]
 fn a_backlog_is_queued_as_places_free_oldest_window_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -748,6 +749,19 @@ fn a_backlog_is_queued_as_places_free_oldest_window_first() {
                 assert!(
                     first_hold.is_none_or(|e| e.detail["switch"] != "quota"),
                     "queued from the backlog into a full pool: {evs:?}"
+                );
+                // Nor given a place while its schedule's catch-up run still
+                // ran (overlap holds it behind that one, the place idle).
+                let behind_catch_up = |m: &str| {
+                    m.strip_prefix("waits for window ")
+                        .and_then(|m| m.split(' ').next())
+                        .and_then(|k| chrono::DateTime::parse_from_str(k, "%Y-%m-%dT%H:%M%:z").ok())
+                        .is_some_and(|w| w < up)
+                };
+                assert!(
+                    !evs.iter().any(|e| e.kind == "switch_held"
+                        && e.detail["reason"].as_str().is_some_and(behind_catch_up)),
+                    "queued behind its schedule's running catch-up run: {evs:?}"
                 );
             }
         }
