@@ -773,3 +773,50 @@ fn a_backlog_is_queued_as_places_free_oldest_window_first() {
     }
     assert!(from_backlog > 150, "{from_backlog}");
 }
+
+/// A place given to a window whose run is then held (here its schedule is
+/// paused) is offered again: another schedule's backlog keeps draining.
+#[test]
+fn a_place_left_by_a_held_catch_up_run_goes_to_another_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = BASE.replace("backfill_workers = 2", "backfill_workers = 1");
+    for id in ["x", "y"] {
+        toml.push_str(&format!(
+            "\n[[schedule]]\nid = \"{id}\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
+             check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\n"
+        ));
+    }
+    let cfg = config(&dir, &toml);
+    let agent = |secs: i64| {
+        sim_agent(vec![SimAttempt {
+            latency: TimeDelta::seconds(secs),
+            ..Default::default()
+        }])
+    };
+    let mut d = driver(
+        &dir,
+        cfg.clone(),
+        "2026-06-01T00:00:00Z",
+        vec![("x", agent(240)), ("y", agent(30))],
+        vec![],
+    );
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(3);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.run_until(up + TimeDelta::minutes(1)).unwrap();
+    let other = d.store().unwrap();
+    agentcron::operator::pause(&other, &cfg, "x", "ops", "rehearsing", d.now()).unwrap();
+    d.run_until(up + TimeDelta::hours(1)).unwrap();
+    let y_ran = runs(&other, "y")
+        .into_iter()
+        .filter(|r| r.reason == RunReason::Catchup && r.state == RunState::Succeeded)
+        .count();
+    // y's 36 missed windows, 30 s each, one place: all within the hour.
+    assert!(
+        y_ran > 30,
+        "y's backlog stalled: {y_ran} catch-up runs in an hour"
+    );
+}

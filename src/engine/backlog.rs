@@ -6,7 +6,7 @@
 //! instant and expire through the ordinary decision, as a queued run would.
 
 use super::{Engine, Result};
-use crate::config::model::Overlap;
+use crate::config::model::{Overlap, ScheduleConfig};
 use crate::core::event::Opener;
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
@@ -130,6 +130,17 @@ impl Looks {
     }
 }
 
+/// How many catch-up runs of schedule `s` may wait or run at once:
+/// `max_concurrency`, or one while its overlap rule (anything but `allow`)
+/// would hold a second behind the first.
+pub(crate) fn catchup_slots(s: &ScheduleConfig) -> usize {
+    if s.overlap == Overlap::Allow {
+        (s.max_concurrency as usize).max(1)
+    } else {
+        1
+    }
+}
+
 /// What one look at a schedule's backlog did.
 struct Queued {
     /// The backlog's next window (`None`: the backlog is all queued).
@@ -189,13 +200,24 @@ impl Engine {
         // woken run was held again, is offered at the next).
         let freed = self.backlog.borrow_mut().freed.take();
         if (freed.is_some() || looked) && !self.backlog.borrow().heads.is_empty() {
-            let mut places = self.backfill_places(now)?;
-            while places > 0 {
-                let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
-                    break;
-                };
-                self.look_at(idx, now, &mut places)?;
-            }
+            self.offer_places(now).inspect_err(|_| {
+                // Rolled back: the places are still to offer.
+                if let Some(at) = freed {
+                    self.backfill_freed(None, at);
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The pool's free places to the heads, oldest window first.
+    fn offer_places(&self, now: DateTime<Utc>) -> Result<()> {
+        let mut places = self.backfill_places(now)?;
+        while places > 0 {
+            let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
+                break;
+            };
+            self.look_at(idx, now, &mut places)?;
         }
         Ok(())
     }
@@ -277,13 +299,7 @@ impl Engine {
         let Some(rule) = self.rules[idx].as_ref() else {
             return Ok(done);
         };
-        // How many of its catch-up runs may run at once: max_concurrency, or
-        // one while its overlap rule holds a run behind a running one.
-        let slots = if s.overlap == Overlap::Allow {
-            (s.max_concurrency as usize).max(1)
-        } else {
-            1
-        };
+        let slots = catchup_slots(s);
         let catchup_window = to_delta(s.catchup_window);
         let mut left = *places;
         let queued = self.store.write(|tx| {

@@ -117,7 +117,7 @@ impl Engine {
             // the range is kept as the schedule's backlog and queued as its runs
             // end (engine::backlog), so a long outage is planned in one row per
             // schedule, not one run per missed window.
-            let slots = (s.max_concurrency as usize).max(1);
+            let slots = backlog::catchup_slots(s);
             let catch_ups: Vec<usize> = plan
                 .iter()
                 .enumerate()

@@ -551,6 +551,10 @@ impl Engine {
                 .read(|tx| tx.has_newer_run(&run.tenant, &run.schedule, run.window_start))?;
         }
         let hold = d.hold();
+        // A catch-up run that does not start now leaves the place it may have
+        // been counted or queued for: offer it again (else it would stand
+        // idle until another catch-up run ends or a backlog's window expires).
+        let gives_place_back = run.pool == Pool::Backfill && d.verdict != Verdict::Claim;
         let input = Input::Decided {
             decision: d,
             probe,
@@ -562,6 +566,9 @@ impl Engine {
             self.quota_holds.set(true);
         }
         self.apply_plan(idx, &plan, now)?;
+        if gives_place_back {
+            self.backfill_freed(None, now);
+        }
         Ok(())
     }
 
