@@ -551,10 +551,26 @@ impl Engine {
                 .read(|tx| tx.has_newer_run(&run.tenant, &run.schedule, run.window_start))?;
         }
         let hold = d.hold();
-        // A catch-up run that does not start now leaves the place it may have
-        // been counted or queued for: offer it again (else it would stand
-        // idle until another catch-up run ends or a backlog's window expires).
-        let gives_place_back = run.pool == Pool::Backfill && d.verdict != Verdict::Claim;
+        // A catch-up run held by a switch, a budget or a gate leaves the
+        // place it may have been counted or queued for: it is offered again
+        // (else it stood idle until another catch-up run ended or a
+        // backlog's window expired). Not for the holds a place does not
+        // outlast: a full quota (it had none), its schedule's on-time or
+        // previous run (woken at that run's end, a moment later) — offering
+        // those places queued a window for every such hold at an on-time
+        // instant, each held in turn.
+        let gives_place_back = run.pool == Pool::Backfill
+            && matches!(
+                hold,
+                Some(
+                    HoldKind::Kill
+                        | HoldKind::Paused
+                        | HoldKind::Circuit
+                        | HoldKind::Maintenance
+                        | HoldKind::Budget
+                        | HoldKind::Gate
+                )
+            );
         let input = Input::Decided {
             decision: d,
             probe,
