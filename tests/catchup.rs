@@ -696,35 +696,8 @@ fn a_catch_up_run_ended_elsewhere_makes_room_at_the_next_poll() {
 /// time); each schedule's catch-up runs start in window order.
 #[test]
 fn a_backlog_is_queued_as_places_free_oldest_window_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut toml = BASE.to_string();
     let ids = ["s0", "s1", "s2", "s3", "s4", "s5"];
-    for id in ids {
-        toml.push_str(&format!(
-            "\n[[schedule]]\nid = \"{id}\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
-             check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\nmax_concurrency = 2\n"
-        ));
-    }
-    let cfg = config(&dir, &toml);
-    let quick = || {
-        sim_agent(vec![SimAttempt {
-            latency: TimeDelta::seconds(30),
-            ..Default::default()
-        }])
-    };
-    let mut d = driver(
-        &dir,
-        cfg,
-        "2026-06-01T00:00:00Z",
-        ids.into_iter().map(|s| (s, quick())).collect(),
-        vec![],
-    );
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(3);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_dir, mut d, _cfg, up) = three_hours_down(&ids.map(|id| (id, 30)), "max_concurrency = 2\n", 2);
     d.run_until(up + TimeDelta::hours(3)).unwrap();
     let store = d.store().unwrap();
     assert_eq!(store.read(|tx| tx.backlogs()).unwrap(), vec![], "all queued");
@@ -778,34 +751,7 @@ fn a_backlog_is_queued_as_places_free_oldest_window_first() {
 /// paused) is offered again: another schedule's backlog keeps draining.
 #[test]
 fn a_place_left_by_a_held_catch_up_run_goes_to_another_backlog() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut toml = BASE.replace("backfill_workers = 2", "backfill_workers = 1");
-    for id in ["x", "y"] {
-        toml.push_str(&format!(
-            "\n[[schedule]]\nid = \"{id}\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
-             check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\n"
-        ));
-    }
-    let cfg = config(&dir, &toml);
-    let agent = |secs: i64| {
-        sim_agent(vec![SimAttempt {
-            latency: TimeDelta::seconds(secs),
-            ..Default::default()
-        }])
-    };
-    let mut d = driver(
-        &dir,
-        cfg.clone(),
-        "2026-06-01T00:00:00Z",
-        vec![("x", agent(240)), ("y", agent(30))],
-        vec![],
-    );
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(3);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_dir, mut d, cfg, up) = three_hours_down(&[("x", 240), ("y", 30)], "", 1);
     d.run_until(up + TimeDelta::minutes(1)).unwrap();
     let other = d.store().unwrap();
     agentcron::operator::pause(&other, &cfg, "x", "ops", "rehearsing", d.now()).unwrap();
@@ -819,4 +765,47 @@ fn a_place_left_by_a_held_catch_up_run_goes_to_another_backlog() {
         y_ran > 30,
         "y's backlog stalled: {y_ran} catch-up runs in an hour"
     );
+}
+
+/// `ids` every five minutes (`extra` config lines each) on `BASE` with
+/// `backfill_workers`, each agent taking its latency in seconds; up from
+/// 2026-06-01 00:00Z, down at 01:30Z for 3 h and restarted:
+/// (dir, driver, config, up).
+fn three_hours_down(
+    ids: &[(&'static str, i64)],
+    extra: &str,
+    backfill_workers: usize,
+) -> (
+    tempfile::TempDir,
+    Driver,
+    std::sync::Arc<agentcron::config::Config>,
+    DateTime<Utc>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = BASE.replace(
+        "backfill_workers = 2",
+        &format!("backfill_workers = {backfill_workers}"),
+    );
+    for (id, _) in ids {
+        toml.push_str(&format!(
+            "\n[[schedule]]\nid = \"{id}\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
+             check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\n{extra}"
+        ));
+    }
+    let cfg = config(&dir, &toml);
+    let agent = |secs: i64| {
+        sim_agent(vec![SimAttempt {
+            latency: TimeDelta::seconds(secs),
+            ..Default::default()
+        }])
+    };
+    let agents = ids.iter().map(|&(id, secs)| (id, agent(secs))).collect();
+    let mut d = driver(&dir, cfg.clone(), "2026-06-01T00:00:00Z", agents, vec![]);
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(3);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    (dir, d, cfg, up)
 }
