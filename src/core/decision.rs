@@ -159,6 +159,15 @@ impl HoldKind {
     pub fn woken_by_an_end(self) -> bool {
         self.is_slot() || self == HoldKind::OnTime
     }
+
+    /// Holds a catch-up run keeps its place in the backfill pool through:
+    /// a quota (it had none yet), its schedule's on-time or previous run
+    /// (woken when that run ends, a moment later). Under any other (a
+    /// switch, a budget, a gate) it gives its place back. The store's count
+    /// of due catch-up runs (`DUE_BACKFILL_COUNT`) names the same holds.
+    pub fn keeps_catchup_place(self) -> bool {
+        matches!(self, HoldKind::Quota | HoldKind::OnTime | HoldKind::Overlap)
+    }
 }
 
 impl From<SwitchName> for HoldKind {

@@ -1,9 +1,10 @@
 //! Queuing a long outage's catch-up backlog as it drains. Planning queues the
-//! oldest `max_concurrency` catch-up windows of a schedule and stores the rest
-//! as one range (`Tx::put_backlog`); here the engine queues the next windows of
-//! that range as the schedule's catch-up runs finish, oldest first. Windows
-//! whose catch-up window ends before they are reached are queued at that
-//! instant and expire through the ordinary decision, as a queued run would.
+//! oldest catch-up windows of a schedule, as many as it may run at once
+//! ([`catchup_slots`]), and stores the rest as one range (`Tx::put_backlog`);
+//! here the engine queues the next windows of the ranges as places of the
+//! backfill pool free up, the oldest window of a schedule with room first.
+//! Windows whose catch-up window ends before they are reached are queued at
+//! that instant and expire through the ordinary decision, as a queued run would.
 
 use super::{Engine, Result};
 use crate::config::model::{Overlap, ScheduleConfig};
@@ -245,9 +246,9 @@ impl Engine {
         };
         let expires = next + to_delta(self.schedule(idx).catchup_window);
         let poll = now + self.backlog_poll_every(idx);
-        // Again when a run of the schedule ends (backfill_freed), at the latest
-        // when the next window would expire, and every check_every in case a
-        // run ended elsewhere.
+        // Looked at again when the next window would expire, and every
+        // check_every in case a run ended elsewhere; a run of the schedule
+        // ending here puts it back among the heads (backfill_freed).
         looks.insert(
             idx,
             Look {
@@ -273,9 +274,9 @@ impl Engine {
         self.backlog.borrow().next_look()
     }
 
-    /// A catch-up run left the queue (of schedule `idx`, if known): a place
-    /// of the backfill pool is free for the oldest backlog window, and the
-    /// schedule's own backlog may have room again.
+    /// A catch-up run left the queue or gave its place back (of schedule
+    /// `idx`, when its own backlog may have room again): a place of the
+    /// backfill pool is to be offered to the oldest backlog window.
     pub(crate) fn backfill_freed(&self, idx: Option<usize>, now: DateTime<Utc>) {
         let mut looks = self.backlog.borrow_mut();
         looks.freed = Some(looks.freed.map_or(now, |t| t.min(now)));

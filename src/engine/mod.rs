@@ -251,8 +251,9 @@ pub struct Engine {
     /// The soonest `approval_ttl` deadline of a `needs_human` run known to us.
     pub(crate) next_ttl_deadline: Option<DateTime<Utc>>,
     /// Schedules with a catch-up backlog (windows planned, not yet queued):
-    /// when to look at each next, and why. A cell: a run leaving the queue
-    /// (in `&self` paths) brings its schedule's look forward.
+    /// when to look at each next, their next windows in order, and a place
+    /// freed to offer. A cell: a run leaving the queue (in `&self` paths)
+    /// marks a place freed.
     pub(crate) backlog: std::cell::RefCell<backlog::Looks>,
     /// When to read the backlog table again for ranges other schedulers planned.
     pub(crate) backlog_poll: Option<DateTime<Utc>>,

@@ -554,23 +554,10 @@ impl Engine {
         // A catch-up run held by a switch, a budget or a gate leaves the
         // place it may have been counted or queued for: it is offered again
         // (else it stood idle until another catch-up run ended or a
-        // backlog's window expired). Not for the holds a place does not
-        // outlast: a full quota (it had none), its schedule's on-time or
-        // previous run (woken at that run's end, a moment later) — offering
-        // those places queued a window for every such hold at an on-time
-        // instant, each held in turn.
-        let gives_place_back = run.pool == Pool::Backfill
-            && matches!(
-                hold,
-                Some(
-                    HoldKind::Kill
-                        | HoldKind::Paused
-                        | HoldKind::Circuit
-                        | HoldKind::Maintenance
-                        | HoldKind::Budget
-                        | HoldKind::Gate
-                )
-            );
+        // backlog's window expired). Offering the place of a run that keeps
+        // it queued a window for every on-time hold at an on-time instant,
+        // each held in turn.
+        let gives_place_back = run.pool == Pool::Backfill && hold.is_some_and(|h| !h.keeps_catchup_place());
         let input = Input::Decided {
             decision: d,
             probe,

@@ -63,9 +63,9 @@ const DUE_BACKFILL: &str = due_backfill!("window_start, id");
 /// Catch-up runs by next check (the order of `due_runs`, which merges the pools).
 const DUE_BACKFILL_BY_CHECK: &str = due_backfill!("next_check_at, id");
 /// Due catch-up runs that may take a free place now: not decided yet, or
-/// woken from a hold a freed slot lifts (a quota, its schedule's on-time run
-/// or overlap). One held by a switch, a budget or a gate is checked again
-/// when due but takes no place.
+/// woken from a hold that keeps its place (`HoldKind::keeps_catchup_place`:
+/// a quota, its schedule's on-time run or overlap). One held by a switch, a
+/// budget or a gate is checked again when due but takes no place.
 const DUE_BACKFILL_COUNT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM runs INDEXED BY runs_due_backfill_check \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
        AND (hold IS NULL OR hold IN ('quota', 'on_time', 'overlap')) LIMIT ?2)";
