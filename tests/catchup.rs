@@ -747,6 +747,40 @@ fn a_backlog_is_queued_as_places_free_oldest_window_first() {
     assert!(from_backlog > 150, "{from_backlog}");
 }
 
+/// A backlog window given a free place while no older catch-up run waits
+/// is opened already claimed, as an on-time window is: its opening, its
+/// decision and its claim are one trace row (no pending row of it was
+/// written, decided and claimed in turn), with the same events as before.
+#[test]
+fn a_backlog_window_given_a_place_is_opened_claimed() {
+    let (_dir, mut d, _cfg, up) = three_hours_down(&[("a", 30), ("b", 30), ("c", 30)], "", 2);
+    d.run_until(up + TimeDelta::hours(1)).unwrap();
+    let store = d.store().unwrap();
+    let (mut later, mut fused) = (0, 0);
+    for s in ["a", "b", "c"] {
+        for r in runs(&store, s) {
+            if r.reason != RunReason::Catchup || r.created_at <= up {
+                continue;
+            }
+            later += 1;
+            let evs = events(&store, r.id);
+            let kinds: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
+            let at = |k: &str| kinds.iter().position(|&x| x == k);
+            assert!(
+                at("window_opened") < at("decision") && at("decision") < at("claimed"),
+                "{kinds:?}"
+            );
+            let id = |k: &str| evs.iter().find(|e| e.kind == k).map(|e| e.id);
+            if id("window_opened") == id("claimed") {
+                fused += 1;
+            }
+        }
+    }
+    println!("{fused} of {later} catch-up runs queued from the backlog were opened claimed");
+    assert!(later > 20, "{later}");
+    assert!(fused * 2 > later, "{fused} of {later}");
+}
+
 /// A place given to a window whose run is then held (here its schedule is
 /// paused) is offered again: another schedule's backlog keeps draining.
 #[test]

@@ -6,14 +6,16 @@
 //! Windows whose catch-up window ends before they are reached are queued at
 //! that instant and expire through the ordinary decision, as a queued run would.
 
+use super::pipeline::Fresh;
 use super::{Engine, Result};
 use crate::config::model::{Overlap, ScheduleConfig};
 use crate::core::event::Opener;
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
 use crate::store::Backlog;
+use crate::store::opened_run;
 use crate::store::types::NewEvent;
-use crate::store::types::Pool;
+use crate::store::types::{Pool, RunState};
 use crate::time::duration::to_delta;
 use crate::time::fire::FireNote;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -157,7 +159,16 @@ impl Engine {
     /// reads each backlog whose look has come. A backlog's windows are
     /// queued only as places free up, so a long backlog never waits in the
     /// store as thousands of runs to be decided, held and woken again.
-    pub(crate) fn queue_backlogs(&mut self, now: DateTime<Utc>) -> Result<()> {
+    ///
+    /// With `fresh` (the tick decides the windows it opens in the transaction
+    /// that opens them), a window given a place while no older catch-up run
+    /// is due is left unopened there ([`Fresh::Unopened`]), as an on-time
+    /// window is: inserted already claimed if its decision claims it at once.
+    pub(crate) fn queue_backlogs(
+        &mut self,
+        now: DateTime<Utc>,
+        fresh: Option<&mut Vec<Fresh>>,
+    ) -> Result<()> {
         if self.backlog_poll.is_none_or(|t| t <= now) {
             let rows = self.store.read(|tx| tx.backlogs())?;
             let mut looks = self.backlog.borrow_mut();
@@ -192,7 +203,7 @@ impl Engine {
                 );
                 continue;
             }
-            self.look_at(idx, now, &mut 0)?;
+            self.look_at(idx, now, &mut 0, None)?;
             looked = true;
         }
         // Then the pool's free places, to the oldest windows of schedules
@@ -201,7 +212,7 @@ impl Engine {
         // woken run was held again, is offered at the next).
         let freed = self.backlog.borrow_mut().freed.take();
         if (freed.is_some() || looked) && !self.backlog.borrow().heads.is_empty() {
-            self.offer_places(now).inspect_err(|_| {
+            self.offer_places(now, fresh).inspect_err(|_| {
                 // Rolled back: the places are still to offer.
                 if let Some(at) = freed {
                     self.backfill_freed(None, at);
@@ -211,14 +222,19 @@ impl Engine {
         Ok(())
     }
 
-    /// The pool's free places to the heads, oldest window first.
-    fn offer_places(&self, now: DateTime<Utc>) -> Result<()> {
-        let mut places = self.backfill_places(now)?;
+    /// The pool's free places to the heads, oldest window first; with
+    /// `fresh`, and no catch-up run already due (which would go first), the
+    /// windows given a place are left unopened in it.
+    fn offer_places(&self, now: DateTime<Utc>, mut fresh: Option<&mut Vec<Fresh>>) -> Result<()> {
+        let (mut places, due) = self.backfill_places(now)?;
+        if due > 0 {
+            fresh = None;
+        }
         while places > 0 {
             let Some(&(_, idx)) = self.backlog.borrow().heads.first() else {
                 break;
             };
-            self.look_at(idx, now, &mut places)?;
+            self.look_at(idx, now, &mut places, fresh.as_deref_mut())?;
         }
         Ok(())
     }
@@ -226,19 +242,27 @@ impl Engine {
     /// Places of the backfill pool free for windows not queued yet: its
     /// room in this process less the catch-up runs already due (a run
     /// woken by an end, or queued and not decided yet, takes one first).
-    fn backfill_places(&self, now: DateTime<Utc>) -> Result<usize> {
+    /// Also the count of those due runs (up to the room).
+    fn backfill_places(&self, now: DateTime<Utc>) -> Result<(usize, usize)> {
         let room = self.pool_room(Pool::Backfill);
         if room == 0 {
-            return Ok(0);
+            return Ok((0, 0));
         }
         let due = self.store.read(|tx| tx.due_catchup_count(now, room))?;
-        Ok(room.saturating_sub(due))
+        Ok((room.saturating_sub(due), due))
     }
 
     /// Reads schedule `idx`'s backlog and queues what is due of it, at most
-    /// `places` windows that do not expire yet; sets its next look.
-    fn look_at(&self, idx: usize, now: DateTime<Utc>, places: &mut usize) -> Result<()> {
-        let q = self.queue_backlog(idx, now, places)?;
+    /// `places` windows that do not expire yet; sets its next look. With
+    /// `fresh`, windows given a place are left unopened in it.
+    fn look_at(
+        &self,
+        idx: usize,
+        now: DateTime<Utc>,
+        places: &mut usize,
+        fresh: Option<&mut Vec<Fresh>>,
+    ) -> Result<()> {
+        let q = self.queue_backlog(idx, now, places, fresh)?;
         let mut looks = self.backlog.borrow_mut();
         let Some(next) = q.next else {
             looks.remove(idx);
@@ -291,7 +315,13 @@ impl Engine {
     /// Queues the next windows of schedule `idx`'s backlog: as many as it
     /// has room for and `places` allows, plus every window that has reached
     /// the end of its catch-up window.
-    fn queue_backlog(&self, idx: usize, now: DateTime<Utc>, places: &mut usize) -> Result<Queued> {
+    fn queue_backlog(
+        &self,
+        idx: usize,
+        now: DateTime<Utc>,
+        places: &mut usize,
+        mut fresh: Option<&mut Vec<Fresh>>,
+    ) -> Result<Queued> {
         let s = self.schedule(idx);
         let done = Queued {
             next: None,
@@ -302,6 +332,11 @@ impl Engine {
         };
         let slots = catchup_slots(s);
         let catchup_window = to_delta(s.catchup_window);
+        // As in open_due_windows: only a schedule without gates has its
+        // window decided before its row exists.
+        if !self.gates.get(idx).is_some_and(|g| g.is_empty()) {
+            fresh = None;
+        }
         let mut left = *places;
         let queued = self.store.write(|tx| {
             let Some(b) = tx.backlog(&s.id)? else {
@@ -319,11 +354,31 @@ impl Engine {
                 } else {
                     Disposition::CatchUp
                 };
-                if let Some(run) = tx.insert_run(&new_run_for(s, &f, d, now), now)? {
+                let takes_place = !calendar && f.at + catchup_window > now;
+                let new = new_run_for(s, &f, d, now);
+                if takes_place
+                    && let Some(fresh) = fresh.as_deref_mut()
+                    && new.state == RunState::Pending
+                {
+                    let run = opened_run(&new, 0, now);
+                    if run.next_check_at.is_some_and(|t| t <= now) {
+                        let opened = opened_event(&run, f.note, Opener::default());
+                        fresh.push(Fresh::Unopened {
+                            new,
+                            opened,
+                            run,
+                            at: now,
+                        });
+                        room = room.saturating_sub(1);
+                        left = left.saturating_sub(1);
+                        continue;
+                    }
+                }
+                if let Some(run) = tx.insert_run(&new, now)? {
                     tx.append_event(
                         &NewEvent::of(now, opened_event(&run, f.note, Opener::default())).for_run(&run),
                     )?;
-                    if !calendar && f.at + catchup_window > now {
+                    if takes_place {
                         room = room.saturating_sub(1);
                         left = left.saturating_sub(1);
                     }

@@ -572,7 +572,7 @@ impl Engine {
                 let mut fresh = Vec::new();
                 let more = self.open_due_windows(now, fuse.then_some(&mut fresh))?;
                 if !more {
-                    self.queue_backlogs(now)?;
+                    self.queue_backlogs(now, fuse.then_some(&mut fresh))?;
                     self.open_posted_events(now)?;
                 }
                 self.decide_fresh(fresh, now, decided)?;

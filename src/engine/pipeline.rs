@@ -142,6 +142,11 @@ impl Engine {
                 let applied = self
                     .store
                     .write(|tx| tx.open_claimed(&new, opened, opened_at, plan, now))?;
+                if run.pool == Pool::Backfill && matches!(applied, Applied::Conflict { .. }) {
+                    // Another scheduler queued this backlog window first: the
+                    // place it was given is offered again.
+                    self.backfill_freed(None, now);
+                }
                 self.perform(idx, applied, now)?;
                 return Ok(());
             }
