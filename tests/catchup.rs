@@ -843,3 +843,103 @@ fn three_hours_down(
     d.restart("main").unwrap();
     (dir, d, cfg, up)
 }
+
+/// A backlog window given a place at the instant an on-time run opens for
+/// a posted event (after the tick's own windows) does not take the last
+/// place of their tenant before it: catch-up never goes before on time
+/// (found in review: the window given a place was claimed at once, before
+/// the event's run was decided).
+#[test]
+fn a_catch_up_window_does_not_take_a_tenants_place_before_an_on_time_run_opened_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        r#"{BASE}
+[tenants.t]
+max_concurrent = 1
+
+[[schedule]]
+id = "a"
+tenant = "t"
+agent = "sim"
+cron = "*/5 2-3 * * *"
+timezone = "UTC"
+close_after = "5m"
+check_every = "1m"
+catchup = "all"
+catchup_window = "36h"
+
+[[schedule]]
+id = "ev"
+tenant = "t"
+agent = "sim"
+on_event = "go"
+"#
+    );
+    let cfg = config(&dir, &toml);
+    let agent = |secs: i64| {
+        let mut a = sim_agent(vec![SimAttempt {
+            latency: TimeDelta::seconds(secs),
+            ..Default::default()
+        }]);
+        a.steps.clear();
+        a
+    };
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-01T00:00:00Z",
+        vec![("a", agent(7)), ("ev", agent(7))],
+        vec![],
+    );
+    let down = t("2026-06-01T01:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(3);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.settle().unwrap();
+    let store = d.store().unwrap();
+    let mut i = 0;
+    for _ in 0..10_000 {
+        let next = d.next_event().unwrap().expect("something to do");
+        let running = store.read(|tx| tx.running_runs(None)).unwrap();
+        let backlog = store.read(|tx| tx.backlogs()).unwrap();
+        if d.sim.next_due() == Some(next)
+            && running.len() == 1
+            && running[0].pool == Pool::Backfill
+            && !backlog.is_empty()
+        {
+            i += 1;
+            let key = format!("e{i}");
+            agentcron::operator::post_event(&store, "go", Some(&key), &serde_json::json!({}), next).unwrap();
+            d.clock.set(next);
+            d.settle().unwrap();
+            let ended =
+                store.read(|tx| tx.try_run(running[0].id)).unwrap().unwrap().state != RunState::Running;
+            let ev = run_by_key(&store, "ev", &key);
+            let now_running = store.read(|tx| tx.running_runs(None)).unwrap();
+            println!(
+                "{next}: catch-up {} ended={ended}; ev {:?} {:?}; running {:?}",
+                running[0].window_key,
+                ev.state,
+                ev.state_reason,
+                now_running
+                    .iter()
+                    .map(|r| (r.schedule.clone(), r.pool, r.window_key.clone()))
+                    .collect::<Vec<_>>()
+            );
+            if ended {
+                assert_eq!(
+                    ev.state,
+                    RunState::Running,
+                    "on-time event run delayed by catch-up: {:?}",
+                    ev.state_reason
+                );
+                return;
+            }
+            continue;
+        }
+        d.step(next).unwrap();
+    }
+    panic!("no such instant");
+}

@@ -571,11 +571,13 @@ impl Engine {
                 }
                 let mut fresh = Vec::new();
                 let more = self.open_due_windows(now, fuse.then_some(&mut fresh))?;
+                let mut catch_up = Vec::new();
                 if !more {
-                    self.queue_backlogs(now, fuse.then_some(&mut fresh))?;
+                    self.queue_backlogs(now, fuse.then_some(&mut catch_up))?;
                     self.open_posted_events(now)?;
                 }
                 self.decide_fresh(fresh, now, decided)?;
+                self.decide_fresh_catch_up(catch_up, now, decided)?;
                 Ok::<bool, EngineError>(more)
             });
             let more = match more {

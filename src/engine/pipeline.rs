@@ -116,6 +116,49 @@ impl Engine {
         Ok(())
     }
 
+    /// Decides the backlog windows a tick gave places to and left unopened
+    /// ([`Engine::queue_backlogs`]), after the on-time windows it opened:
+    /// as [`Engine::decide_fresh`] does, unless an on-time run is due now
+    /// all the same (opened for a posted event, woken by the zombie sweep,
+    /// left to its gates): catch-up never goes before one, so they are then
+    /// opened pending, for [`Engine::evaluate_due_runs`] to decide after it.
+    pub(crate) fn decide_fresh_catch_up(
+        &mut self,
+        catch_up: Vec<Fresh>,
+        now: DateTime<Utc>,
+        decided: &mut HashSet<i64>,
+    ) -> Result<()> {
+        if catch_up.is_empty() {
+            return Ok(());
+        }
+        let on_time_due = self
+            .store
+            .read(|tx| tx.next_due_check_in_pool(Pool::OnTime))?
+            .is_some_and(|t| t <= now);
+        if !on_time_due {
+            return self.decide_fresh(catch_up, now, decided);
+        }
+        let lost = self.store.write(|tx| {
+            let mut lost = false;
+            for f in catch_up {
+                let Fresh::Unopened { new, opened, at, .. } = f else {
+                    continue;
+                };
+                match tx.insert_run(&new, at)? {
+                    Some(run) => {
+                        tx.append_event(&NewEvent::of(at, opened).for_run(&run))?;
+                    }
+                    None => lost = true, // another scheduler queued it first
+                }
+            }
+            Ok(lost)
+        })?;
+        if lost {
+            self.backfill_freed(None, now);
+        }
+        Ok(())
+    }
+
     /// A window not opened yet ([`Fresh::Unopened`]), decided on `run`, the
     /// row its insert would write: claimed at once, it is inserted already
     /// claimed ([`Tx::open_claimed`](crate::store::Tx::open_claimed)), with
@@ -158,9 +201,15 @@ impl Engine {
             tx.append_event(&NewEvent::of(opened_at, opened).for_run(&run))?;
             Ok(Some(run))
         })?;
-        if let Some(run) = inserted {
-            decided.insert(run.id);
-            self.evaluate_run(idx, run, now, facts)?;
+        match inserted {
+            Some(run) => {
+                decided.insert(run.id);
+                self.evaluate_run(idx, run, now, facts)?;
+            }
+            // A backlog window another scheduler queued first: its place
+            // is offered again.
+            None if run.pool == Pool::Backfill => self.backfill_freed(None, now),
+            None => {}
         }
         Ok(())
     }
