@@ -73,13 +73,20 @@ fn restarted_with(toml: &str) -> (tempfile::TempDir, Driver, DateTime<Utc>, Date
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&dir, toml);
     let mut d = driver(&dir, cfg, "2026-06-01T00:00:00Z", agents(), vec![]);
+    let (down, up) = down_for(&mut d, TimeDelta::hours(72));
+    (dir, d, down, up)
+}
+
+/// Runs `d` to 01:30Z, crashes it, jumps the clock by `outage` and
+/// restarts it (nothing run yet at the restart instant): (down, up).
+fn down_for(d: &mut Driver, outage: TimeDelta) -> (DateTime<Utc>, DateTime<Utc>) {
     let down = t("2026-06-01T01:30:00Z");
     d.run_until(down).unwrap();
     d.crash("main");
-    let up = down + TimeDelta::hours(72);
+    let up = down + outage;
     d.jump_clock(up).unwrap();
     d.restart("main").unwrap();
-    (dir, d, down, up)
+    (down, up)
 }
 
 /// The 72 h outage of [`restarted`], then up again for 8 h.
@@ -835,12 +842,7 @@ fn three_hours_down(
     };
     let agents = ids.iter().map(|&(id, secs)| (id, agent(secs))).collect();
     let mut d = driver(&dir, cfg.clone(), "2026-06-01T00:00:00Z", agents, vec![]);
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(3);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_, up) = down_for(&mut d, TimeDelta::hours(3));
     (dir, d, cfg, up)
 }
 
@@ -891,12 +893,7 @@ on_event = "go"
         vec![("a", agent(7)), ("ev", agent(7))],
         vec![],
     );
-    let down = t("2026-06-01T01:30:00Z");
-    d.run_until(down).unwrap();
-    d.crash("main");
-    let up = down + TimeDelta::hours(3);
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    down_for(&mut d, TimeDelta::hours(3));
     d.settle().unwrap();
     let store = d.store().unwrap();
     let mut i = 0;

@@ -13,7 +13,6 @@ use crate::core::event::Opener;
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
 use crate::store::Backlog;
-use crate::store::opened_run;
 use crate::store::types::NewEvent;
 use crate::store::types::{Pool, RunState};
 use crate::time::duration::to_delta;
@@ -355,33 +354,32 @@ impl Engine {
                     Disposition::CatchUp
                 };
                 let takes_place = !calendar && f.at + catchup_window > now;
-                let new = new_run_for(s, &f, d, now);
+                let mut new = Some(new_run_for(s, &f, d, now));
                 if takes_place
                     && let Some(fresh) = fresh.as_deref_mut()
-                    && new.state == RunState::Pending
+                    && let Some(n) = new.take_if(|n| n.state == RunState::Pending)
                 {
-                    let run = opened_run(&new, 0, now);
-                    if run.next_check_at.is_some_and(|t| t <= now) {
-                        let opened = opened_event(&run, f.note, Opener::default());
-                        fresh.push(Fresh::Unopened {
-                            new,
-                            opened,
-                            run,
-                            at: now,
-                        });
-                        room = room.saturating_sub(1);
-                        left = left.saturating_sub(1);
-                        continue;
+                    match Fresh::unopened(n, f.note, now) {
+                        Ok(u) => fresh.push(u),
+                        Err(back) => new = Some(back),
                     }
                 }
-                if let Some(run) = tx.insert_run(&new, now)? {
-                    tx.append_event(
-                        &NewEvent::of(now, opened_event(&run, f.note, Opener::default())).for_run(&run),
-                    )?;
-                    if takes_place {
-                        room = room.saturating_sub(1);
-                        left = left.saturating_sub(1);
-                    }
+                let queued = match new {
+                    None => true, // left unopened in `fresh`
+                    Some(new) => match tx.insert_run(&new, now)? {
+                        Some(run) => {
+                            tx.append_event(
+                                &NewEvent::of(now, opened_event(&run, f.note, Opener::default()))
+                                    .for_run(&run),
+                            )?;
+                            true
+                        }
+                        None => false, // another scheduler queued it first
+                    },
+                };
+                if queued && takes_place {
+                    room = room.saturating_sub(1);
+                    left = left.saturating_sub(1);
                 }
             }
             let Some(next) = fires.next() else {

@@ -8,8 +8,8 @@ use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::event::{Event, Opener};
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::{self, Disposition};
+use crate::store::Backlog;
 use crate::store::types::{NewEvent, Pool, RunState};
-use crate::store::{Backlog, opened_run};
 use crate::time::duration::to_delta;
 use crate::time::fire::{Fire, window_key};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -143,22 +143,18 @@ impl Engine {
                         deferred += 1;
                         continue;
                     }
-                    let new = new_run_for(s, &p.fire, p.disposition, now);
+                    let mut new = new_run_for(s, &p.fire, p.disposition, now);
                     if unopened
                         && let Some(f) = fresh.as_mut()
                         && new.pool == Pool::OnTime
                         && new.state == RunState::Pending
                     {
-                        let run = opened_run(&new, 0, now);
-                        if run.next_check_at.is_some_and(|t| t <= now) {
-                            let opened = opened_event(&run, p.fire.note, Opener::default());
-                            f.push(Fresh::Unopened {
-                                new,
-                                opened,
-                                run,
-                                at: now,
-                            });
-                            continue;
+                        match Fresh::unopened(new, p.fire.note, now) {
+                            Ok(u) => {
+                                f.push(u);
+                                continue;
+                            }
+                            Err(back) => new = back,
                         }
                     }
                     let Some(run) = tx.insert_run(&new, now)? else {

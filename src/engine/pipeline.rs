@@ -38,6 +38,28 @@ pub(crate) enum Fresh {
 }
 
 impl Fresh {
+    /// `new`, opened now and left unopened for the tick to decide before
+    /// its row exists, if it is due now; else `new` back, to be inserted.
+    // Unboxed, as `Fresh` itself: a box would be an allocation per window.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn unopened(
+        new: NewRun,
+        note: Option<crate::time::fire::FireNote>,
+        now: DateTime<Utc>,
+    ) -> std::result::Result<Fresh, NewRun> {
+        let run = crate::store::opened_run(&new, 0, now);
+        if run.next_check_at.is_none_or(|t| t > now) {
+            return Err(new);
+        }
+        let opened = time::opened_event(&run, note, crate::core::event::Opener::default());
+        Ok(Fresh::Unopened {
+            new,
+            opened,
+            run,
+            at: now,
+        })
+    }
+
     /// The run decided: as inserted, or as it would be.
     pub(crate) fn run(&self) -> &Run {
         match self {
@@ -141,14 +163,8 @@ impl Engine {
         let lost = self.store.write(|tx| {
             let mut lost = false;
             for f in catch_up {
-                let Fresh::Unopened { new, opened, at, .. } = f else {
-                    continue;
-                };
-                match tx.insert_run(&new, at)? {
-                    Some(run) => {
-                        tx.append_event(&NewEvent::of(at, opened).for_run(&run))?;
-                    }
-                    None => lost = true, // another scheduler queued it first
+                if let Fresh::Unopened { new, opened, at, .. } = f {
+                    lost |= open_pending(tx, &new, opened, at)?.is_none();
                 }
             }
             Ok(lost)
@@ -194,13 +210,7 @@ impl Engine {
                 return Ok(());
             }
         }
-        let inserted = self.store.write(|tx| {
-            let Some(run) = tx.insert_run(&new, opened_at)? else {
-                return Ok(None); // another scheduler opened it first
-            };
-            tx.append_event(&NewEvent::of(opened_at, opened).for_run(&run))?;
-            Ok(Some(run))
-        })?;
+        let inserted = self.store.write(|tx| open_pending(tx, &new, opened, opened_at))?;
         match inserted {
             Some(run) => {
                 decided.insert(run.id);
@@ -707,4 +717,19 @@ impl Engine {
             .map(|r| r.window_key.clone())
             .unwrap_or_default())
     }
+}
+
+/// Inserts `new` pending with its `opened` event (at `at`); `None` when
+/// another scheduler opened the window first.
+fn open_pending(
+    tx: &crate::store::Tx,
+    new: &NewRun,
+    opened: crate::core::event::Event,
+    at: DateTime<Utc>,
+) -> crate::store::Result<Option<Run>> {
+    let Some(run) = tx.insert_run(new, at)? else {
+        return Ok(None);
+    };
+    tx.append_event(&NewEvent::of(at, opened).for_run(&run))?;
+    Ok(Some(run))
 }
