@@ -12,7 +12,6 @@ use crate::config::model::{Overlap, ScheduleConfig};
 use crate::core::event::Opener;
 use crate::core::layers::time::{new_run_for, opened_event};
 use crate::recovery::catchup::Disposition;
-use crate::store::Backlog;
 use crate::store::types::NewEvent;
 use crate::store::types::{Pool, RunState};
 use crate::time::duration::to_delta;
@@ -387,7 +386,7 @@ impl Engine {
                 return Ok(done);
             };
             if next.at != b.next {
-                tx.put_backlog(&Backlog { next: next.at, ..b })?;
+                tx.advance_backlog(&s.id, next.at)?;
             }
             Ok(Queued {
                 next: Some(next.at),

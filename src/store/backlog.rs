@@ -25,19 +25,20 @@ fn backlog_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Backlog> {
     })
 }
 
-const COLS: &str = "schedule, next_at, until_at, planned_at";
+const ALL: &str = "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog ORDER BY schedule";
+const ONE: &str = "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog WHERE schedule = ?1";
 
 impl Tx<'_> {
     /// Every schedule's backlog, by schedule.
     pub fn backlogs(&self) -> Result<Vec<Backlog>> {
-        let mut stmt = self.prepared(&format!("SELECT {COLS} FROM catchup_backlog ORDER BY schedule"))?;
+        let mut stmt = self.cached(ALL)?;
         let rows = stmt.query_map([], backlog_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// The backlog of `schedule`, if it has one.
     pub fn backlog(&self, schedule: &str) -> Result<Option<Backlog>> {
-        let mut stmt = self.prepared(&format!("SELECT {COLS} FROM catchup_backlog WHERE schedule = ?1"))?;
+        let mut stmt = self.cached(ONE)?;
         Ok(stmt.query_row([schedule], backlog_from_row).optional()?)
     }
 
@@ -56,6 +57,15 @@ impl Tx<'_> {
             Ms(b.planned_at)
         ])?;
         Ok(())
+    }
+
+    /// The backlog of `schedule` now starts at `next` (its windows before
+    /// it are queued). `false` if it has no backlog.
+    pub fn advance_backlog(&self, schedule: &str, next: DateTime<Utc>) -> Result<bool> {
+        let changed = self
+            .cached("UPDATE catchup_backlog SET next_at = ?2 WHERE schedule = ?1")?
+            .execute(rusqlite::params![schedule, Ms(next)])?;
+        Ok(changed == 1)
     }
 
     /// The backlog of `schedule` is all queued.
@@ -78,12 +88,11 @@ impl Tx<'_> {
                  AND window_start < ?2",
             )?
             .query_row(rusqlite::params![schedule, Ms(older_than)], |r| r.get(0))?;
-        let running: i64 = self
-            .cached(
-                "SELECT COUNT(*) FROM runs INDEXED BY runs_lease \
-                 WHERE state = 'running' AND schedule = ?1 AND pool = 'backfill'",
-            )?
-            .query_row([schedule], |r| r.get(0))?;
+        // Running: from the counts kept in memory (one pass over the running
+        // runs when another connection has written since).
+        let counts = self.running_by_schedule()?;
+        let on_time = counts.on_time_by_schedule.get(schedule).copied().unwrap_or(0);
+        let running = i64::from(counts.of_schedule(schedule).saturating_sub(on_time));
         Ok(usize::try_from(waiting + running).unwrap_or(0))
     }
 }
