@@ -17,7 +17,7 @@ use crate::store::types::{Pool, RunState};
 use crate::time::duration::to_delta;
 use crate::time::fire::FireNote;
 use chrono::{DateTime, TimeDelta, Utc};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// How often the backlog table is read again for ranges another scheduler
 /// planned (this engine's own plans are known at once).
@@ -73,7 +73,8 @@ impl Look {
 /// room, whichever schedule's run left it.
 #[derive(Debug, Default)]
 pub(crate) struct Looks {
-    by_schedule: BTreeMap<usize, Look>,
+    /// Each schedule's look, by its index in the config.
+    by_schedule: Vec<Option<Look>>,
     /// (next window, schedule) of every look whose next window is known
     /// and whose schedule is not full.
     heads: BTreeSet<(DateTime<Utc>, usize)>,
@@ -88,18 +89,36 @@ impl Looks {
         l.next.filter(|_| !l.full)
     }
 
-    /// Sets schedule `idx`'s look.
+    /// Sets schedule `idx`'s look. (Every backlog is put off by a poll
+    /// every `check_every`: the ordered sets change only where it moved.)
     pub(crate) fn insert(&mut self, idx: usize, look: Look) {
-        self.remove(idx);
-        if let Some(at) = Self::head(&look) {
-            self.heads.insert((at, idx));
+        if self.by_schedule.len() <= idx {
+            self.by_schedule.resize(idx + 1, None);
         }
-        self.by_at.insert((look.at, idx));
-        self.by_schedule.insert(idx, look);
+        let old = self.by_schedule[idx].replace(look);
+        let (old_head, old_at) = match &old {
+            Some(o) => (Self::head(o), Some(o.at)),
+            None => (None, None),
+        };
+        let head = Self::head(&look);
+        if old_head != head {
+            if let Some(at) = old_head {
+                self.heads.remove(&(at, idx));
+            }
+            if let Some(at) = head {
+                self.heads.insert((at, idx));
+            }
+        }
+        if old_at != Some(look.at) {
+            if let Some(at) = old_at {
+                self.by_at.remove(&(at, idx));
+            }
+            self.by_at.insert((look.at, idx));
+        }
     }
 
     fn remove(&mut self, idx: usize) {
-        if let Some(old) = self.by_schedule.remove(&idx) {
+        if let Some(old) = self.by_schedule.get_mut(idx).and_then(Option::take) {
             if let Some(at) = Self::head(&old) {
                 self.heads.remove(&(at, idx));
             }
@@ -108,7 +127,7 @@ impl Looks {
     }
 
     fn get(&self, idx: usize) -> Option<Look> {
-        self.by_schedule.get(&idx).copied()
+        self.by_schedule.get(idx).copied().flatten()
     }
 
     /// The looks whose instant has come, soonest first.

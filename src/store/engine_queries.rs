@@ -114,12 +114,6 @@ impl Tx<'_> {
         } else {
             SLOT_HOLDS_BUT_QUOTA
         };
-        // One statement per index: an UPDATE with ORs made SQLite scan every run.
-        let own = format!(
-            "UPDATE runs INDEXED BY runs_waiting SET next_check_at = ?1 \
-             WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
-               AND next_check_at > ?1 AND {holds}"
-        );
         // The oldest catch-up runs so held: of one schedule through its waiting
         // runs (runs_waiting), of any schedule in window order.
         let oldest = |index: &str, only: &str| {
@@ -142,6 +136,12 @@ impl Tx<'_> {
         let waiting = self.cached(probe)?.exists(rusqlite::params![Ms(now), schedule])?;
         let mut woken = 0;
         if waiting {
+            // One statement per index: an UPDATE with ORs made SQLite scan every run.
+            let own = format!(
+                "UPDATE runs INDEXED BY runs_waiting SET next_check_at = ?1 \
+                 WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+                   AND next_check_at > ?1 AND {holds}"
+            );
             woken += self
                 .prepared(&own)?
                 .execute(rusqlite::params![Ms(now), schedule])?;
