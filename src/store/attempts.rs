@@ -369,6 +369,7 @@ impl Tx<'_> {
         run.lease_expires = Some(stored(lease_until));
         run.fencing_token = token;
         run.updated_at = stored(now);
+        self.states.keep_claimed(&run);
         self.attempt_started(&run, None, owner, reason, now)?;
         Ok(Some(run))
     }
@@ -410,6 +411,7 @@ impl Tx<'_> {
     /// Extends the lease to `until` if `token` is still the run's token and
     /// the run is running; `false` = stale (the attempt lost its claim).
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
+        self.states.forget_claimed(run_id);
         let mut stmt = self.cached(RENEW_LEASE)?;
         Ok(stmt.execute(rusqlite::params![run_id, token, Ms(until)])? == 1)
     }
@@ -417,6 +419,7 @@ impl Tx<'_> {
     /// Asks the scheduler running the attempt with `token` to cancel it: a
     /// newer window (`why`, its key) superseded it. No-op once it has ended.
     pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
+        self.states.forget_claimed(run_id);
         let mut stmt = self.cached(
             "UPDATE runs SET cancel_requested = ?3 WHERE id = ?1 AND fencing_token = ?2 \
              AND state = 'running' AND cancel_requested IS NULL",

@@ -418,6 +418,14 @@ struct CachedStates {
     /// [`StateCache::validate`]). An attempt's end reads its run to plan,
     /// then again as the transaction's conflict check.
     run: Option<(u64, crate::core::records::Run)>,
+    /// The runs this connection inserted already claimed, as written, until
+    /// anything writes their row again: an attempt's end plans from its
+    /// run, and the run's read was 6 % of a drain's instructions. Every
+    /// statement that may change a running run's row forgets it here
+    /// (`Tx::transition_fenced`, `renew_lease`, `request_cancel`; a rename
+    /// clears everything); another connection's commit or a rollback
+    /// forgets them all.
+    claimed: super::FastMap<i64, crate::core::records::Run>,
     /// Execution memory by tenant, then schedule: how many runs were asked
     /// for when it was read, and the newest finished runs, newest window
     /// first (see [`Tx::execution_memory`]). Kept up by this connection's
@@ -469,6 +477,7 @@ impl CachedStates {
         self.states.clear();
         self.running = None;
         self.run = None;
+        self.claimed.clear();
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
@@ -840,6 +849,25 @@ impl StateCache {
             .as_ref()
             .filter(|(at, r)| *at == changes && r.id == id)
             .map(|(_, r)| r.clone())
+    }
+
+    /// Run `id` as this connection inserted it claimed, if nothing wrote
+    /// its row since.
+    pub(crate) fn claimed_run(&self, id: i64) -> Option<crate::core::records::Run> {
+        self.inner().claimed.get(&id).cloned()
+    }
+
+    /// `run` as just inserted, already claimed.
+    pub(crate) fn keep_claimed(&self, run: &crate::core::records::Run) {
+        self.inner().claimed.insert(run.id, run.clone());
+    }
+
+    /// Run `id`'s row is written again (or may be): no longer as kept.
+    pub(crate) fn forget_claimed(&self, id: i64) {
+        let mut c = self.inner();
+        if !c.claimed.is_empty() {
+            c.claimed.remove(&id);
+        }
     }
 
     /// `run` as just read, when the connection's `total_changes` was `changes`.

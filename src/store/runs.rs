@@ -283,6 +283,19 @@ impl Tx<'_> {
         if let Some(run) = self.states.run_as_read(id, changes) {
             return Ok(Some(run));
         }
+        if let Some(run) = self.states.claimed_run(id) {
+            // Tests (debug builds) prove the kept row is the stored one.
+            #[cfg(debug_assertions)]
+            {
+                let stored = self.cached(RUN_BY_ID)?.query_row([id], run_from_row).optional()?;
+                assert_eq!(
+                    stored.as_ref(),
+                    Some(&run),
+                    "the claimed run kept differs from its row"
+                );
+            }
+            return Ok(Some(run));
+        }
         let mut stmt = self.cached(RUN_BY_ID)?;
         let run = stmt.query_row([id], run_from_row).optional()?;
         if let Some(r) = &run {
@@ -608,6 +621,7 @@ impl Tx<'_> {
                 to,
             });
         }
+        self.states.forget_claimed(run_id);
         let clears_schedule = to == RunState::Running || to.is_terminal();
         let leaves_running = from == RunState::Running && to != RunState::Running;
         let ends =
