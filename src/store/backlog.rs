@@ -38,8 +38,22 @@ impl Tx<'_> {
 
     /// The backlog of `schedule`, if it has one.
     pub fn backlog(&self, schedule: &str) -> Result<Option<Backlog>> {
+        if let Some(kept) = self.states.backlog(schedule) {
+            // Tests (debug builds) prove the kept row is the stored one.
+            #[cfg(debug_assertions)]
+            {
+                let stored = self
+                    .cached(ONE)?
+                    .query_row([schedule], backlog_from_row)
+                    .optional()?;
+                assert_eq!(stored, kept, "the backlog kept differs from its row");
+            }
+            return Ok(kept);
+        }
         let mut stmt = self.cached(ONE)?;
-        Ok(stmt.query_row([schedule], backlog_from_row).optional()?)
+        let b = stmt.query_row([schedule], backlog_from_row).optional()?;
+        self.states.keep_backlog(schedule, b.clone());
+        Ok(b)
     }
 
     /// Sets (or replaces) the backlog of `b.schedule`.
@@ -56,6 +70,7 @@ impl Tx<'_> {
             Ms(b.until),
             Ms(b.planned_at)
         ])?;
+        self.states.keep_backlog(&b.schedule, Some(b.clone()));
         Ok(())
     }
 
@@ -65,6 +80,10 @@ impl Tx<'_> {
         let changed = self
             .cached("UPDATE catchup_backlog SET next_at = ?2 WHERE schedule = ?1")?
             .execute(rusqlite::params![schedule, Ms(next)])?;
+        match self.states.backlog(schedule) {
+            Some(Some(b)) if changed == 1 => self.states.keep_backlog(schedule, Some(Backlog { next, ..b })),
+            _ => self.states.forget_backlog(schedule),
+        }
         Ok(changed == 1)
     }
 
@@ -72,6 +91,7 @@ impl Tx<'_> {
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
         self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
             .execute([schedule])?;
+        self.states.keep_backlog(schedule, None);
         Ok(())
     }
 

@@ -367,6 +367,7 @@ impl Tx<'_> {
     pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
         self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
             .execute([schedule])?;
+        self.states.keep_backlog(schedule, None);
         Ok(())
     }
 

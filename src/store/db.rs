@@ -426,6 +426,11 @@ struct CachedStates {
     /// clears everything); another connection's commit or a rollback
     /// forgets them all.
     claimed: super::FastMap<i64, crate::core::records::Run>,
+    /// Catch-up backlogs by schedule as read or written here (`None`: it
+    /// has none), kept up by this connection's writes (`Tx::put_backlog`,
+    /// `advance_backlog`, `clear_backlog`; a rename or a dropped schedule
+    /// forgets them): a drain reads its backlog at every window it queues.
+    backlogs: super::FastMap<String, Option<super::Backlog>>,
     /// Execution memory by tenant, then schedule: how many runs were asked
     /// for when it was read, and the newest finished runs, newest window
     /// first (see [`Tx::execution_memory`]). Kept up by this connection's
@@ -478,6 +483,7 @@ impl CachedStates {
         self.running = None;
         self.run = None;
         self.claimed.clear();
+        self.backlogs.clear();
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
@@ -868,6 +874,29 @@ impl StateCache {
         if !c.claimed.is_empty() {
             c.claimed.remove(&id);
         }
+    }
+
+    /// The backlog of `schedule` as kept: `Some(None)` when it is known to
+    /// have none, `None` when not kept.
+    pub(crate) fn backlog(&self, schedule: &str) -> Option<Option<super::Backlog>> {
+        self.inner().backlogs.get(schedule).cloned()
+    }
+
+    /// `schedule`'s backlog as the database now holds it (`None`: none).
+    pub(crate) fn keep_backlog(&self, schedule: &str, b: Option<super::Backlog>) {
+        use super::sql::stored;
+        let b = b.map(|b| super::Backlog {
+            next: stored(b.next),
+            until: stored(b.until),
+            planned_at: stored(b.planned_at),
+            ..b
+        });
+        self.inner().backlogs.insert(schedule.to_string(), b);
+    }
+
+    /// `schedule`'s backlog may have changed: read it again.
+    pub(crate) fn forget_backlog(&self, schedule: &str) {
+        self.inner().backlogs.remove(schedule);
     }
 
     /// `run` as just read, when the connection's `total_changes` was `changes`.
