@@ -940,3 +940,42 @@ on_event = "go"
     }
     panic!("no such instant");
 }
+
+/// A schedule's running catch-up run holds its own backlog's only place
+/// (`overlap` skip: one catch-up run at a time): a look at its backlog while
+/// it runs (here the poll, due because another connection wrote) leaves it
+/// full, and free places of the pool do not queue a second window of it.
+#[test]
+fn a_running_catch_up_run_holds_its_schedules_backlog_place() {
+    // 4-minute runs of `a`, three places in the backfill pool.
+    let (_dir, mut d, cfg, up) = three_hours_down(&[("a", 240), ("b", 30)], "", 3);
+    let other = d.store().unwrap();
+    let mut seen_running = 0;
+    for minute in 1..=40 {
+        // Another connection writes: every backlog's poll must read it again.
+        agentcron::operator::pause(&other, &cfg, "b", "ops", "rehearsing", d.now()).unwrap();
+        agentcron::operator::resume(&other, &cfg, "b", "ops", "rehearsing", d.now()).unwrap();
+        d.run_until(up + TimeDelta::minutes(minute)).unwrap();
+        let unfinished: Vec<Run> = runs(&other, "a")
+            .into_iter()
+            .filter(|r| r.reason == RunReason::Catchup && !r.state.is_terminal())
+            .collect();
+        if unfinished.iter().any(|r| r.state == RunState::Running) {
+            seen_running += 1;
+        }
+        assert!(
+            unfinished.len() <= 1,
+            "minute {minute}: {} catch-up runs of one schedule queued at once: {:?}",
+            unfinished.len(),
+            unfinished
+                .iter()
+                .map(|r| (&r.window_key, r.state))
+                .collect::<Vec<_>>()
+        );
+    }
+    // (Its on-time runs, 4 minutes of every 5, go first.)
+    assert!(
+        seen_running > 10,
+        "the backlog did not drain: running at {seen_running} of 40 minutes"
+    );
+}
