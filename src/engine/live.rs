@@ -12,12 +12,33 @@ use std::time::{Duration, Instant};
 /// (CLI, console, other schedulers) are seen within this.
 const POLL: Duration = Duration::from_millis(500);
 
+/// tokio's timer wakes on whole milliseconds, rounded up: 1–2 ms after a due
+/// instant, which was a tenth of a claim's lateness at 1,000 schedules a
+/// second. A due instant is slept to this much before by tokio, the rest on
+/// the thread (to within the kernel's timer slack, about 50 µs).
+const TIMER_SLACK: Duration = Duration::from_millis(2);
+
 /// How long stopping the agents left after the grace period may take: the
 /// runner's SIGTERM-to-SIGKILL grace, and a little for the reports.
 const STOP_AGENTS_WITHIN: Duration = Duration::from_secs(5);
 
 /// Wall clock and monotonic clock disagreeing by more than this is a clock jump.
 const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
+
+/// The last stretch (at most [`TIMER_SLACK`]) to a due instant, slept on the
+/// thread: precise where tokio's timer is not.
+fn sleep_exactly_until(until: Instant) {
+    let left = until.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+            tokio::task::block_in_place(|| std::thread::sleep(left))
+        }
+        _ => std::thread::sleep(left),
+    }
+}
 
 /// Detects wall-clock jumps: between two observations the wall clock should
 /// move as much as the monotonic clock did; a difference beyond
@@ -119,14 +140,19 @@ impl Engine {
             }
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
-            let wait = self
+            let due = self
                 .next_wakeup()?
                 .map(|t| (t - now).to_std().unwrap_or(Duration::ZERO))
-                .unwrap_or(POLL)
-                .min(POLL);
+                .filter(|d| *d <= POLL);
+            let wait = due.unwrap_or(POLL);
+            let until = Instant::now() + wait;
             tokio::select! {
                 _ = &mut shutdown => break,
-                _ = tokio::time::sleep(wait) => {}
+                _ = tokio::time::sleep(if due.is_some() { wait.saturating_sub(TIMER_SLACK) } else { wait }) => {
+                    if due.is_some() {
+                        sleep_exactly_until(until);
+                    }
+                }
                 report = self.recv_report() => {
                     if let Some(r) = report {
                         self.handle(r)?;
