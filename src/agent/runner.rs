@@ -38,7 +38,9 @@ pub struct AttemptSpec {
     /// 1-based.
     pub attempt: u32,
     pub agent: AgentConfig,
-    pub envelope: Envelope,
+    /// Shared with the store, which writes its text once the attempt's row
+    /// is written (see `store::EnvelopeText`).
+    pub envelope: std::sync::Arc<Envelope>,
     /// Max runtime of the attempt; the agent is killed after it.
     pub timeout: Duration,
     /// The config file's folder: working directory, and base of relative program paths.
@@ -534,7 +536,7 @@ impl AgentRunner for HttpRunner {
             let log_limit = spec.log_limit;
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
-            let body = serde_json::to_vec(&spec.envelope).unwrap_or_default();
+            let body = serde_json::to_vec(&*spec.envelope).unwrap_or_default();
             let call =
                 tokio::task::spawn_blocking(move || post(&url, &headers, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.

@@ -9,7 +9,7 @@ use crate::agent::envelope::{
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::core::event::Event;
-use crate::store::types::{Claim, NewEvent, RunReason, ScheduleState};
+use crate::store::types::{Claim, EnvelopeText, NewEvent, RunReason, ScheduleState};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -114,14 +114,20 @@ impl Engine {
             resume_after: run.resume_after.clone(),
             payload,
         };
-        let envelope_json = envelope.to_json();
+        // Its text is made when its attempt row is written: after the agent
+        // starts when claims defer their rows (the runner writes its own).
+        let envelope = std::sync::Arc::new(envelope);
+        let text = {
+            let envelope = envelope.clone();
+            EnvelopeText::Later(std::sync::Arc::new(move || envelope.to_json()))
+        };
         let mut timeout = agent.timeout;
         if let Some(max) = s.budget.max_runtime {
             timeout = timeout.min(max);
         }
         let token = claim.fencing_token;
         self.store.write(|tx| {
-            tx.set_attempt_envelope(run.id, claim.attempt, &envelope_json)?;
+            tx.set_attempt_envelope_text(run.id, claim.attempt, text.clone())?;
             tx.append_event(
                 &NewEvent::of(
                     now,

@@ -439,12 +439,19 @@ impl Tx<'_> {
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
     pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
+        self.set_attempt_envelope_text(run_id, attempt, EnvelopeText::Text(envelope.to_string()))
+    }
+
+    /// [`Tx::set_attempt_envelope`] with the text made by the store when it
+    /// writes it: a claim's deferred attempt row makes it after the agent
+    /// started.
+    pub fn set_attempt_envelope_text(&self, run_id: i64, attempt: u32, envelope: EnvelopeText) -> Result<()> {
         // The attempt not inserted yet: inserted with its envelope (any
         // other held row is inserted by the update's statement).
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
             if let Err(e) = self
                 .states
-                .put_attempt(self.conn, self.stmts, &held, Some(envelope))
+                .put_attempt(self.conn, self.stmts, &held, Some(&envelope))
             {
                 self.states.hold_attempt(held);
                 return Err(e.into());
@@ -452,11 +459,11 @@ impl Tx<'_> {
             return Ok(());
         }
         // Kept for later by this transaction's claim, without its envelope.
-        if self.states.deferring() && self.states.deferred_envelope(run_id, attempt, envelope) {
+        if self.states.deferring() && self.states.deferred_envelope(run_id, attempt, &envelope) {
             return Ok(());
         }
         let mut stmt = self.cached(SET_ENVELOPE)?;
-        stmt.execute(rusqlite::params![run_id, attempt, envelope])?;
+        stmt.execute(rusqlite::params![run_id, attempt, envelope.text()])?;
         Ok(())
     }
 

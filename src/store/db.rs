@@ -360,7 +360,7 @@ impl Drop for DeferClaimRows<'_> {
 #[derive(Debug, Clone)]
 pub(crate) enum Deferred {
     /// The claim's attempt row, with the envelope its dispatch stored.
-    Attempt(super::attempts::HeldAttempt, Option<String>),
+    Attempt(super::attempts::HeldAttempt, Option<super::types::EnvelopeText>),
     /// The claim's trace row: `claimed` (or the `started` event that folds
     /// it) with the events folded into it.
     Event(super::types::NewEvent, Vec<super::types::NewEvent>),
@@ -372,7 +372,8 @@ impl Deferred {
     fn write(&self, conn: &Connection, stmts: &Statements, states: &StateCache) -> Result<()> {
         match self {
             Deferred::Attempt(a, envelope) => {
-                a.insert_deferred(conn, stmts, envelope.as_deref())?;
+                let text = envelope.as_ref().map(|e| e.text());
+                a.insert_deferred(conn, stmts, text.as_deref())?;
             }
             Deferred::Event(ev, folded) => {
                 super::events::write_event(conn, &ev.folding(folded))?;
@@ -662,17 +663,18 @@ impl StateCache {
         conn: &Connection,
         stmts: &Statements,
         a: &super::attempts::HeldAttempt,
-        envelope: Option<&str>,
+        envelope: Option<&super::types::EnvelopeText>,
     ) -> rusqlite::Result<()> {
         {
             let mut c = self.inner();
             if c.deferring {
                 c.deferred_open
-                    .push(Deferred::Attempt(a.clone(), envelope.map(str::to_string)));
+                    .push(Deferred::Attempt(a.clone(), envelope.cloned()));
                 return Ok(());
             }
         }
-        a.insert(conn, stmts, envelope)
+        let text = envelope.map(|e| e.text());
+        a.insert(conn, stmts, text.as_deref())
     }
 
     /// Keeps a claim's trace row (`claimed`, or the `started` event that
@@ -713,13 +715,18 @@ impl StateCache {
     /// Gives the deferred attempt row `n` of run `run_id`, kept by this
     /// transaction without an envelope, its envelope; `false` if there is
     /// no such row.
-    pub(crate) fn deferred_envelope(&self, run_id: i64, n: u32, envelope: &str) -> bool {
+    pub(crate) fn deferred_envelope(
+        &self,
+        run_id: i64,
+        n: u32,
+        envelope: &super::types::EnvelopeText,
+    ) -> bool {
         let mut c = self.inner();
         for d in c.deferred_open.iter_mut().rev() {
             if let Deferred::Attempt(a, env @ None) = d
                 && a.is(run_id, n)
             {
-                *env = Some(envelope.to_string());
+                *env = Some(envelope.clone());
                 return true;
             }
         }
