@@ -392,7 +392,7 @@ fn execution_memory_is_recent_runs_with_their_last_attempts_words(store: &Store)
                     Some("sent 3")
                 ]
             );
-            assert_eq!(memory[0].window_key, "w3");
+            assert_eq!(&*memory[0].window_key, "w3");
             assert_eq!(memory[1].state, Skipped);
             assert_eq!(tx.execution_memory("acme", "s", 2)?.len(), 2);
             Ok(())

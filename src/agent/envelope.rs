@@ -133,9 +133,9 @@ impl TimeContext {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryEntry {
     /// The window key.
-    pub window: String,
+    pub window: std::sync::Arc<str>,
     pub state: RunState,
-    pub summary: Option<String>,
+    pub summary: Option<std::sync::Arc<str>>,
 }
 
 /// `tenant/schedule/window_key`, the key agents and webhooks dedupe on.
@@ -196,9 +196,9 @@ mod tests {
                 context: TimeContext::new(now, Tz::UTC, i % 2 == 0, some.as_ref().map(|_| now)),
                 memory: (0..i * 4)
                     .map(|k| MemoryEntry {
-                        window: format!("{text}{k}"),
+                        window: format!("{text}{k}").into(),
                         state: states[k % states.len()],
-                        summary: (k % 3 != 0).then(|| text.clone()),
+                        summary: (k % 3 != 0).then(|| text.as_str().into()),
                     })
                     .collect(),
                 completed_steps: (0..i).map(|k| format!("{text}{k}")).collect(),

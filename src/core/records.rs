@@ -258,12 +258,14 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunMemory {
     pub run_id: i64,
-    pub window_key: String,
+    /// Shared, not copied, by every envelope that shows it (as is the
+    /// summary): the memory is handed to each dispatch of its schedule.
+    pub window_key: std::sync::Arc<str>,
     /// Where the memory orders it: newest window first.
     pub window_start: DateTime<Utc>,
     pub state: RunState,
     /// The last attempt's summary or message, else the run's state reason.
-    pub summary: Option<String>,
+    pub summary: Option<std::sync::Arc<str>>,
 }
 
 /// The result of a successful claim.

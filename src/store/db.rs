@@ -837,10 +837,10 @@ impl StateCache {
             at,
             RunMemory {
                 run_id: run.id,
-                window_key: run.window_key.clone(),
+                window_key: run.window_key.as_str().into(),
                 window_start,
                 state: run.state,
-                summary,
+                summary: summary.map(Into::into),
             },
         );
         entries.truncate(*n);

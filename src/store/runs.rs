@@ -561,9 +561,9 @@ impl Tx<'_> {
         let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| {
             Ok(RunMemory {
                 run_id: r.get(0)?,
-                window_key: r.get(1)?,
+                window_key: r.get::<_, String>(1)?.into(),
                 state: r.get(2)?,
-                summary: r.get(3)?,
+                summary: r.get::<_, Option<String>>(3)?.map(Into::into),
                 window_start: r.get::<_, Ms>(4)?.0,
             })
         })?;
