@@ -29,14 +29,17 @@ const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
 /// thread: precise where tokio's timer is not.
 fn sleep_exactly_until(until: Instant) {
     let left = until.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return;
+    if !left.is_zero() {
+        blocking(|| std::thread::sleep(left));
     }
+}
+
+/// Runs `f`, which blocks the thread: on a multi-threaded runtime, tokio is
+/// told so other tasks (agent output readers) keep running.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| std::thread::sleep(left))
-        }
-        _ => std::thread::sleep(left),
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
@@ -271,13 +274,9 @@ impl Engine {
         }
     }
 
-    /// `tick` may block on gates and SQLite: on a multi-threaded runtime, tell
-    /// tokio so other tasks (agent output readers) keep running.
+    /// `tick` may block on gates and SQLite.
     fn tick_blocking(&mut self) -> Result<()> {
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| self.tick()),
-            _ => self.tick(),
-        }
+        blocking(|| self.tick())
     }
 
     /// Mirrors new trace events to the log (tracing), so `run --headless` shows
