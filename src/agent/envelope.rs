@@ -107,6 +107,38 @@ impl EnvelopeWindow {
     }
 }
 
+/// An attempt's envelope, made where it is first read: by the agent's
+/// runner (on its own task, so a claim's agent starts before its envelope
+/// is made on the scheduler's thread) or by the store writing the attempt
+/// row after the agents of a tick started, whichever comes first.
+pub struct LazyEnvelope(std::sync::LazyLock<Envelope, Box<dyn FnOnce() -> Envelope + Send>>);
+
+impl LazyEnvelope {
+    /// The envelope `make` makes, made once, when it is first read.
+    pub fn new(make: impl FnOnce() -> Envelope + Send + 'static) -> Self {
+        Self(std::sync::LazyLock::new(Box::new(make)))
+    }
+}
+
+impl From<Envelope> for LazyEnvelope {
+    fn from(e: Envelope) -> Self {
+        Self::new(move || e)
+    }
+}
+
+impl std::ops::Deref for LazyEnvelope {
+    type Target = Envelope;
+    fn deref(&self) -> &Envelope {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for LazyEnvelope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// The time context of DESIGN.md: local business day, time since the last success.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeContext {

@@ -10,7 +10,6 @@
 //! [`AttemptSignal::Ended`]. Malformed protocol lines are reported *and* kept in
 //! the log, so the operator sees them next to the output around them.
 
-use crate::agent::envelope::Envelope;
 use crate::agent::log::ReportedLog;
 use crate::agent::protocol::{self, AgentLine, MAX_LINE, PROTOCOL_VERSION, Reply};
 use crate::config::model::{AgentConfig, AgentKind};
@@ -39,8 +38,9 @@ pub struct AttemptSpec {
     pub attempt: u32,
     pub agent: AgentConfig,
     /// Shared with the store, which writes its text once the attempt's row
-    /// is written (see `store::EnvelopeText`).
-    pub envelope: std::sync::Arc<Envelope>,
+    /// is written (see `store::EnvelopeText`); made where it is first read
+    /// (see [`LazyEnvelope`](crate::agent::envelope::LazyEnvelope)).
+    pub envelope: std::sync::Arc<crate::agent::envelope::LazyEnvelope>,
     /// Max runtime of the attempt; the agent is killed after it.
     pub timeout: Duration,
     /// The config file's folder: working directory, and base of relative program paths.
@@ -536,7 +536,7 @@ impl AgentRunner for HttpRunner {
             let log_limit = spec.log_limit;
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
-            let body = serde_json::to_vec(&*spec.envelope).unwrap_or_default();
+            let body = serde_json::to_vec(&**spec.envelope).unwrap_or_default();
             let call =
                 tokio::task::spawn_blocking(move || post(&url, &headers, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.

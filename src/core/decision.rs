@@ -190,7 +190,9 @@ impl From<SwitchName> for HoldKind {
 pub struct SwitchCheck {
     pub name: SwitchName,
     pub held: bool,
-    pub reason: String,
+    /// Borrowed when it is a fixed text (`clear`, as nearly every check
+    /// is): deciding a run allocates nothing for its clear switches.
+    pub reason: std::borrow::Cow<'static, str>,
 }
 
 /// What a holding switch does to the run.
@@ -335,7 +337,7 @@ mod tests {
         let sw = |n: SwitchName, held| SwitchCheck {
             name: n,
             held,
-            reason: format!("{n} reason"),
+            reason: format!("{n} reason").into(),
         };
         assert!(Decision::with_switches("t", &[(sw(SwitchName::Kill, false), Hold::Wait)]).is_none());
         let d = Decision::with_switches(

@@ -711,7 +711,7 @@ pub const KINDS: &[&str] = &[
 ];
 
 /// The stored kind of every variant but `Other`.
-fn known_kind(e: &Event) -> &'static str {
+pub(crate) fn known_kind(e: &Event) -> &'static str {
     match e {
         Event::SchedulerStarted { .. } => "scheduler_started",
         Event::SchedulerStopped { .. } => "scheduler_stopped",
@@ -787,7 +787,7 @@ mod tests {
 
     #[test]
     fn a_decisions_clear_switches_are_stored_by_name_and_read_back_whole() {
-        let check = |name, held, reason: &str| SwitchCheck {
+        let check = |name, held, reason: &'static str| SwitchCheck {
             name,
             held,
             reason: reason.into(),

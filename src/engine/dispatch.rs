@@ -4,7 +4,7 @@
 
 use super::{Engine, Result, Running};
 use crate::agent::envelope::{
-    Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
+    Envelope, EnvelopeWindow, LazyEnvelope, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
 };
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
@@ -64,55 +64,86 @@ impl Engine {
             let memory = tx.execution_memory(&run.tenant, &run.schedule, memory_n)?;
             Ok((completed, uncertain, state, memory))
         })?;
-        let memory: Vec<MemoryEntry> = memory
-            .into_iter()
-            .filter(|m| m.run_id != run.id)
-            .map(|m| MemoryEntry {
-                window: m.window_key,
-                state: m.state,
-                summary: m.summary,
-            })
-            .collect();
         let verify_step = self.verify_step(idx, &uncertain);
         let reason = if verify_step.is_some() {
             RunReason::Verify
         } else {
             claim.run.reason
         };
-        let business_day = s
-            .calendar
-            .as_ref()
-            .and_then(|c| self.cfg.calendars.get(c))
-            .is_none_or(|cal| cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive()));
-        let mut payload = s.payload.clone();
+        // A posted event's payload is read now (the store is this thread's);
+        // the rest of the envelope is made where it is first read (see
+        // `LazyEnvelope`): the agent starts without waiting for it.
+        let mut event_payload = None;
         if let TriggerConfig::OnEvent { event } | TriggerConfig::AfterEvent { event, .. } = &s.trigger
             && let Some(ev) = self.store.read(|tx| tx.posted_event(event, &run.window_key))?
         {
-            let ev_json = json!({"name": ev.name, "id": ev.event_id, "payload": ev.payload,
-                                 "arrived_at": rfc3339(ev.arrived_at)});
-            match payload.as_object_mut() {
-                Some(map) => {
-                    map.insert("event".into(), ev_json);
-                }
-                None => payload = json!({"value": payload, "event": ev_json}),
-            }
+            event_payload = Some(json!({"name": ev.name, "id": ev.event_id, "payload": ev.payload,
+                                        "arrived_at": rfc3339(ev.arrived_at)}));
         }
-        let envelope = Envelope {
-            run_id: run.id,
-            tenant: run.tenant.clone(),
-            schedule: run.schedule.clone(),
-            window: EnvelopeWindow::new(&run.window_key, run.window_start, run.window_end, s.timezone),
-            idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
-            attempt: claim.attempt,
-            reason,
-            now: local_rfc3339(now, s.timezone),
-            context: TimeContext::new(now, s.timezone, business_day, state.last_success),
-            memory,
-            completed_steps: completed,
-            uncertain_steps: uncertain,
-            verify_step: verify_step.clone(),
-            resume_after: run.resume_after.clone(),
-            payload,
+        let (run_id, due_at, pool) = (run.id, run.due_at, run.pool);
+        let lease_until = run.lease_expires.unwrap_or(now + self.lease());
+        let token = claim.fencing_token;
+        let attempt = claim.attempt;
+        let mut timeout = agent.timeout;
+        if let Some(max) = s.budget.max_runtime {
+            timeout = timeout.min(max);
+        }
+        let started = NewEvent::of(
+            now,
+            Event::Started {
+                attempt,
+                token,
+                reason,
+                agent: s.agent.clone(),
+                verify_step: verify_step.clone(),
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+        )
+        .for_run(run);
+        let envelope = {
+            let (cfg, run, verify_step) = (cfg.clone(), claim.run, verify_step.clone());
+            LazyEnvelope::new(move || {
+                let s = &cfg.schedules[idx];
+                let business_day = s
+                    .calendar
+                    .as_ref()
+                    .and_then(|c| cfg.calendars.get(c))
+                    .is_none_or(|cal| cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive()));
+                let mut payload = s.payload.clone();
+                if let Some(ev_json) = event_payload {
+                    match payload.as_object_mut() {
+                        Some(map) => {
+                            map.insert("event".into(), ev_json);
+                        }
+                        None => payload = json!({"value": payload, "event": ev_json}),
+                    }
+                }
+                Envelope {
+                    run_id: run.id,
+                    idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
+                    window: EnvelopeWindow::new(&run.window_key, run.window_start, run.window_end, s.timezone),
+                    tenant: run.tenant,
+                    schedule: run.schedule,
+                    attempt,
+                    reason,
+                    now: local_rfc3339(now, s.timezone),
+                    context: TimeContext::new(now, s.timezone, business_day, state.last_success),
+                    memory: memory
+                        .into_iter()
+                        .filter(|m| m.run_id != run.id)
+                        .map(|m| MemoryEntry {
+                            window: m.window_key,
+                            state: m.state,
+                            summary: m.summary,
+                        })
+                        .collect(),
+                    completed_steps: completed,
+                    uncertain_steps: uncertain,
+                    verify_step,
+                    resume_after: run.resume_after,
+                    payload,
+                }
+            })
         };
         // Its text is made when its attempt row is written: after the agent
         // starts when claims defer their rows (the runner writes its own).
@@ -121,33 +152,15 @@ impl Engine {
             let envelope = envelope.clone();
             EnvelopeText::Later(std::sync::Arc::new(move || envelope.to_json()))
         };
-        let mut timeout = agent.timeout;
-        if let Some(max) = s.budget.max_runtime {
-            timeout = timeout.min(max);
-        }
-        let token = claim.fencing_token;
         self.store.write(|tx| {
-            tx.set_attempt_envelope_text(run.id, claim.attempt, text.clone())?;
-            tx.append_event(
-                &NewEvent::of(
-                    now,
-                    Event::Started {
-                        attempt: claim.attempt,
-                        token,
-                        reason,
-                        agent: s.agent.clone(),
-                        verify_step: verify_step.clone(),
-                        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-                    },
-                )
-                .for_run(run),
-            )?;
+            tx.set_attempt_envelope_text(run_id, attempt, text.clone())?;
+            tx.append_event(&started)?;
             Ok(())
         })?;
         let spec = AttemptSpec {
-            run_id: run.id,
+            run_id,
             token,
-            attempt: claim.attempt,
+            attempt,
             agent,
             envelope,
             timeout,
@@ -156,15 +169,14 @@ impl Engine {
             // Set when it starts, from the lease then left (see start_pending).
             lease: None,
         };
-        let lease_until = run.lease_expires.unwrap_or(now + self.lease());
         self.pending_starts.push((
             spec,
             Running {
-                run_id: run.id,
+                run_id,
                 token,
-                attempt: claim.attempt,
+                attempt,
                 schedule: idx,
-                pool: run.pool,
+                pool,
                 handle: crate::agent::runner::AttemptHandle::detached(),
                 result: None,
                 verify_step,
@@ -175,7 +187,7 @@ impl Engine {
                 journaled: false,
                 lease_until,
             },
-            run.due_at,
+            due_at,
         ));
         self.after_start(idx, now);
         Ok(())
@@ -186,7 +198,9 @@ impl Engine {
     pub(crate) fn start_pending(&mut self) {
         let kill_grace = self.lease_kill_grace();
         let committed = self.clock.now();
-        for (mut spec, mut running, due) in std::mem::take(&mut self.pending_starts) {
+        // Drained, not taken: the list keeps its room for the next chunk.
+        let mut starts = std::mem::take(&mut self.pending_starts);
+        for (mut spec, mut running, due) in starts.drain(..) {
             if self.opts.record_claim_commits {
                 self.commit_lateness.record(due, committed);
             }
@@ -198,6 +212,9 @@ impl Engine {
             });
             running.handle = self.runner.start(spec, self.reports_tx.clone());
             self.running.insert(running);
+        }
+        if self.pending_starts.is_empty() {
+            self.pending_starts = starts;
         }
     }
 }

@@ -290,7 +290,7 @@ impl Tx<'_> {
         // Typed: their text is made when the row is written (after the
         // agent started, while claims defer their rows).
         let opened = NewEvent::of(opened_at, opened);
-        if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_str()) {
+        if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_ref()) {
             // One row: the opening and the decision folded into the claim.
             let mut folded = Vec::with_capacity(1 + plan.events.len());
             folded.push(opened);

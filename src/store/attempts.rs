@@ -300,7 +300,9 @@ impl Tx<'_> {
             started_at: now,
         };
         if let Some(before) = self.states.hold_attempt(held) {
-            self.states.put_attempt(self.conn, self.stmts, &before, None)?;
+            self.states
+                .put_attempt(self.conn, self.stmts, before, None)
+                .map_err(|(e, _)| e)?;
         }
         Ok(())
     }
@@ -449,9 +451,9 @@ impl Tx<'_> {
         // The attempt not inserted yet: inserted with its envelope (any
         // other held row is inserted by the update's statement).
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
-            if let Err(e) = self
+            if let Err((e, held)) = self
                 .states
-                .put_attempt(self.conn, self.stmts, &held, Some(&envelope))
+                .put_attempt(self.conn, self.stmts, held, Some(envelope))
             {
                 self.states.hold_attempt(held);
                 return Err(e.into());

@@ -648,7 +648,7 @@ impl StateCache {
     /// Inserts the held attempt row, if any (held again if that fails).
     pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
         if let Some(a) = self.take_held_attempt()
-            && let Err(e) = self.put_attempt(conn, stmts, &a, None)
+            && let Err((e, a)) = self.put_attempt(conn, stmts, a, None)
         {
             self.hold_attempt(a);
             return Err(e);
@@ -662,19 +662,19 @@ impl StateCache {
         &self,
         conn: &Connection,
         stmts: &Statements,
-        a: &super::attempts::HeldAttempt,
-        envelope: Option<&super::types::EnvelopeText>,
-    ) -> rusqlite::Result<()> {
+        a: super::attempts::HeldAttempt,
+        envelope: Option<super::types::EnvelopeText>,
+    ) -> std::result::Result<(), (rusqlite::Error, super::attempts::HeldAttempt)> {
         {
             let mut c = self.inner();
             if c.deferring {
-                c.deferred_open
-                    .push(Deferred::Attempt(a.clone(), envelope.cloned()));
+                // Moved, not copied: a claim's row is kept as it was held.
+                c.deferred_open.push(Deferred::Attempt(a, envelope));
                 return Ok(());
             }
         }
-        let text = envelope.map(|e| e.text());
-        a.insert(conn, stmts, text.as_deref())
+        let text = envelope.as_ref().map(|e| e.text());
+        a.insert(conn, stmts, text.as_deref()).map_err(|e| (e, a))
     }
 
     /// Keeps a claim's trace row (`claimed`, or the `started` event that
@@ -747,10 +747,10 @@ impl StateCache {
     fn deferred_committed(&self) {
         let mut c = self.inner();
         c.open_has_events = false;
-        if !c.deferred_open.is_empty() {
-            let open = std::mem::take(&mut c.deferred_open);
-            c.deferred.extend(open);
-        }
+        // Appended, not taken: the open list keeps its room for the next
+        // chunk's rows.
+        let c = &mut *c;
+        c.deferred.append(&mut c.deferred_open);
     }
 
     fn take_deferred_open(&self) -> Vec<Deferred> {
@@ -761,6 +761,17 @@ impl StateCache {
 
     fn take_deferred(&self) -> Vec<Deferred> {
         std::mem::take(&mut self.inner().deferred)
+    }
+
+    /// A list of rows taken and written, given back emptied: the next
+    /// tick's rows go where these were instead of growing a new list.
+    fn recycle(&self, mut rows: Vec<Deferred>, open: bool) {
+        rows.clear();
+        let mut c = self.inner();
+        let list = if open { &mut c.deferred_open } else { &mut c.deferred };
+        if list.is_empty() && list.capacity() < rows.capacity() {
+            *list = rows;
+        }
     }
 
     /// Rows taken to write whose transaction failed: first again.
@@ -1488,7 +1499,9 @@ impl Store {
             for row in &rows {
                 row.write(conn, &self.stmts, &self.states)?;
             }
-            return Ok(rows.len());
+            let n = rows.len();
+            self.states.recycle(rows, true);
+            return Ok(n);
         }
         let conn = self.lock();
         self.write_deferred_on(&conn)
@@ -1509,7 +1522,9 @@ impl Store {
         match written {
             Ok(()) => {
                 self.committed();
-                Ok(rows.len())
+                let n = rows.len();
+                self.states.recycle(rows, false);
+                Ok(n)
             }
             Err(e) => {
                 self.states.restore_deferred(rows);

@@ -113,7 +113,9 @@ pub(crate) const FOLDING_KINDS: [&str; 2] = ["claimed", "started"];
 #[derive(Debug, Clone)]
 pub struct NewEvent {
     pub at: DateTime<Utc>,
-    pub kind: String,
+    /// Borrowed for every kind but an unknown one: an event costs no
+    /// allocation for its kind.
+    pub kind: std::borrow::Cow<'static, str>,
     pub tenant: Option<String>,
     pub schedule: Option<String>,
     pub run_id: Option<i64>,
@@ -177,7 +179,10 @@ impl NewEvent {
     pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
         Self {
             at,
-            kind: event.kind().to_string(),
+            kind: match &event {
+                crate::core::event::Event::Other { kind, .. } => kind.clone().into(),
+                known => crate::core::event::known_kind(known).into(),
+            },
             tenant: None,
             schedule: None,
             run_id: None,
@@ -202,7 +207,7 @@ impl NewEvent {
         let (kind, detail) = event.to_row_text();
         Self {
             at,
-            kind,
+            kind: kind.into(),
             tenant: None,
             schedule: None,
             run_id: None,
@@ -214,7 +219,7 @@ impl NewEvent {
     pub(crate) fn from_text(at: DateTime<Utc>, kind: &str, detail: String) -> Self {
         Self {
             at,
-            kind: kind.to_string(),
+            kind: kind.to_string().into(),
             tenant: None,
             schedule: None,
             run_id: None,

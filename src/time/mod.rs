@@ -20,10 +20,21 @@ use chrono_tz::Tz;
 /// formatter (through `core::fmt`) was about 2 % of a run's lifecycle. Years
 /// outside 0–9999 and leap seconds go through chrono.
 pub fn rfc3339(t: DateTime<Utc>) -> String {
+    match digits(t, true) {
+        // ASCII digits and separators only: one copy, not a push per char.
+        Some((out, n)) => String::from_utf8_lossy(&out[..n]).into_owned(),
+        None => t.to_rfc3339_opts(SecondsFormat::Millis, true),
+    }
+}
+
+/// `t` as RFC 3339 UTC digits, with milliseconds when `millis` (24 bytes)
+/// or to the second (20); `None` for a year outside 0–9999 or a leap
+/// second, which chrono writes.
+fn digits(t: DateTime<Utc>, millis: bool) -> Option<([u8; 24], usize)> {
     use chrono::{Datelike, Timelike};
     let (year, nanos) = (t.year(), t.nanosecond());
     if !(0..=9999).contains(&year) || nanos >= 1_000_000_000 {
-        return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        return None;
     }
     let mut out = [0u8; 24];
     let mut put = |at: usize, value: u32, digits: usize| {
@@ -39,20 +50,33 @@ pub fn rfc3339(t: DateTime<Utc>) -> String {
     put(11, t.hour(), 2);
     put(14, t.minute(), 2);
     put(17, t.second(), 2);
-    put(20, nanos / 1_000_000, 3);
-    for (at, sep) in [
-        (4, b'-'),
-        (7, b'-'),
-        (10, b'T'),
-        (13, b':'),
-        (16, b':'),
-        (19, b'.'),
-        (23, b'Z'),
-    ] {
+    let n = if millis {
+        put(20, nanos / 1_000_000, 3);
+        out[19] = b'.';
+        24
+    } else {
+        20
+    };
+    for (at, sep) in [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')] {
         out[at] = sep;
     }
-    // ASCII digits and separators only: one copy, not a push per char.
-    String::from_utf8_lossy(&out).into_owned()
+    out[n - 1] = b'Z';
+    Some((out, n))
+}
+
+/// [`rfc3339_secs`] as a value that writes itself where it is formatted:
+/// a reason that names instants is made in one allocation, not one per
+/// instant (a run's time-layer reason is made at every decision).
+#[derive(Debug, Clone, Copy)]
+pub struct Secs(pub DateTime<Utc>);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match digits(self.0, false) {
+            Some((out, n)) => f.write_str(std::str::from_utf8(&out[..n]).map_err(|_| std::fmt::Error)?),
+            None => f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        }
+    }
 }
 
 /// The same to whole seconds, for what people and scripts read: gate reasons,
@@ -136,7 +160,8 @@ mod tests {
 
     /// The digit-by-digit writer says what chrono says, over a spread of
     /// instants (every field at its edges, sub-millisecond parts dropped),
-    /// and leaves years outside 0–9999 and leap seconds to chrono.
+    /// and leaves years outside 0–9999 and leap seconds to chrono; so does
+    /// its whole-second form, [`Secs`].
     #[test]
     fn rfc3339_is_chronos_millisecond_form() {
         let chrono_form = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
@@ -147,6 +172,7 @@ mod tests {
             let t = DateTime::from_timestamp_millis(ms).expect("in range")
                 + chrono::Duration::nanoseconds(ms.rem_euclid(997) * 1_000);
             assert_eq!(rfc3339(t), chrono_form(t), "{ms}");
+            assert_eq!(Secs(t).to_string(), rfc3339_secs(t), "{ms}");
             ms += step;
             step = step * 3 + 7;
             if step > 86_400_000 * 40 {
@@ -159,6 +185,7 @@ mod tests {
             DateTime::from_timestamp(1_780_000_019, 1_500_000_000).expect("leap second"),
         ] {
             assert_eq!(rfc3339(t), chrono_form(t));
+            assert_eq!(Secs(t).to_string(), rfc3339_secs(t));
         }
         assert_eq!(
             rfc3339(DateTime::from_timestamp_millis(1_780_272_000_007).expect("instant")),

@@ -85,7 +85,7 @@ pub fn latest_decision(events: &[Row]) -> Option<DecisionView> {
             .iter()
             .map(|s| SwitchHold {
                 name: s.name.as_str().to_string(),
-                reason: s.reason.clone(),
+                reason: s.reason.to_string(),
                 held: s.held,
                 at: *at,
             })

@@ -170,7 +170,7 @@ fn held(name: SwitchName, reason: String, hold: Hold) -> (SwitchCheck, Hold) {
         SwitchCheck {
             name,
             held: true,
-            reason,
+            reason: reason.into(),
         },
         hold,
     )
@@ -179,7 +179,7 @@ fn held(name: SwitchName, reason: String, hold: Hold) -> (SwitchCheck, Hold) {
 /// Layer 3 for `run` of schedule `s` at `now`.
 pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<Utc>) -> SwitchOutcome {
     let mut out = SwitchOutcome {
-        checks: vec![],
+        checks: Vec::with_capacity(SwitchName::ALL.len()),
         probe: false,
         cancel_running: false,
     };

@@ -157,7 +157,7 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
         (_, RunReason::Catchup) => {
             let exp = run.window_start + to_delta(s.catchup_window);
             (
-                format!("catch-up of window {}; expires {}", run.window_key, local(exp)),
+                format!("catch-up of window {}; expires {}", run.window_key, crate::time::Secs(exp)),
                 Some((exp, Verdict::Expired)),
             )
         }
@@ -165,8 +165,8 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
             format!(
                 "window {} open {} – {} ({})",
                 run.window_key,
-                local(run.window_start),
-                local(run.window_end),
+                crate::time::Secs(run.window_start),
+                crate::time::Secs(run.window_end),
                 s.timezone.name()
             ),
             Some((run.window_end, Verdict::Missed)),

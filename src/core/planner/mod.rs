@@ -18,7 +18,7 @@ pub use operator::{
 
 use crate::config::model::{AgentConfig, Catchup, DeliveryKind, ErrorClass, ScheduleConfig};
 use crate::core::decision::{Decision, HoldKind, Verdict};
-use crate::core::event::{Alert, Event, SkipCause, Stopped};
+use crate::core::event::{Alert, DecisionRecord, Event, SkipCause, Stopped};
 use crate::core::layers::gates::GateVerdict;
 use crate::core::plan::{Effect, Plan, ScheduleDelta, Scope, Step, Target};
 use crate::core::records::{AttemptEnd, AttemptStatus, Change, Pool, Run, RunReason, RunState};
@@ -196,7 +196,7 @@ pub fn plan(run: &Run, input: Input, p: &Policy<'_>, facts: &Facts, now: DateTim
 
 fn decided(
     run: &Run,
-    d: Decision,
+    mut d: Decision,
     probe: bool,
     (owner, lease_until): (String, DateTime<Utc>),
     p: &Policy<'_>,
@@ -220,14 +220,27 @@ fn decided(
             Scope::Run,
             Event::SwitchHeld {
                 switch: c.name,
-                reason: c.reason.clone(),
+                reason: c.reason.to_string(),
                 verdict: d.verdict,
             },
         );
     }
     // Every evaluation with gates is recorded; repeated identical holds are not.
     if !d.gates.is_empty() || reason_changed || d.verdict != Verdict::Wait {
-        plan.event(Scope::Run, Event::Decision((&d).into()));
+        let record = if d.verdict == Verdict::Claim {
+            // A claim reads nothing of its decision below: its texts move
+            // into the record instead of being copied.
+            DecisionRecord {
+                time: std::mem::take(&mut d.time),
+                switches: std::mem::take(&mut d.switches),
+                gates: d.gates.iter().map(Into::into).collect(),
+                verdict: d.verdict,
+                reason: std::mem::take(&mut d.reason),
+            }
+        } else {
+            (&d).into()
+        };
+        plan.event(Scope::Run, Event::Decision(record));
     }
     match d.verdict {
         Verdict::Claim => {
