@@ -214,6 +214,10 @@ pub struct Engine {
     /// was pushed for, so opening it need not compute it again
     /// ([`Engine::open_due_windows`]).
     pub(crate) next_fire: Vec<Option<(DateTime<Utc>, crate::time::fire::Fire)>>,
+    /// Schedules whose window opened this tick, off the due heap until
+    /// their next fire is computed after the tick's agents started: (index,
+    /// cursor). Empty between ticks ([`Engine::schedule_next_fires`]).
+    pub(crate) unscheduled: Vec<(usize, DateTime<Utc>)>,
     pub(crate) gates: gating::ScheduleGates,
     /// IO gates being checked off the loop.
     pub(crate) gate_pool: gating::GatePool,
@@ -347,6 +351,7 @@ impl Engine {
             opts,
             rules,
             next_fire: vec![None; n],
+            unscheduled: vec![],
             gates: Arc::new(gates),
             gate_pool: gating::GatePool::new(),
             index,
@@ -541,6 +546,8 @@ impl Engine {
         // transaction once the last chunk's agents have started.
         let deferring = crate::store::DeferClaimRows::on(&store);
         let claimed = self.open_and_claim(now, fuse, &mut decided);
+        // Whether or not every chunk committed: no schedule is left off the heap.
+        self.schedule_next_fires();
         drop(deferring);
         self.store.write_deferred()?;
         claimed?;

@@ -74,7 +74,19 @@ impl Engine {
                 })
                 .map(|(_, f)| f);
             let mut after_due: Option<Option<Fire>> = None;
+            // Fires are whole seconds apart at least (shared instants are
+            // excluded above): within a second of the due one, the next is
+            // not due yet, and is computed once this tick's agents started
+            // ([`Engine::schedule_next_fires`]), off the path from the due
+            // instant to them.
+            let mut next_later = false;
             let mut fires: Vec<Fire> = match known {
+                Some(first)
+                    if first.at.timestamp_subsec_nanos() == 0 && now < first.at + TimeDelta::seconds(1) =>
+                {
+                    next_later = true;
+                    vec![first]
+                }
                 Some(first) => match rule.next_after(first.at) {
                     second if second.as_ref().is_none_or(|f| f.at > now) => {
                         after_due = Some(second);
@@ -84,7 +96,7 @@ impl Engine {
                 },
                 None => vec![],
             };
-            if after_due.is_none() {
+            if after_due.is_none() && !next_later {
                 fires = rule
                     .fires_after(from)
                     .take_while(|f| f.at <= now)
@@ -151,6 +163,11 @@ impl Engine {
                     {
                         match Fresh::unopened(new, p.fire.note, now) {
                             Ok(u) => {
+                                if f.capacity() == 0 {
+                                    // A chunk's room at once: growing it
+                                    // would copy its (large) windows each time.
+                                    f.reserve_exact(CLAIM_CHUNK);
+                                }
                                 f.push(u);
                                 continue;
                             }
@@ -229,6 +246,10 @@ impl Engine {
             }
             // After the fast path above the cursor moved to `now`, past the
             // one fire due: the fire after it is the first after the cursor.
+            if next_later {
+                self.unscheduled.push((idx, new_cursor));
+                continue;
+            }
             let next = match after_due {
                 Some(next) => next,
                 None => rule.next_after(new_cursor),
@@ -239,6 +260,26 @@ impl Engine {
             }
         }
         Ok(false)
+    }
+
+    /// Gives the schedules [`Engine::open_due_windows`] left without their
+    /// next fire (see `next_later` there) their next fire, as it would
+    /// have: the first after their cursor, on the due heap.
+    pub(crate) fn schedule_next_fires(&mut self) {
+        let mut unscheduled = std::mem::take(&mut self.unscheduled);
+        for (idx, cursor) in unscheduled.drain(..) {
+            if self.next_fire[idx].is_some() {
+                continue; // scheduled since
+            }
+            let from = self.cursor[idx].unwrap_or(cursor);
+            if let Some(next) = self.rules[idx].as_ref().and_then(|r| r.next_after(from)) {
+                self.heap.push(Reverse((next.at, idx)));
+                self.next_fire[idx] = Some((from, next));
+            }
+        }
+        if self.unscheduled.is_empty() {
+            self.unscheduled = unscheduled;
+        }
     }
 
     fn open_last_start_window(
