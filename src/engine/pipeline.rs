@@ -494,8 +494,15 @@ impl Engine {
         // The config is shared (an Arc), not copied per run.
         let cfg = self.cfg.clone();
         let s = &cfg.schedules[idx];
-        let default_state = ScheduleState::new(&s.id);
-        let state = facts.states.get(&s.id).unwrap_or(&default_state);
+        // A schedule never evaluated yet has the default state, made only then.
+        let default_state;
+        let state = match facts.states.get(&s.id) {
+            Some(st) => st,
+            None => {
+                default_state = ScheduleState::new(&s.id);
+                &default_state
+            }
+        };
         let running = facts.running.of_schedule(&s.id);
         let maintenance = facts
             .maintenance

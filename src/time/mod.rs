@@ -64,6 +64,14 @@ fn digits(t: DateTime<Utc>, millis: bool) -> Option<([u8; 24], usize)> {
     Some((out, n))
 }
 
+/// Appends `t` as [`rfc3339_secs`] writes it.
+pub fn push_rfc3339_secs(out: &mut String, t: DateTime<Utc>) {
+    match digits(t, false) {
+        Some((d, n)) => out.push_str(std::str::from_utf8(&d[..n]).unwrap_or_default()),
+        None => out.push_str(&rfc3339_secs(t)),
+    }
+}
+
 /// [`rfc3339_secs`] as a value that writes itself where it is formatted:
 /// a reason that names instants is made in one allocation, not one per
 /// instant (a run's time-layer reason is made at every decision).
@@ -173,6 +181,9 @@ mod tests {
                 + chrono::Duration::nanoseconds(ms.rem_euclid(997) * 1_000);
             assert_eq!(rfc3339(t), chrono_form(t), "{ms}");
             assert_eq!(Secs(t).to_string(), rfc3339_secs(t), "{ms}");
+            let mut pushed = String::new();
+            push_rfc3339_secs(&mut pushed, t);
+            assert_eq!(pushed, rfc3339_secs(t), "{ms}");
             ms += step;
             step = step * 3 + 7;
             if step > 86_400_000 * 40 {

@@ -162,13 +162,22 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
             )
         }
         _ => (
-            format!(
-                "window {} open {} – {} ({})",
-                run.window_key,
-                crate::time::Secs(run.window_start),
-                crate::time::Secs(run.window_end),
-                s.timezone.name()
-            ),
+            // `window KEY open START – END (ZONE)`, written in place: every
+            // decision of a window makes it.
+            {
+                let zone = s.timezone.name();
+                let mut t = String::with_capacity(run.window_key.len() + zone.len() + 64);
+                t.push_str("window ");
+                t.push_str(&run.window_key);
+                t.push_str(" open ");
+                crate::time::push_rfc3339_secs(&mut t, run.window_start);
+                t.push_str(" – ");
+                crate::time::push_rfc3339_secs(&mut t, run.window_end);
+                t.push_str(" (");
+                t.push_str(zone);
+                t.push(')');
+                t
+            },
             Some((run.window_end, Verdict::Missed)),
         ),
     };
