@@ -7,11 +7,27 @@ use serde::Serialize;
 
 /// Running runs counted by schedule (every pool, and the on-time pool
 /// alone) and by tenant: what quotas and overlap rules compare against.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A key whose runs all ended keeps its entry at zero (a claim of a
+/// schedule that ran before copies no key); zero and no entry are equal.
+#[derive(Debug, Clone, Default)]
 pub struct RunningCounts {
     pub by_schedule: super::FastMap<String, u32>,
     pub on_time_by_schedule: super::FastMap<String, u32>,
     pub by_tenant: super::FastMap<String, u32>,
+}
+
+impl PartialEq for RunningCounts {
+    fn eq(&self, other: &Self) -> bool {
+        fn same(a: &super::FastMap<String, u32>, b: &super::FastMap<String, u32>) -> bool {
+            let within = |a: &super::FastMap<String, u32>, b: &super::FastMap<String, u32>| {
+                a.iter().all(|(k, &n)| n == 0 || b.get(k) == Some(&n))
+            };
+            within(a, b) && within(b, a)
+        }
+        same(&self.by_schedule, &other.by_schedule)
+            && same(&self.on_time_by_schedule, &other.on_time_by_schedule)
+            && same(&self.by_tenant, &other.by_tenant)
+    }
 }
 
 impl RunningCounts {
@@ -30,11 +46,8 @@ impl RunningCounts {
                 return true;
             }
             match map.get_mut(key) {
-                Some(n) if *n > 1 => *n -= 1,
-                Some(_) => {
-                    map.remove(key);
-                }
-                None => return false,
+                Some(n) if *n > 0 => *n -= 1,
+                _ => return false,
             }
             true
         }
@@ -343,4 +356,26 @@ pub struct EventFilter {
     pub after_id: Option<i64>,
     pub limit: Option<usize>,
     pub newest_first: bool,
+}
+
+#[cfg(test)]
+mod running_counts_tests {
+    use super::*;
+
+    /// A schedule whose runs all ended keeps a zero entry, which equals no
+    /// entry; counting below zero still says the counts were wrong.
+    #[test]
+    fn a_count_back_at_zero_is_no_count() {
+        let mut c = RunningCounts::default();
+        assert!(c.add("t", "s", Pool::OnTime, true));
+        assert!(c.add("t", "s", Pool::OnTime, false));
+        assert_eq!(c.by_schedule.get("s"), Some(&0));
+        assert_eq!(c, RunningCounts::default());
+        assert_eq!(RunningCounts::default(), c);
+        assert_eq!((c.of_schedule("s"), c.of_tenant("t")), (0, 0));
+        assert!(!c.add("t", "s", Pool::OnTime, false));
+        assert!(c.add("t", "s", Pool::Backfill, true));
+        assert_ne!(c, RunningCounts::default());
+        assert_eq!((c.of_schedule("s"), c.on_time_of_schedule("s")), (1, 0));
+    }
 }
