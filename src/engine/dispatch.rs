@@ -108,7 +108,9 @@ impl Engine {
                     .calendar
                     .as_ref()
                     .and_then(|c| cfg.calendars.get(c))
-                    .is_none_or(|cal| cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive()));
+                    .is_none_or(|cal| {
+                        cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive())
+                    });
                 let mut payload = s.payload.clone();
                 if let Some(ev_json) = event_payload {
                     match payload.as_object_mut() {
@@ -121,7 +123,12 @@ impl Engine {
                 Envelope {
                     run_id: run.id,
                     idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
-                    window: EnvelopeWindow::new(&run.window_key, run.window_start, run.window_end, s.timezone),
+                    window: EnvelopeWindow::new(
+                        &run.window_key,
+                        run.window_start,
+                        run.window_end,
+                        s.timezone,
+                    ),
                     tenant: run.tenant,
                     schedule: run.schedule,
                     attempt,

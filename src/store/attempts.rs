@@ -302,7 +302,7 @@ impl Tx<'_> {
         if let Some(before) = self.states.hold_attempt(held) {
             self.states
                 .put_attempt(self.conn, self.stmts, before, None)
-                .map_err(|(e, _)| e)?;
+                .map_err(|failed| failed.0)?;
         }
         Ok(())
     }
@@ -451,10 +451,11 @@ impl Tx<'_> {
         // The attempt not inserted yet: inserted with its envelope (any
         // other held row is inserted by the update's statement).
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
-            if let Err((e, held)) = self
+            if let Err(failed) = self
                 .states
                 .put_attempt(self.conn, self.stmts, held, Some(envelope))
             {
+                let (e, held) = *failed;
                 self.states.hold_attempt(held);
                 return Err(e.into());
             }

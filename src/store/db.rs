@@ -648,8 +648,9 @@ impl StateCache {
     /// Inserts the held attempt row, if any (held again if that fails).
     pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
         if let Some(a) = self.take_held_attempt()
-            && let Err((e, a)) = self.put_attempt(conn, stmts, a, None)
+            && let Err(failed) = self.put_attempt(conn, stmts, a, None)
         {
+            let (e, a) = *failed;
             self.hold_attempt(a);
             return Err(e);
         }
@@ -664,7 +665,7 @@ impl StateCache {
         stmts: &Statements,
         a: super::attempts::HeldAttempt,
         envelope: Option<super::types::EnvelopeText>,
-    ) -> std::result::Result<(), (rusqlite::Error, super::attempts::HeldAttempt)> {
+    ) -> std::result::Result<(), Box<(rusqlite::Error, super::attempts::HeldAttempt)>> {
         {
             let mut c = self.inner();
             if c.deferring {
@@ -674,7 +675,9 @@ impl StateCache {
             }
         }
         let text = envelope.as_ref().map(|e| e.text());
-        a.insert(conn, stmts, text.as_deref()).map_err(|e| (e, a))
+        // The row given back (boxed: only a failed insert pays for it).
+        a.insert(conn, stmts, text.as_deref())
+            .map_err(|e| Box::new((e, a)))
     }
 
     /// Keeps a claim's trace row (`claimed`, or the `started` event that
@@ -768,7 +771,11 @@ impl StateCache {
     fn recycle(&self, mut rows: Vec<Deferred>, open: bool) {
         rows.clear();
         let mut c = self.inner();
-        let list = if open { &mut c.deferred_open } else { &mut c.deferred };
+        let list = if open {
+            &mut c.deferred_open
+        } else {
+            &mut c.deferred
+        };
         if list.is_empty() && list.capacity() < rows.capacity() {
             *list = rows;
         }

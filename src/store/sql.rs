@@ -65,7 +65,7 @@ pub(crate) fn stored(t: DateTime<Utc>) -> DateTime<Utc> {
     // Whole milliseconds already (as nearly every instant is): itself,
     // without the trip through a date.
     let nanos = t.timestamp_subsec_nanos();
-    if nanos < 1_000_000_000 && nanos % 1_000_000 == 0 {
+    if nanos < 1_000_000_000 && nanos.is_multiple_of(1_000_000) {
         return t;
     }
     DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)

@@ -157,7 +157,11 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
         (_, RunReason::Catchup) => {
             let exp = run.window_start + to_delta(s.catchup_window);
             (
-                format!("catch-up of window {}; expires {}", run.window_key, crate::time::Secs(exp)),
+                format!(
+                    "catch-up of window {}; expires {}",
+                    run.window_key,
+                    crate::time::Secs(exp)
+                ),
                 Some((exp, Verdict::Expired)),
             )
         }
