@@ -585,6 +585,14 @@ pub enum Event {
 }
 
 impl Event {
+    /// [`Event::kind`], owned without a copy for every kind but `Other`'s.
+    pub fn kind_text(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Event::Other { kind, .. } => kind.clone().into(),
+            known => known_kind(known).into(),
+        }
+    }
+
     /// The kind as stored (`window_opened`, `gate` …).
     pub fn kind(&self) -> &str {
         match self {
@@ -711,7 +719,7 @@ pub const KINDS: &[&str] = &[
 ];
 
 /// The stored kind of every variant but `Other`.
-pub(crate) fn known_kind(e: &Event) -> &'static str {
+fn known_kind(e: &Event) -> &'static str {
     match e {
         Event::SchedulerStarted { .. } => "scheduler_started",
         Event::SchedulerStopped { .. } => "scheduler_stopped",

@@ -192,10 +192,7 @@ impl NewEvent {
     pub fn of(at: DateTime<Utc>, event: crate::core::event::Event) -> Self {
         Self {
             at,
-            kind: match &event {
-                crate::core::event::Event::Other { kind, .. } => kind.clone().into(),
-                known => crate::core::event::known_kind(known).into(),
-            },
+            kind: event.kind_text(),
             tenant: None,
             schedule: None,
             run_id: None,

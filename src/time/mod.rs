@@ -64,33 +64,21 @@ fn digits(t: DateTime<Utc>, millis: bool) -> Option<([u8; 24], usize)> {
     Some((out, n))
 }
 
-/// Appends `t` as [`rfc3339_secs`] writes it.
+/// Appends `t` as [`rfc3339_secs`] writes it (a reason that names
+/// instants is made in one string, not one per instant).
 pub fn push_rfc3339_secs(out: &mut String, t: DateTime<Utc>) {
     match digits(t, false) {
         Some((d, n)) => out.push_str(std::str::from_utf8(&d[..n]).unwrap_or_default()),
-        None => out.push_str(&rfc3339_secs(t)),
-    }
-}
-
-/// [`rfc3339_secs`] as a value that writes itself where it is formatted:
-/// a reason that names instants is made in one allocation, not one per
-/// instant (a run's time-layer reason is made at every decision).
-#[derive(Debug, Clone, Copy)]
-pub struct Secs(pub DateTime<Utc>);
-
-impl std::fmt::Display for Secs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match digits(self.0, false) {
-            Some((out, n)) => f.write_str(std::str::from_utf8(&out[..n]).map_err(|_| std::fmt::Error)?),
-            None => f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Secs, true)),
-        }
+        None => out.push_str(&t.to_rfc3339_opts(SecondsFormat::Secs, true)),
     }
 }
 
 /// The same to whole seconds, for what people and scripts read: gate reasons,
 /// the window variables of gate commands, manual window keys.
 pub fn rfc3339_secs(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+    let mut out = String::with_capacity(20);
+    push_rfc3339_secs(&mut out, t);
+    out
 }
 
 /// An instant as a person reads it in `tz`: `2026-06-06 09:00:00 +08:00` (the
@@ -169,10 +157,11 @@ mod tests {
     /// The digit-by-digit writer says what chrono says, over a spread of
     /// instants (every field at its edges, sub-millisecond parts dropped),
     /// and leaves years outside 0–9999 and leap seconds to chrono; so does
-    /// its whole-second form, [`Secs`].
+    /// its whole-second form, [`rfc3339_secs`].
     #[test]
     fn rfc3339_is_chronos_millisecond_form() {
         let chrono_form = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let secs_form = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Secs, true);
         let mut ms: i64 = -62_167_219_200_000; // 0000-01-01T00:00:00Z
         let end = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
         let mut step: i64 = 1;
@@ -180,10 +169,7 @@ mod tests {
             let t = DateTime::from_timestamp_millis(ms).expect("in range")
                 + chrono::Duration::nanoseconds(ms.rem_euclid(997) * 1_000);
             assert_eq!(rfc3339(t), chrono_form(t), "{ms}");
-            assert_eq!(Secs(t).to_string(), rfc3339_secs(t), "{ms}");
-            let mut pushed = String::new();
-            push_rfc3339_secs(&mut pushed, t);
-            assert_eq!(pushed, rfc3339_secs(t), "{ms}");
+            assert_eq!(rfc3339_secs(t), secs_form(t), "{ms}");
             ms += step;
             step = step * 3 + 7;
             if step > 86_400_000 * 40 {
@@ -196,7 +182,7 @@ mod tests {
             DateTime::from_timestamp(1_780_000_019, 1_500_000_000).expect("leap second"),
         ] {
             assert_eq!(rfc3339(t), chrono_form(t));
-            assert_eq!(Secs(t).to_string(), rfc3339_secs(t));
+            assert_eq!(rfc3339_secs(t), secs_form(t));
         }
         assert_eq!(
             rfc3339(DateTime::from_timestamp_millis(1_780_272_000_007).expect("instant")),

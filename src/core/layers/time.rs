@@ -157,11 +157,7 @@ pub fn check(run: &Run, s: &ScheduleConfig, now: DateTime<Utc>) -> TimeLayer {
         (_, RunReason::Catchup) => {
             let exp = run.window_start + to_delta(s.catchup_window);
             (
-                format!(
-                    "catch-up of window {}; expires {}",
-                    run.window_key,
-                    crate::time::Secs(exp)
-                ),
+                format!("catch-up of window {}; expires {}", run.window_key, local(exp)),
                 Some((exp, Verdict::Expired)),
             )
         }
