@@ -49,20 +49,21 @@ impl Engine {
             return Ok(());
         };
         let memory_n = self.cfg.scheduler.memory_runs;
-        let (completed, uncertain, state, memory) = self.store.read(|tx| {
+        let (completed, uncertain, last_success, memory) = self.store.read(|tx| {
             // Steps are journalled by attempts: a first attempt has none yet.
             let (completed, uncertain) = if claim.attempt > 1 {
                 (tx.completed_steps(run.id)?, tx.uncertain_steps(run.id)?)
             } else {
                 (vec![], vec![])
             };
-            let state = match state {
-                Some(st) => st,
-                None => tx.schedule_state(&run.schedule)?,
+            // All the envelope reads of the schedule's state.
+            let last_success = match state {
+                Some(st) => st.last_success,
+                None => tx.last_success(&run.schedule)?,
             };
             // Kept by the store as its runs finish (read once per schedule).
             let memory = tx.execution_memory(&run.tenant, &run.schedule, memory_n)?;
-            Ok((completed, uncertain, state, memory))
+            Ok((completed, uncertain, last_success, memory))
         })?;
         let verify_step = self.verify_step(idx, &uncertain);
         let reason = if verify_step.is_some() {
@@ -134,14 +135,14 @@ impl Engine {
                     attempt,
                     reason,
                     now: local_rfc3339(now, s.timezone),
-                    context: TimeContext::new(now, s.timezone, business_day, state.last_success),
+                    context: TimeContext::new(now, s.timezone, business_day, last_success),
                     memory: memory
-                        .into_iter()
+                        .iter()
                         .filter(|m| m.run_id != run.id)
                         .map(|m| MemoryEntry {
-                            window: m.window_key,
+                            window: m.window_key.clone(),
                             state: m.state,
-                            summary: m.summary,
+                            summary: m.summary.clone(),
                         })
                         .collect(),
                     completed_steps: completed,

@@ -198,10 +198,11 @@ impl Engine {
             let plan = planner::plan(&run, input, &self.policy(idx), &Facts::default(), now);
             if crate::store::opens_claimed(&plan) {
                 facts.count_claim(&run);
+                let pool = run.pool;
                 let applied = self
                     .store
-                    .write(|tx| tx.open_claimed(&new, opened, opened_at, plan, now))?;
-                if run.pool == Pool::Backfill && matches!(applied, Applied::Conflict { .. }) {
+                    .write(|tx| tx.open_claimed_as(&new, run, opened, opened_at, plan, now))?;
+                if pool == Pool::Backfill && matches!(applied, Applied::Conflict { .. }) {
                     // Another scheduler queued this backlog window first: the
                     // place it was given is offered again.
                     self.backfill_freed(None, now);

@@ -58,7 +58,9 @@ impl Tx<'_> {
             // An attempt's end writes the attempt before the run: check the
             // run's state and fence first, so a conflict writes nothing.
             if matches!(plan.steps.first(), Some(Step::EndAttempt { .. })) {
-                let before = self.try_run(t.run_id)?.ok_or(StoreError::RunNotFound(t.run_id))?;
+                let before = self
+                    .take_run(t.run_id)?
+                    .ok_or(StoreError::RunNotFound(t.run_id))?;
                 let (actual, token) = (before.state, before.fencing_token);
                 if actual != t.state || t.token.is_some_and(|tok| tok != token) {
                     return Ok(Applied::Conflict {
@@ -71,9 +73,12 @@ impl Tx<'_> {
             for (i, step) in plan.steps.iter().enumerate() {
                 let held = match step {
                     Step::Transition { to, change } => {
-                        let before = image_known
-                            .then(|| run.as_deref().or(read_first.as_ref()))
-                            .flatten();
+                        // Moved in: the transition's result is built from it.
+                        let before = if image_known {
+                            run.take().map(|r: Box<Run>| *r).or_else(|| read_first.take())
+                        } else {
+                            None
+                        };
                         match self.transition_fenced(t.run_id, state, *to, change, t.token, now, before) {
                             Ok(r) => {
                                 state = r.state;
@@ -206,13 +211,13 @@ impl Tx<'_> {
         let mut effects = plan.effects.clone();
         let mut state = None;
         if let Some(delta) = &plan.schedule {
+            // Read through the cache, which then holds it as it was.
             let mut st = self.schedule_state(&delta.schedule)?;
-            let before = st.clone();
             let Settled {
                 events,
                 effects: raised,
             } = settle_schedule(&mut st, delta, now);
-            if st != before {
+            if !self.states.holds(&st) {
                 self.put_schedule_state(&st)?;
             }
             for e in events {
@@ -254,6 +259,23 @@ impl Tx<'_> {
         plan: Plan,
         now: DateTime<Utc>,
     ) -> Result<Applied> {
+        let run = super::opened_run(new, 0, opened_at);
+        self.open_claimed_as(new, run, opened, opened_at, plan, now)
+    }
+
+    /// [`Tx::open_claimed`] given `run`, the row `new`'s insert at
+    /// `opened_at` would write (`opened_run(new, 0, opened_at)`), which the
+    /// caller built already: moved in and made the claimed row, not built
+    /// again.
+    pub(crate) fn open_claimed_as(
+        &self,
+        new: &NewRun,
+        run: Run,
+        opened: crate::core::event::Event,
+        opened_at: DateTime<Utc>,
+        plan: Plan,
+        now: DateTime<Utc>,
+    ) -> Result<Applied> {
         let (
             Some(t),
             [
@@ -275,7 +297,12 @@ impl Tx<'_> {
                 "open_claimed: the plan is not a first claim of a pending run".into(),
             ));
         }
-        let Some(run) = self.insert_claimed_row(new, opened_at, owner, *lease_until, *reason, now)? else {
+        debug_assert_eq!(
+            run,
+            super::opened_run(new, 0, opened_at),
+            "the row built for the window"
+        );
+        let Some(run) = self.insert_claimed_row(new, run, owner, *lease_until, *reason, now)? else {
             return Ok(Applied::Conflict {
                 run_id: 0,
                 why: format!(
@@ -461,8 +488,15 @@ mod tests {
                     }
                     for (to, change) in steps {
                         let token = (run.state == RunState::Running).then_some(run.fencing_token);
-                        let built =
-                            tx.transition_fenced(run.id, run.state, *to, change, token, at(3), Some(&run))?;
+                        let built = tx.transition_fenced(
+                            run.id,
+                            run.state,
+                            *to,
+                            change,
+                            token,
+                            at(3),
+                            Some(run.clone()),
+                        )?;
                         let stored = tx.run(run.id)?;
                         assert_eq!(built, stored, "case {i}: {} → {to}", run.state);
                         run = stored;

@@ -307,16 +307,17 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// A pending window opened at `opened_at` and claimed at `now` in one
-    /// insert: the run row, fencing token and attempt row that
-    /// [`Tx::insert_run`] then [`Tx::claim_row`] would write, without the
-    /// pending row in between. `Ok(None)` when the window's run exists
-    /// (another scheduler opened it first); nothing is written then.
+    /// A pending window opened and claimed at `now` in one insert: the run
+    /// row, fencing token and attempt row that [`Tx::insert_run`] then
+    /// [`Tx::claim_row`] would write, without the pending row in between.
+    /// `run` is the row `new`'s insert would write (`opened_run`), made the
+    /// claimed row. `Ok(None)` when the window's run exists (another
+    /// scheduler opened it first); nothing is written then.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_claimed_row(
         &self,
         new: &NewRun,
-        opened_at: DateTime<Utc>,
+        mut run: Run,
         owner: &str,
         lease_until: DateTime<Utc>,
         reason: RunReason,
@@ -353,7 +354,7 @@ impl Tx<'_> {
             owner,
             Ms(lease_until),
             token,
-            Ms(opened_at),
+            Ms(run.created_at),
             Ms(now),
         ])?;
         if inserted != 1 {
@@ -361,7 +362,7 @@ impl Tx<'_> {
         }
         // The row as written, built here (as insert_run and claim_row
         // would leave it), not read back.
-        let mut run = super::opened_run(new, self.conn.last_insert_rowid(), opened_at);
+        run.id = self.conn.last_insert_rowid();
         run.state = RunState::Running;
         run.reason = reason;
         run.state_reason = None;

@@ -436,7 +436,9 @@ struct CachedStates {
     /// for when it was read, and the newest finished runs, newest window
     /// first (see [`Tx::execution_memory`]). Kept up by this connection's
     /// own writes ([`StateCache::run_finished`]).
-    memory: super::FastMap<String, super::FastMap<String, (usize, Vec<RunMemory>)>>,
+    /// Shared with the dispatches that read it (an `Arc`, changed in place
+    /// when no envelope holds it any more): a claim takes it without a copy.
+    memory: super::FastMap<String, super::FastMap<String, (usize, std::sync::Arc<Vec<RunMemory>>)>>,
     /// The attempt this connection ended last: (run id, fencing token, its
     /// summary or else message), the word a run that ends with it leaves in
     /// the memory.
@@ -522,13 +524,52 @@ impl StateCache {
         self.inner().states.get(schedule).cloned()
     }
 
+    /// The kept state's last success (`None`: not kept).
+    #[allow(clippy::option_option)]
+    pub(crate) fn last_success(&self, schedule: &str) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
+        self.inner().states.get(schedule).map(|st| st.last_success)
+    }
+
     pub(crate) fn contains(&self, schedule: &str) -> bool {
         self.inner().states.contains_key(schedule)
     }
 
     /// `st` as the database now holds it (instants in whole milliseconds).
+    /// Whether `st` is `st.schedule`'s state as kept.
+    pub(crate) fn holds(&self, st: &crate::core::records::ScheduleState) -> bool {
+        self.inner().states.get(st.schedule.as_str()) == Some(st)
+    }
+
     pub(crate) fn put(&self, st: &crate::core::records::ScheduleState) {
         use super::sql::stored;
+        let mut c = self.inner();
+        if let Some(kept) = c.states.get_mut(st.schedule.as_str()) {
+            // Field by field: the kept strings' room is reused (a state is
+            // put after every run's end).
+            let crate::core::records::ScheduleState {
+                schedule: _,
+                last_evaluated,
+                circuit,
+                circuit_changed_at,
+                consecutive_failures,
+                paused,
+                paused_reason,
+                concurrency_divisor,
+                last_start,
+                last_success,
+            } = st;
+            kept.last_evaluated = last_evaluated.map(stored);
+            kept.circuit = *circuit;
+            kept.circuit_changed_at = circuit_changed_at.map(stored);
+            kept.consecutive_failures = *consecutive_failures;
+            kept.paused = *paused;
+            kept.paused_reason.clone_from(paused_reason);
+            kept.concurrency_divisor = *concurrency_divisor;
+            kept.last_start = last_start.map(stored);
+            kept.last_success = last_success.map(stored);
+            return;
+        }
+        drop(c);
         let mut st = st.clone();
         for t in [
             &mut st.last_evaluated,
@@ -798,19 +839,37 @@ impl StateCache {
 
     /// The first `n` entries of the execution memory of `schedule`, if kept
     /// (read with at least `n`).
-    pub(crate) fn memory(&self, tenant: &str, schedule: &str, n: usize) -> Option<Vec<RunMemory>> {
+    pub(crate) fn memory(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        n: usize,
+    ) -> Option<std::sync::Arc<Vec<RunMemory>>> {
         let c = self.inner();
         let (read, entries) = c.memory.get(tenant)?.get(schedule)?;
-        (*read >= n).then(|| entries.iter().take(n).cloned().collect())
+        match (*read).cmp(&n) {
+            // Kept at most `read` long: all of it.
+            std::cmp::Ordering::Equal => Some(entries.clone()),
+            std::cmp::Ordering::Greater => {
+                Some(std::sync::Arc::new(entries.iter().take(n).cloned().collect()))
+            }
+            std::cmp::Ordering::Less => None,
+        }
     }
 
     /// The execution memory of `schedule` as just read with `n`.
-    pub(crate) fn keep_memory(&self, tenant: &str, schedule: &str, n: usize, entries: &[RunMemory]) {
+    pub(crate) fn keep_memory(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        n: usize,
+        entries: &std::sync::Arc<Vec<RunMemory>>,
+    ) {
         self.inner()
             .memory
             .entry(tenant.to_string())
             .or_default()
-            .insert(schedule.to_string(), (n, entries.to_vec()));
+            .insert(schedule.to_string(), (n, entries.clone()));
     }
 
     /// An attempt of run `run_id` ended with this word (summary, else message).
@@ -846,6 +905,8 @@ impl StateCache {
             return;
         };
         let window_start = super::sql::stored(run.window_start);
+        // Copied only if a dispatch's envelope still holds it.
+        let entries = std::sync::Arc::make_mut(entries);
         entries.retain(|e| e.run_id != run.id);
         let at = entries
             .iter()
@@ -886,6 +947,15 @@ impl StateCache {
     /// its row since.
     pub(crate) fn claimed_run(&self, id: i64) -> Option<crate::core::records::Run> {
         self.inner().claimed.get(&id).cloned()
+    }
+
+    /// The claimed run kept for `id`, moved out of the cache.
+    pub(crate) fn take_claimed(&self, id: i64) -> Option<crate::core::records::Run> {
+        let mut c = self.inner();
+        if c.claimed.is_empty() {
+            return None;
+        }
+        c.claimed.remove(&id)
     }
 
     /// `run` as just inserted, already claimed.

@@ -120,6 +120,15 @@ impl Tx<'_> {
         Ok(st)
     }
 
+    /// The schedule's last success as [`Tx::schedule_state`] has it, without
+    /// copying the whole state when it is kept.
+    pub fn last_success(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
+        match self.states.last_success(schedule) {
+            Some(at) => Ok(at),
+            None => Ok(self.schedule_state(schedule)?.last_success),
+        }
+    }
+
     /// The states of `schedules`, in that order: the kept ones as they are,
     /// the others read one by one, or, when more than a few are not kept
     /// (a first tick of thousands), all rows in one pass.

@@ -304,6 +304,26 @@ impl Tx<'_> {
         Ok(run)
     }
 
+    /// [`Tx::try_run`] for a caller about to write the run's row: a claimed
+    /// run kept as written is moved out (the write would forget it), not
+    /// copied.
+    pub(crate) fn take_run(&self, id: i64) -> Result<Option<Run>> {
+        let Some(run) = self.states.take_claimed(id) else {
+            return self.try_run(id);
+        };
+        // Tests (debug builds) prove the kept row is the stored one.
+        #[cfg(debug_assertions)]
+        {
+            let stored = self.cached(RUN_BY_ID)?.query_row([id], run_from_row).optional()?;
+            assert_eq!(
+                stored.as_ref(),
+                Some(&run),
+                "the claimed run kept differs from its row"
+            );
+        }
+        Ok(Some(run))
+    }
+
     pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
         let mut stmt = self.cached(RUN_BY_WINDOW)?;
         Ok(stmt
@@ -547,11 +567,16 @@ impl Tx<'_> {
     /// kept by this connection as its own writes finish runs (and read again
     /// after another connection commits, or when a finish's word is not known
     /// here): one query per schedule, not one per dispatch.
-    pub fn execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
+    pub fn execution_memory(
+        &self,
+        tenant: &str,
+        schedule: &str,
+        n: usize,
+    ) -> Result<std::sync::Arc<Vec<RunMemory>>> {
         if let Some(kept) = self.states.memory(tenant, schedule, n) {
             return Ok(kept);
         }
-        let read = self.read_execution_memory(tenant, schedule, n)?;
+        let read = std::sync::Arc::new(self.read_execution_memory(tenant, schedule, n)?);
         self.states.keep_memory(tenant, schedule, n, &read);
         Ok(read)
     }
@@ -612,7 +637,7 @@ impl Tx<'_> {
         change: &Change,
         token: Option<i64>,
         now: DateTime<Utc>,
-        before: Option<&Run>,
+        before: Option<Run>,
     ) -> Result<Run> {
         if !from.can_become(to, change.operator.is_some()) {
             return Err(StoreError::IllegalTransition {
@@ -756,14 +781,13 @@ impl Tx<'_> {
 /// next check entering running or a terminal state, the lease leaving
 /// running, the hold once running or waiting again).
 fn after_transition(
-    before: &Run,
+    mut r: Run,
     to: RunState,
     change: &Change,
     clears_schedule: bool,
     leaves_running: bool,
     now: DateTime<Utc>,
 ) -> Run {
-    let mut r = before.clone();
     r.state = to;
     if let Some(v) = &change.state_reason {
         r.state_reason = Some(v.clone());

@@ -259,26 +259,28 @@ fn decided(
                 reason,
                 due: run.due_at,
             });
-            let mut sd = delta(s);
             // Only `anchor = "last_start"` reads the last start (to resume its
             // cadence after a restart): a write per claim for it alone.
-            if matches!(
+            let last_start = matches!(
                 s.trigger,
                 crate::config::model::TriggerConfig::Every {
                     anchor: crate::config::model::Anchor::LastStart,
                     ..
                 }
-            ) {
-                sd.last_start = Some(now);
-            }
-            if probe {
-                sd.circuit = Some((
-                    crate::core::records::CircuitState::HalfOpen,
-                    "cool-down over; probe run claimed".into(),
-                    None,
-                ));
-            }
-            if sd.last_start.is_some() || sd.circuit.is_some() {
+            );
+            // Most claims change nothing of their schedule: no delta made.
+            if last_start || probe {
+                let mut sd = delta(s);
+                if last_start {
+                    sd.last_start = Some(now);
+                }
+                if probe {
+                    sd.circuit = Some((
+                        crate::core::records::CircuitState::HalfOpen,
+                        "cool-down over; probe run claimed".into(),
+                        None,
+                    ));
+                }
                 plan.schedule = Some(sd);
             }
             plan.effects.push(Effect::Dispatch);
