@@ -113,8 +113,14 @@ impl JsonText {
         let _ = write!(self.0, "{n}");
     }
 
+    /// An instant as [`crate::time::rfc3339`] writes it (nothing in it to
+    /// escape), written in place.
     pub(crate) fn instant(&mut self, key: &str, t: DateTime<Utc>) {
-        self.str(key, &crate::time::rfc3339(t));
+        self.0.reserve(key.len() + 26);
+        self.0.push_str(key);
+        self.0.push('"');
+        crate::time::push_rfc3339(&mut self.0, t);
+        self.0.push('"');
     }
 
     pub(crate) fn opt_str(&mut self, key: &str, s: Option<&str>) {
@@ -130,6 +136,7 @@ impl JsonText {
     /// A JSON string as serde_json writes it: only `"`, `\` and control
     /// characters are escaped, so text without them is copied as it is.
     pub(crate) fn str(&mut self, key: &str, s: &str) {
+        self.0.reserve(key.len() + s.len() + 2);
         self.0.push_str(key);
         if !needs_escape(s.as_bytes()) {
             self.0.push('"');

@@ -20,10 +20,18 @@ use chrono_tz::Tz;
 /// formatter (through `core::fmt`) was about 2 % of a run's lifecycle. Years
 /// outside 0–9999 and leap seconds go through chrono.
 pub fn rfc3339(t: DateTime<Utc>) -> String {
+    let mut out = String::with_capacity(24);
+    push_rfc3339(&mut out, t);
+    out
+}
+
+/// [`rfc3339`] written at the end of `out` (JSON text writes its instants
+/// in place).
+pub fn push_rfc3339(out: &mut String, t: DateTime<Utc>) {
     match digits(t, true) {
         // ASCII digits and separators only: one copy, not a push per char.
-        Some((out, n)) => String::from_utf8_lossy(&out[..n]).into_owned(),
-        None => t.to_rfc3339_opts(SecondsFormat::Millis, true),
+        Some((d, n)) => out.push_str(std::str::from_utf8(&d[..n]).unwrap_or_default()),
+        None => out.push_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true)),
     }
 }
 
