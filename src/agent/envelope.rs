@@ -3,7 +3,7 @@
 
 use crate::store::types::{RunReason, RunState};
 use crate::time::duration::format_duration;
-use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
@@ -172,13 +172,19 @@ pub struct MemoryEntry {
 
 /// `tenant/schedule/window_key`, the key agents and webhooks dedupe on.
 pub fn idempotency_key(tenant: &str, schedule: &str, window_key: &str) -> String {
-    format!("{tenant}/{schedule}/{window_key}")
+    let mut key = String::with_capacity(tenant.len() + schedule.len() + window_key.len() + 2);
+    for (i, part) in [tenant, schedule, window_key].into_iter().enumerate() {
+        if i > 0 {
+            key.push('/');
+        }
+        key.push_str(part);
+    }
+    key
 }
 
 /// An instant as RFC 3339 in `tz`'s offset at that instant, whole seconds.
 pub fn local_rfc3339(at: DateTime<Utc>, tz: Tz) -> String {
-    tz.from_utc_datetime(&at.naive_utc())
-        .to_rfc3339_opts(SecondsFormat::Secs, false)
+    crate::time::local_rfc3339_secs(at, tz)
 }
 
 /// Elapsed time rounded down to whole minutes (`1d2h`, `45m`); seconds are noise to

@@ -10,7 +10,6 @@
 use super::decision::SwitchCheck;
 use super::event::{DecisionRecord, Event, Opener, WindowFacts};
 use chrono::{DateTime, Utc};
-use std::fmt::Write;
 
 /// The detail's JSON text of `e`, when it is one of the events written here.
 pub(crate) fn detail(e: &Event) -> Option<String> {
@@ -107,10 +106,9 @@ fn clear(c: &SwitchCheck) -> bool {
 pub(crate) struct JsonText(pub(crate) String);
 
 impl JsonText {
-    pub(crate) fn num(&mut self, key: &str, n: impl std::fmt::Display) {
+    pub(crate) fn num(&mut self, key: &str, n: impl JsonNum) {
         self.0.push_str(key);
-        // Writing to a String does not fail.
-        let _ = write!(self.0, "{n}");
+        n.push_to(&mut self.0);
     }
 
     /// An instant as [`crate::time::rfc3339`] writes it (nothing in it to
@@ -172,9 +170,79 @@ impl JsonText {
     }
 }
 
+/// A number (or boolean) as JSON writes it, digit by digit: through
+/// `core::fmt` it was most of writing a number.
+pub(crate) trait JsonNum {
+    fn push_to(self, out: &mut String);
+}
+
+impl JsonNum for u64 {
+    fn push_to(self, out: &mut String) {
+        let mut buf = [0u8; 20];
+        let mut at = buf.len();
+        let mut v = self;
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        // ASCII digits only.
+        out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    }
+}
+
+impl JsonNum for i64 {
+    fn push_to(self, out: &mut String) {
+        if self < 0 {
+            out.push('-');
+        }
+        self.unsigned_abs().push_to(out);
+    }
+}
+
+impl JsonNum for u32 {
+    fn push_to(self, out: &mut String) {
+        u64::from(self).push_to(out);
+    }
+}
+
+impl JsonNum for usize {
+    fn push_to(self, out: &mut String) {
+        (self as u64).push_to(out);
+    }
+}
+
+impl JsonNum for bool {
+    fn push_to(self, out: &mut String) {
+        out.push_str(if self { "true" } else { "false" });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_written_as_json_writes_them() {
+        let text = |n: &dyn Fn(&mut String)| {
+            let mut s = String::new();
+            n(&mut s);
+            s
+        };
+        for v in [0, 1, -1, 9, 10, -10, 1234567890, i64::MIN, i64::MAX] {
+            assert_eq!(text(&|s| v.push_to(s)), serde_json::to_string(&v).unwrap());
+        }
+        for v in [0, 7, 99_999, u64::MAX] {
+            assert_eq!(text(&|s| v.push_to(s)), serde_json::to_string(&v).unwrap());
+        }
+        assert_eq!(text(&|s| u32::MAX.push_to(s)), u32::MAX.to_string());
+        assert_eq!(text(&|s| 42usize.push_to(s)), "42");
+        assert_eq!(text(&|s| true.push_to(s)), "true");
+        assert_eq!(text(&|s| false.push_to(s)), "false");
+    }
     use crate::core::decision::{SwitchName, Verdict};
     use crate::core::records::{Pool, RunReason};
 

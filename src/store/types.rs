@@ -262,7 +262,6 @@ impl NewEvent {
     /// all with the row's id (see `Tx::events`). `before` must be events of
     /// this event's run whose kinds are in [`FOLDED_KINDS`].
     pub(crate) fn folding(&self, before: &[NewEvent]) -> Self {
-        use std::fmt::Write;
         let own = self.detail_text();
         let Some(open) = own.strip_suffix('}').filter(|_| !before.is_empty()) else {
             return self.clone();
@@ -281,10 +280,13 @@ impl NewEvent {
                 text.push(',');
             }
             // Kinds are plain words (no quoting needed).
-            let _ = write!(text, "{{\"kind\":\"{}\"", e.kind);
+            text.push_str("{\"kind\":\"");
+            text.push_str(&e.kind);
+            text.push('"');
             let at = e.at.timestamp_millis();
             if at != self.at.timestamp_millis() {
-                let _ = write!(text, ",\"at\":{at}");
+                text.push_str(",\"at\":");
+                crate::core::row_text::JsonNum::push_to(at, &mut text);
             }
             text.push_str(",\"detail\":");
             text.push_str(detail);

@@ -35,6 +35,44 @@ pub fn push_rfc3339(out: &mut String, t: DateTime<Utc>) {
     }
 }
 
+/// `at` as RFC 3339 in `tz`'s offset at that instant, to the second
+/// (`2026-06-06T11:00:00+02:00`): what chrono's `to_rfc3339_opts(Secs,
+/// false)` writes, digit by digit (the agent's envelope carries several).
+/// An offset with seconds, a year outside 0–9999 or a leap second go
+/// through chrono.
+pub fn local_rfc3339_secs(at: DateTime<Utc>, tz: chrono_tz::Tz) -> String {
+    use chrono::{Offset, TimeZone};
+    let offset = tz
+        .offset_from_utc_datetime(&at.naive_utc())
+        .fix()
+        .local_minus_utc();
+    let local = at
+        .naive_utc()
+        .checked_add_signed(chrono::TimeDelta::seconds(i64::from(offset)))
+        .map(|l| DateTime::<Utc>::from_naive_utc_and_offset(l, Utc));
+    match local.filter(|_| offset % 60 == 0).and_then(|l| digits(l, false)) {
+        Some((d, n)) => {
+            let mut out = String::with_capacity(25);
+            // All but the `Z`.
+            out.push_str(std::str::from_utf8(&d[..n - 1]).unwrap_or_default());
+            let (sign, abs) = if offset < 0 { ('-', -offset) } else { ('+', offset) };
+            let (h, m) = (abs / 3600, abs / 60 % 60);
+            out.push(sign);
+            for v in [h / 10, h % 10] {
+                out.push(char::from(b'0' + v as u8));
+            }
+            out.push(':');
+            for v in [m / 10, m % 10] {
+                out.push(char::from(b'0' + v as u8));
+            }
+            out
+        }
+        None => tz
+            .from_utc_datetime(&at.naive_utc())
+            .to_rfc3339_opts(SecondsFormat::Secs, false),
+    }
+}
+
 /// `t` as RFC 3339 UTC digits, with milliseconds when `millis` (24 bytes)
 /// or to the second (20); `None` for a year outside 0–9999 or a leap
 /// second, which chrono writes.
@@ -166,6 +204,48 @@ mod tests {
     /// instants (every field at its edges, sub-millisecond parts dropped),
     /// and leaves years outside 0–9999 and leap seconds to chrono; so does
     /// its whole-second form, [`rfc3339_secs`].
+    #[test]
+    fn local_rfc3339_secs_is_chronos_form() {
+        use chrono::TimeZone;
+        let zones = [
+            "UTC",
+            "Europe/Berlin",
+            "America/New_York",
+            "Asia/Kolkata",
+            "America/St_Johns",
+            "Pacific/Chatham",
+            "Australia/Lord_Howe",
+            "America/Sao_Paulo",
+        ];
+        let starts = [
+            Utc.with_ymd_and_hms(2026, 3, 29, 0, 30, 0).unwrap(),
+            Utc.with_ymd_and_hms(2026, 10, 25, 0, 59, 59).unwrap(),
+            Utc.with_ymd_and_hms(2026, 11, 1, 5, 0, 1).unwrap(),
+            Utc.with_ymd_and_hms(1999, 12, 31, 23, 59, 59).unwrap(),
+            Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0).unwrap(),
+        ];
+        for z in zones {
+            let tz: chrono_tz::Tz = z.parse().unwrap();
+            for s in starts {
+                for k in 0..30 {
+                    let at = s + chrono::TimeDelta::milliseconds(k * 1_234_567);
+                    let chrono_form = tz
+                        .from_utc_datetime(&at.naive_utc())
+                        .to_rfc3339_opts(SecondsFormat::Secs, false);
+                    assert_eq!(local_rfc3339_secs(at, tz), chrono_form, "{z} {at}");
+                }
+            }
+        }
+        // Local mean time: an offset with seconds, written by chrono.
+        let tz: chrono_tz::Tz = "Europe/Amsterdam".parse().unwrap();
+        let old = Utc.with_ymd_and_hms(1900, 1, 1, 0, 0, 0).unwrap();
+        assert_eq!(
+            local_rfc3339_secs(old, tz),
+            tz.from_utc_datetime(&old.naive_utc())
+                .to_rfc3339_opts(SecondsFormat::Secs, false)
+        );
+    }
+
     #[test]
     fn rfc3339_is_chronos_millisecond_form() {
         let chrono_form = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
