@@ -162,7 +162,7 @@ impl Engine {
         };
         self.store.write(|tx| {
             tx.set_attempt_envelope_text(run_id, attempt, text.clone())?;
-            tx.append_event(&started)?;
+            tx.append_event_owned(started)?;
             Ok(())
         })?;
         let spec = AttemptSpec {

@@ -182,7 +182,8 @@ impl Tx<'_> {
             (Some(c), Some(Step::Claim { owner, due, .. })) => Some((c, owner, *due)),
             _ => None,
         };
-        let mut events = Vec::with_capacity(plan.events.len());
+        // Room for a claim's own event, folded with them when its start comes.
+        let mut events = Vec::with_capacity(plan.events.len() + 1);
         for (scope, event) in &plan.events {
             let mut ev = NewEvent::of_ref(now, event);
             match (scope, &plan.target, &plan.schedule) {
@@ -319,7 +320,8 @@ impl Tx<'_> {
         let opened = NewEvent::of(opened_at, opened);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_ref()) {
             // One row: the opening and the decision folded into the claim.
-            let mut folded = Vec::with_capacity(1 + plan.events.len());
+            // Room for the claim's own event and its start's, folded with them.
+            let mut folded = Vec::with_capacity(3 + plan.events.len());
             folded.push(opened);
             folded.extend(plan.events.into_iter().map(|(_, event)| NewEvent::of(now, event)));
             self.append_claimed(&run, &owner, due, now, folded)?;

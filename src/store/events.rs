@@ -211,19 +211,30 @@ impl Tx<'_> {
 
     /// Appends one trace row as given; returns its id (ids increase).
     pub fn append_event(&self, ev: &NewEvent) -> Result<i64> {
+        if is_started(ev) {
+            return self.append_event_owned(ev.clone());
+        }
+        self.append_event_text(ev)
+    }
+
+    /// [`Tx::append_event`] of an event the caller gives up: a `started`
+    /// event held with its claim is moved there, not copied.
+    pub(crate) fn append_event_owned(&self, ev: NewEvent) -> Result<i64> {
         // The `started` event of the claim held: folded in, its text made
         // when the row is written (later, while claims defer their rows).
-        if ev.kind == "started"
-            && ev.run_id.is_some()
-            && ev.is_object()
+        if is_started(&ev)
             && let Some((claimed, mut folded)) = self.states.take_held_claim_of(ev.run_id)
         {
             folded.push(claimed);
-            return match self.states.defer_event(ev.clone(), folded) {
+            return match self.states.defer_event(ev, folded) {
                 None => Ok(0),
                 Some((started, folded)) => write_event(self.conn, &started.folding(&folded)),
             };
         }
+        self.append_event_text(&ev)
+    }
+
+    fn append_event_text(&self, ev: &NewEvent) -> Result<i64> {
         self.insert_event(
             ev.at,
             &ev.kind,
@@ -355,4 +366,10 @@ impl Tx<'_> {
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// A run's `started` event with a typed detail: folded into its claim's
+/// row when that claim is held ([`Tx::append_event_owned`]).
+fn is_started(ev: &NewEvent) -> bool {
+    ev.kind == "started" && ev.run_id.is_some() && ev.is_object()
 }
