@@ -524,8 +524,9 @@ fn a_window_opened_claimed_is_an_insert_and_a_claim() {
             assert_eq!(effects, plan.effects);
             let claim = claim.expect("the claim");
             assert_eq!((claim.attempt, claim.fencing_token), (1, 2));
-            assert_eq!(run.as_deref(), Some(&claim.run));
-            built = run;
+            // The run as written is the claim's alone.
+            assert_eq!(run, None);
+            built = Some(Box::new(claim.run));
             // Opened again (another scheduler first): nothing is written.
             let again = tx.open_claimed(new, opened.clone(), opened_at, plan.clone(), now)?;
             assert!(again.is_conflict(), "{again:?}");
@@ -580,7 +581,7 @@ fn open_claimed_at(tx: &Tx, key: &str, now: DateTime<Utc>, decided: bool) -> Res
         plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
     }
     match tx.open_claimed(&new, opened, t0(), plan, now)? {
-        Applied::Done { run: Some(run), .. } => Ok(*run),
+        Applied::Done { claim: Some(c), .. } => Ok(c.run),
         other => panic!("not claimed: {other:?}"),
     }
 }
@@ -705,11 +706,13 @@ fn a_claims_row_holds_the_opening_and_the_decision(store: &Store) {
             let mut plan = claim_plan(&new, now);
             plan.events = vec![(agentcron::core::plan::Scope::Run, claim_decision())];
             let before = tx.max_event_id()?;
-            let Applied::Done { run: Some(run), .. } =
-                tx.open_claimed(&new, opened.clone(), opened_at, plan.clone(), now)?
+            let Applied::Done {
+                claim: Some(claim), ..
+            } = tx.open_claimed(&new, opened.clone(), opened_at, plan.clone(), now)?
             else {
                 panic!("not claimed");
             };
+            let run = claim.run;
             let rows = tx.max_event_id()? - before;
             let of = |id| EventFilter {
                 run_id: Some(id),

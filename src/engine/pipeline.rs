@@ -679,6 +679,11 @@ impl Engine {
         else {
             return Ok(false);
         };
+        // The run's pool: a window opened claimed has its run in its claim.
+        let pool = run
+            .as_ref()
+            .map(|r| r.pool)
+            .or(claim.as_ref().map(|c| c.run.pool));
         for effect in effects {
             match effect {
                 Effect::Dispatch => {
@@ -691,7 +696,7 @@ impl Engine {
                 Effect::WakeHeld { schedule, .. } => {
                     // Only a catch-up run leaving makes room in its
                     // schedule's backlog (an on-time end cannot).
-                    let catchup = run.as_ref().is_none_or(|r| r.pool == Pool::Backfill);
+                    let catchup = pool.is_none_or(|p| p == Pool::Backfill);
                     self.wake_held(&schedule, catchup, now)?
                 }
                 Effect::RecheckAll { schedule } => {

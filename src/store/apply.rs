@@ -13,9 +13,10 @@ use chrono::{DateTime, Utc};
 /// What applying a plan came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Applied {
-    /// Written. The run as it is now (if the plan had one), the new attempt
-    /// (if it claimed), and the effects to perform: the plan's, then those the
-    /// schedule delta raised (the circuit opened → its alert).
+    /// Written. The run as it is now (if the plan had one; a window opened
+    /// claimed has it in its claim only), the new attempt (if it claimed),
+    /// and the effects to perform: the plan's, then those the schedule delta
+    /// raised (the circuit opened → its alert).
     Done {
         run: Option<Box<Run>>,
         claim: Option<Box<Claim>>,
@@ -338,13 +339,14 @@ impl Tx<'_> {
             }
             self.append_claimed(&run, &owner, due, now, Vec::new())?;
         }
+        // The run as written is the claim's (not copied into `run` too).
         Ok(Applied::Done {
             claim: Some(Box::new(Claim {
                 attempt: run.attempts,
                 fencing_token: run.fencing_token,
-                run: run.clone(),
+                run,
             })),
-            run: Some(Box::new(run)),
+            run: None,
             effects: plan.effects,
             state: None,
         })
