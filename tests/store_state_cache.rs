@@ -132,6 +132,54 @@ fn a_kept_state_is_what_the_database_holds() {
     );
 }
 
+/// A state put again with only its last success moved (a run's success)
+/// writes that column alone: what the next store reads is the whole state
+/// as kept, and a state never stored is written whole.
+#[test]
+fn a_state_whose_last_success_alone_moved_is_stored_as_kept() {
+    let (_dir, path) = temp_db();
+    let a = Store::open(&path).unwrap();
+    let odd = t0() + Duration::microseconds(7_654_321);
+    let stored = |schedule: &str| {
+        Store::open(&path)
+            .unwrap()
+            .read(|tx| tx.schedule_state(schedule))
+            .unwrap()
+    };
+    a.write(|tx| {
+        // Never stored: only its last success differs from the default.
+        let mut st = tx.schedule_state("new")?;
+        st.last_success = Some(odd);
+        tx.put_schedule_state(&st)?;
+        let mut st = tx.schedule_state("s")?;
+        st.consecutive_failures = 2;
+        st.paused_reason = Some("kept".into());
+        tx.put_schedule_state(&st)
+    })
+    .unwrap();
+    for k in 1..=3 {
+        a.write(|tx| {
+            let mut st = tx.schedule_state("s")?;
+            st.last_success = Some(odd + mins(k));
+            tx.put_schedule_state(&st)
+        })
+        .unwrap();
+        let kept = a.read(|tx| tx.schedule_state("s")).unwrap();
+        assert_eq!(kept, stored("s"), "after success {k}");
+        assert_eq!(
+            kept.last_success,
+            Some(t0() + Duration::milliseconds(7_654 + k * 60_000))
+        );
+        assert_eq!(
+            (kept.consecutive_failures, kept.paused_reason.as_deref()),
+            (2, Some("kept"))
+        );
+    }
+    let new = stored("new");
+    assert_eq!(new, a.read(|tx| tx.schedule_state("new")).unwrap());
+    assert_eq!(new.last_success, Some(t0() + Duration::milliseconds(7_654)));
+}
+
 /// The running counts as a fresh count over the running runs gives them.
 fn counted(store: &Store) -> RunningCounts {
     store

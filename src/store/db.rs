@@ -535,6 +535,34 @@ impl StateCache {
     }
 
     /// `st` as the database now holds it (instants in whole milliseconds).
+    /// Whether `st` is `st.schedule`'s state as kept but for its last
+    /// success.
+    pub(crate) fn differs_in_last_success_only(&self, st: &crate::core::records::ScheduleState) -> bool {
+        self.inner().states.get(st.schedule.as_str()).is_some_and(|kept| {
+            let crate::core::records::ScheduleState {
+                schedule: _,
+                last_evaluated,
+                circuit,
+                circuit_changed_at,
+                consecutive_failures,
+                paused,
+                paused_reason,
+                concurrency_divisor,
+                last_start,
+                last_success,
+            } = st;
+            kept.last_success != last_success.map(super::sql::stored)
+                && kept.last_evaluated == *last_evaluated
+                && kept.circuit == *circuit
+                && kept.circuit_changed_at == *circuit_changed_at
+                && kept.consecutive_failures == *consecutive_failures
+                && kept.paused == *paused
+                && kept.paused_reason == *paused_reason
+                && kept.concurrency_divisor == *concurrency_divisor
+                && kept.last_start == *last_start
+        })
+    }
+
     /// Whether `st` is `st.schedule`'s state as kept.
     pub(crate) fn holds(&self, st: &crate::core::records::ScheduleState) -> bool {
         self.inner().states.get(st.schedule.as_str()) == Some(st)

@@ -39,6 +39,8 @@ const UPDATE_SCHEDULE_STATE: &str = "UPDATE schedule_state SET last_evaluated = 
      circuit_changed_at = ?4, consecutive_failures = ?5, paused = ?6, paused_reason = ?7, \
      concurrency_divisor = ?8, last_start = ?9, last_success = ?10 WHERE schedule = ?1";
 const UPDATE_LAST_EVALUATED: &str = "UPDATE schedule_state SET last_evaluated = ?2 WHERE schedule = ?1";
+/// A run's success in the steady state: the only column that moves.
+const UPDATE_LAST_SUCCESS: &str = "UPDATE schedule_state SET last_success = ?2 WHERE schedule = ?1";
 const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
      VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
 const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
@@ -154,6 +156,17 @@ impl Tx<'_> {
 
     /// Stores the whole state of `st.schedule` (insert or replace).
     pub fn put_schedule_state(&self, st: &ScheduleState) -> Result<()> {
+        // Only the last success moved from the state kept as stored (a run's
+        // success, most of the time): that column alone.
+        if self.states.differs_in_last_success_only(st)
+            && self
+                .cached(UPDATE_LAST_SUCCESS)?
+                .execute(rusqlite::params![st.schedule, ms_opt(st.last_success)])?
+                == 1
+        {
+            self.states.put(st);
+            return Ok(());
+        }
         let params = rusqlite::params![
             st.schedule,
             ms_opt(st.last_evaluated),
