@@ -407,6 +407,10 @@ impl Deferred {
 #[derive(Default)]
 pub(crate) struct StateCache(Mutex<CachedStates>);
 
+/// A schedule's execution memory as kept: shared with the dispatches that
+/// read it.
+type SharedMemory = std::sync::Arc<Vec<RunMemory>>;
+
 #[derive(Default)]
 struct CachedStates {
     /// `data_version` as last seen.
@@ -438,7 +442,7 @@ struct CachedStates {
     /// own writes ([`StateCache::run_finished`]).
     /// Shared with the dispatches that read it (an `Arc`, changed in place
     /// when no envelope holds it any more): a claim takes it without a copy.
-    memory: super::FastMap<String, super::FastMap<String, (usize, std::sync::Arc<Vec<RunMemory>>)>>,
+    memory: super::FastMap<String, super::FastMap<String, (usize, SharedMemory)>>,
     /// The attempt this connection ended last: (run id, fencing token, its
     /// summary or else message), the word a run that ends with it leaves in
     /// the memory.
@@ -867,12 +871,7 @@ impl StateCache {
 
     /// The first `n` entries of the execution memory of `schedule`, if kept
     /// (read with at least `n`).
-    pub(crate) fn memory(
-        &self,
-        tenant: &str,
-        schedule: &str,
-        n: usize,
-    ) -> Option<std::sync::Arc<Vec<RunMemory>>> {
+    pub(crate) fn memory(&self, tenant: &str, schedule: &str, n: usize) -> Option<SharedMemory> {
         let c = self.inner();
         let (read, entries) = c.memory.get(tenant)?.get(schedule)?;
         match (*read).cmp(&n) {
@@ -886,13 +885,7 @@ impl StateCache {
     }
 
     /// The execution memory of `schedule` as just read with `n`.
-    pub(crate) fn keep_memory(
-        &self,
-        tenant: &str,
-        schedule: &str,
-        n: usize,
-        entries: &std::sync::Arc<Vec<RunMemory>>,
-    ) {
+    pub(crate) fn keep_memory(&self, tenant: &str, schedule: &str, n: usize, entries: &SharedMemory) {
         self.inner()
             .memory
             .entry(tenant.to_string())
