@@ -538,9 +538,8 @@ impl StateCache {
         self.inner().states.contains_key(schedule)
     }
 
-    /// `st` as the database now holds it (instants in whole milliseconds).
     /// Whether `st` is `st.schedule`'s state as kept but for its last
-    /// success.
+    /// success (every field named: one added must be compared here).
     pub(crate) fn differs_in_last_success_only(&self, st: &crate::core::records::ScheduleState) -> bool {
         self.inner().states.get(st.schedule.as_str()).is_some_and(|kept| {
             let crate::core::records::ScheduleState {
@@ -572,36 +571,9 @@ impl StateCache {
         self.inner().states.get(st.schedule.as_str()) == Some(st)
     }
 
+    /// `st` as the database now holds it (instants in whole milliseconds).
     pub(crate) fn put(&self, st: &crate::core::records::ScheduleState) {
         use super::sql::stored;
-        let mut c = self.inner();
-        if let Some(kept) = c.states.get_mut(st.schedule.as_str()) {
-            // Field by field: the kept strings' room is reused (a state is
-            // put after every run's end).
-            let crate::core::records::ScheduleState {
-                schedule: _,
-                last_evaluated,
-                circuit,
-                circuit_changed_at,
-                consecutive_failures,
-                paused,
-                paused_reason,
-                concurrency_divisor,
-                last_start,
-                last_success,
-            } = st;
-            kept.last_evaluated = last_evaluated.map(stored);
-            kept.circuit = *circuit;
-            kept.circuit_changed_at = circuit_changed_at.map(stored);
-            kept.consecutive_failures = *consecutive_failures;
-            kept.paused = *paused;
-            kept.paused_reason.clone_from(paused_reason);
-            kept.concurrency_divisor = *concurrency_divisor;
-            kept.last_start = last_start.map(stored);
-            kept.last_success = last_success.map(stored);
-            return;
-        }
-        drop(c);
         let mut st = st.clone();
         for t in [
             &mut st.last_evaluated,
@@ -611,7 +583,14 @@ impl StateCache {
         ] {
             *t = t.map(stored);
         }
-        self.inner().states.insert(st.schedule.clone(), st);
+        let mut c = self.inner();
+        // Put again after every run's end: the kept key is not copied again.
+        match c.states.get_mut(st.schedule.as_str()) {
+            Some(kept) => *kept = st,
+            None => {
+                c.states.insert(st.schedule.clone(), st);
+            }
+        }
     }
 
     /// A write changed part of `schedule`'s row: the same change to the
