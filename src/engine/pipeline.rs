@@ -75,9 +75,6 @@ pub(crate) struct TickFacts {
     states: crate::store::FastMap<String, ScheduleState>,
     /// Maintenance windows holding runs now.
     maintenance: Vec<MaintenanceWindow>,
-    /// Running runs per schedule (all, and on-time) and per tenant, counted up
-    /// as this tick claims.
-    running: RunningCounts,
 }
 
 /// A run the time and switch layers let through, waiting for its gates.
@@ -86,13 +83,6 @@ pub(crate) struct Gated {
     pub time: String,
     pub switches: Vec<SwitchCheck>,
     pub probe: bool,
-}
-
-impl TickFacts {
-    /// A run claimed in this tick counts against the quotas at once.
-    fn count_claim(&mut self, run: &Run) {
-        self.running.add(&run.tenant, &run.schedule, run.pool, true);
-    }
 }
 
 impl Engine {
@@ -197,7 +187,6 @@ impl Engine {
             };
             let plan = planner::plan(&run, input, &self.policy(idx), &Facts::default(), now);
             if crate::store::opens_claimed(&plan) {
-                facts.count_claim(&run);
                 let pool = run.pool;
                 let applied = self
                     .store
@@ -237,7 +226,7 @@ impl Engine {
         facts: &TickFacts,
     ) -> Result<Option<Decision>> {
         let s = self.schedule(idx);
-        if facts.running.of_schedule(&s.id) > 0 && s.overlap != Overlap::Allow {
+        if s.overlap != Overlap::Allow && self.running_counts()?.of_schedule(&s.id) > 0 {
             return Ok(None);
         }
         let TimeLayer::Open(time) = time::check(run, s, now) else {
@@ -368,32 +357,29 @@ impl Engine {
         let mut wanted: Vec<&str> = schedules.into_iter().collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let (kill, states, adhoc, running) = self.store.read(|tx| {
+        let (kill, states, adhoc) = self.store.read(|tx| {
             let kill = tx.switch("kill")?.filter(|s| s.on);
             let states = tx.schedule_states(&wanted)?;
             let adhoc = tx.maintenance_at(now)?;
-            // Counted once for the whole tick, not one count query per
-            // schedule (each of which walked every running run).
-            let running = tx.running_by_schedule()?;
-            Ok((kill, states, adhoc, running))
+            Ok((kill, states, adhoc))
         })?;
         let mut maintenance = switches::maintenance_windows(&self.cfg.maintenance, &adhoc, now);
         maintenance.retain(|m| m.active);
-        // Only the counts of the schedules decided and their tenants: a
-        // chunk's facts cost what the chunk holds, not every running schedule.
-        let tenants = wanted.iter().filter_map(|s| {
-            self.index
-                .get(*s)
-                .map(|&idx| self.cfg.schedules[idx].tenant.as_str())
-        });
-        let running = running.subset(wanted.iter().copied(), tenants);
         let facts = TickFacts {
             kill,
             states: states.into_iter().map(|s| (s.schedule.clone(), s)).collect(),
             maintenance,
-            running,
         };
         Ok(facts)
+    }
+
+    /// The running runs per schedule (all, and on-time) and per tenant, as
+    /// the store keeps them: read once (a walk of the running runs) and
+    /// counted up and down as runs start and end, this tick's claims
+    /// included. Held only for a lookup: a claim updates them in place, and
+    /// a copy held elsewhere would make it copy them all.
+    fn running_counts(&self) -> Result<std::sync::Arc<RunningCounts>> {
+        Ok(self.store.read(|tx| tx.running_by_schedule())?)
     }
 
     /// Decides one due run whose gates stay inside agentcron: all three
@@ -468,9 +454,6 @@ impl Engine {
         let cfg = self.cfg.clone();
         let s = &cfg.schedules[idx];
         let d = Decision::from_gates(gated.time, gated.switches, gates);
-        if d.verdict == Verdict::Claim {
-            facts.count_claim(run);
-        }
         self.apply(idx, run, d, gated.probe, now)?;
         if gated.probe {
             // The schedule states are a snapshot taken once per tick: without a
@@ -504,7 +487,16 @@ impl Engine {
                 &default_state
             }
         };
-        let running = facts.running.of_schedule(&s.id);
+        // Read where the store keeps them (counted as this tick claims), and
+        // let go of before anything claims: a claim updates them in place.
+        let (running, running_on_time, tenant_running) = {
+            let counts = self.running_counts()?;
+            (
+                counts.of_schedule(&s.id),
+                counts.on_time_of_schedule(&s.id),
+                counts.of_tenant(&s.tenant),
+            )
+        };
         let maintenance = facts
             .maintenance
             .iter()
@@ -520,7 +512,6 @@ impl Engine {
             }
             None => None,
         };
-        let running_on_time = facts.running.on_time_of_schedule(&s.id);
         let overlaps = running > 0 && s.overlap != Overlap::Allow;
         let (on_time_window, catchup_window) = if overlaps {
             (
@@ -558,7 +549,7 @@ impl Engine {
             on_time_window,
             catchup_window,
             on_time_due,
-            tenant_running: facts.running.of_tenant(&s.tenant),
+            tenant_running,
             tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
             first_buffered,
             pool_used,

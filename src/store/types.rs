@@ -69,29 +69,6 @@ impl RunningCounts {
     pub fn of_tenant(&self, tenant: &str) -> u32 {
         self.by_tenant.get(tenant).copied().unwrap_or(0)
     }
-
-    /// The counts of `schedules` and `tenants` alone (a copy as large as
-    /// what is asked, not as every running schedule).
-    pub fn subset<'a>(
-        &self,
-        schedules: impl IntoIterator<Item = &'a str>,
-        tenants: impl IntoIterator<Item = &'a str>,
-    ) -> RunningCounts {
-        fn pick(from: &super::FastMap<String, u32>, to: &mut super::FastMap<String, u32>, key: &str) {
-            if let Some(&n) = from.get(key) {
-                to.insert(key.to_string(), n);
-            }
-        }
-        let mut out = RunningCounts::default();
-        for s in schedules {
-            pick(&self.by_schedule, &mut out.by_schedule, s);
-            pick(&self.on_time_by_schedule, &mut out.on_time_by_schedule, s);
-        }
-        for t in tenants {
-            pick(&self.by_tenant, &mut out.by_tenant, t);
-        }
-        out
-    }
 }
 
 /// An append-only trace row.
