@@ -60,7 +60,7 @@ fn spec(kind: AgentKind, config_dir: PathBuf, timeout: Duration) -> AttemptSpec 
         run_id: 42,
         token: 7,
         attempt: 2,
-        agent: AgentConfig {
+        agent: std::sync::Arc::new(AgentConfig {
             id: "test-agent".into(),
             kind,
             timeout,
@@ -69,7 +69,7 @@ fn spec(kind: AgentKind, config_dir: PathBuf, timeout: Duration) -> AttemptSpec 
             steps: vec![],
             handshake: false,
             headers: BTreeMap::new(),
-        },
+        }),
         envelope: std::sync::Arc::new(envelope().into()),
         timeout,
         config_dir,
@@ -376,7 +376,7 @@ async fn timeout_kills_the_whole_process_group() {
     let tmp = tempfile::tempdir().unwrap();
     let pid_file = tmp.path().join("grandchild.pid");
     let mut spec = sh_spec("grandchild.sh", &[], Duration::from_millis(500));
-    spec.agent
+    std::sync::Arc::make_mut(&mut spec.agent)
         .env
         .insert("PID_FILE".into(), pid_file.display().to_string());
     let done = run(&ProcessRunner, spec).await;
@@ -394,7 +394,7 @@ async fn an_agent_ignoring_sigterm_is_killed() {
     let tmp = tempfile::tempdir().unwrap();
     let pid_file = tmp.path().join("agent.pid");
     let mut spec = sh_spec("ignore_term.sh", &[], Duration::from_millis(300));
-    spec.agent
+    std::sync::Arc::make_mut(&mut spec.agent)
         .env
         .insert("PID_FILE".into(), pid_file.display().to_string());
     let done = run(&ProcessRunner, spec).await;
@@ -408,7 +408,7 @@ async fn leftovers_of_an_exited_agent_are_killed_and_do_not_hold_us() {
     let tmp = tempfile::tempdir().unwrap();
     let pid_file = tmp.path().join("grandchild.pid");
     let mut spec = sh_spec("leave_grandchild.sh", &[], Duration::from_secs(600));
-    spec.agent
+    std::sync::Arc::make_mut(&mut spec.agent)
         .env
         .insert("PID_FILE".into(), pid_file.display().to_string());
     let done = run(&ProcessRunner, spec).await;
@@ -432,7 +432,7 @@ async fn cancel_stops_the_agent() {
     let tmp = tempfile::tempdir().unwrap();
     let pid_file = tmp.path().join("grandchild.pid");
     let mut spec = sh_spec("grandchild.sh", &[], Duration::from_secs(600));
-    spec.agent
+    std::sync::Arc::make_mut(&mut spec.agent)
         .env
         .insert("PID_FILE".into(), pid_file.display().to_string());
     let (tx, mut rx) = mpsc::unbounded_channel();

@@ -234,7 +234,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let cfg = config(&dir, TOML);
         let s = &cfg.schedules[0];
-        let policy = Policy { schedule: s, agent: cfg.agents.get(&s.agent) };
+        let policy = Policy { schedule: s, agent: cfg.agents.get(&s.agent).map(|a| &**a) };
         let now = t("2026-06-06T01:00:00Z");
         let mut run = run0(now);
         for act in &acts {
@@ -277,7 +277,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let cfg = config(&dir, TOML);
         let s = &cfg.schedules[0];
-        let policy = Policy { schedule: s, agent: cfg.agents.get(&s.agent) };
+        let policy = Policy { schedule: s, agent: cfg.agents.get(&s.agent).map(|a| &**a) };
         let now = t("2026-06-06T01:00:00Z");
         let store = Store::open_in_memory().unwrap();
         // The run as this scheduler read it, and as it really is by now.

@@ -36,7 +36,7 @@ pub struct AttemptSpec {
     pub token: i64,
     /// 1-based.
     pub attempt: u32,
-    pub agent: AgentConfig,
+    pub agent: std::sync::Arc<AgentConfig>,
     /// Shared with the store, which writes its text once the attempt's row
     /// is written (see `store::EnvelopeText`); made where it is first read
     /// (see [`LazyEnvelope`](crate::agent::envelope::LazyEnvelope)).

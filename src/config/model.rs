@@ -26,7 +26,8 @@ pub struct Config {
     pub api: ApiConfig,
     pub calendars: BTreeMap<String, Arc<Calendar>>,
     pub tenants: BTreeMap<String, TenantConfig>,
-    pub agents: BTreeMap<String, AgentConfig>,
+    /// Shared with each attempt that runs one (not copied per dispatch).
+    pub agents: BTreeMap<String, Arc<AgentConfig>>,
     pub schedules: Vec<ScheduleConfig>,
     /// Configured recurring maintenance windows (`[[maintenance]]`).
     pub maintenance: Vec<MaintenanceConfig>,

@@ -643,7 +643,7 @@ impl Engine {
         let schedule = self.schedule(idx);
         Policy {
             schedule,
-            agent: self.cfg.agents.get(&schedule.agent),
+            agent: self.cfg.agents.get(&schedule.agent).map(|a| &**a),
         }
     }
 

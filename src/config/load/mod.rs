@@ -242,7 +242,11 @@ impl<'s> Loader<'s> {
         let api = self.api(&root);
         let calendars = self.calendars(&root);
         let tenants = self.tenants(&root);
-        let agents = self.agents(&root);
+        let agents = self
+            .agents(&root)
+            .into_iter()
+            .map(|(id, a)| (id, std::sync::Arc::new(a)))
+            .collect();
         let declared = Declared {
             timezone: scheduler.timezone,
             agents: declared_names(&root, "agents"),
