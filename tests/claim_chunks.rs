@@ -219,6 +219,57 @@ fn a_run_due_before_the_windows_opening_now_keeps_its_turn_at_a_quota() {
     assert_eq!(runs.len(), 3, "both windows of 00:01 were opened");
 }
 
+/// Starts nothing and never reports (the attempts stay running); counts the starts.
+struct Detached(Arc<std::sync::atomic::AtomicUsize>);
+
+impl AgentRunner for Detached {
+    fn start(&self, _spec: AttemptSpec, _reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        AttemptHandle::detached()
+    }
+}
+
+/// A quota counts the claims of the instant's earlier chunks: 600 windows of
+/// one tenant due at once (three chunks) and a tenant cap of 300 (past the
+/// first chunk's 256) claim exactly 300 and hold the rest for the quota.
+#[test]
+fn a_tenant_quota_counts_the_claims_of_the_instants_earlier_chunks() {
+    const SCHEDULES: usize = 600;
+    const CAP: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = config(1000, &format!("\n[tenants.t]\nmax_concurrent = {CAP}\n"));
+    for i in 0..SCHEDULES {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"s{i:04}\"\ntenant = \"t\"\nagent = \"noop\"\nevery = \"1m\"\nclose_after = \"1m\"\n"
+        );
+    }
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runner = {
+        let started = started.clone();
+        move |_db: PathBuf| Arc::new(Detached(started)) as Arc<dyn AgentRunner>
+    };
+    let (store, clock, mut engine) = engine_with(&dir, &toml, runner, EngineOptions::default());
+    engine.tick().unwrap();
+    clock.set("2026-06-01T00:01:00Z".parse().unwrap());
+    engine.tick().unwrap();
+
+    let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    assert_eq!(runs.len(), SCHEDULES, "every due window was opened");
+    let running = runs.iter().filter(|r| r.state == RunState::Running).count();
+    assert_eq!(running, CAP, "claims past the tenant's cap (or short of it)");
+    assert_eq!(started.load(std::sync::atomic::Ordering::Relaxed), CAP);
+    let held: Vec<_> = runs.iter().filter(|r| r.state != RunState::Running).collect();
+    assert!(
+        held.iter().all(|r| r.state == RunState::Pending
+            && r.state_reason
+                .as_deref()
+                .is_some_and(|why| why.contains("tenant t at 300/300"))),
+        "a window over the cap is not held by the quota: {:?}",
+        held.first()
+    );
+}
+
 /// What another connection saw of a run when its agent started: how many
 /// attempt rows and events it had there.
 type RowsSeen = Arc<Mutex<Vec<(usize, usize)>>>;
