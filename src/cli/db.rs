@@ -36,6 +36,10 @@ pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(St
         // `cfg` is always loaded when `--db` is absent (see above).
         (None, None) => return Err(exit::USAGE),
     };
+    if let Some(why) = crate::store::pg::not_yet(&path) {
+        eprintln!("agentcron: {why}");
+        return Err(exit::USAGE);
+    }
     if !write && !path.exists() {
         eprintln!(
             "agentcron: no database at {}; start the scheduler first or pass --db",

@@ -1283,6 +1283,9 @@ impl Store {
     /// program's database → [`StoreError::Corrupt`]; cannot create or open →
     /// [`StoreError::Open`].
     pub fn open(path: &Path) -> Result<Store> {
+        if let Some(why) = super::pg::not_yet(path) {
+            return Err(StoreError::Url(why));
+        }
         configure_sqlite();
         let name = display(path);
         let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
@@ -1328,6 +1331,9 @@ impl Store {
     /// is right for it — nobody who could change it can have it open there
     /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
+        if let Some(why) = super::pg::not_yet(path) {
+            return Err(StoreError::Url(why));
+        }
         configure_sqlite();
         let name = display(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -26,6 +26,7 @@ mod engine_queries;
 mod events;
 mod fxmap;
 mod operator;
+pub mod pg;
 mod registry;
 mod runs;
 mod schema;
@@ -48,6 +49,10 @@ pub use types::*;
 pub enum StoreError {
     #[error("cannot open database {path}: {message}")]
     Open { path: String, message: String },
+    /// A PostgreSQL URL where this build needs an embedded ledger (the why,
+    /// without the password).
+    #[error("{0}")]
+    Url(String),
     #[error(
         "database {path} was written by a newer agentcron (schema {found}, this build knows up to {known}); upgrade agentcron"
     )]

@@ -1,0 +1,634 @@
+//! The PostgreSQL ledger (issue 16, first part): several schedulers on
+//! several machines share one database, and the database — not a leader, not
+//! a lock a process believes it holds — decides every race.
+//!
+//! - A fire's identity is a constraint: each scheduler inserts the windows it
+//!   finds due with `ON CONFLICT (tenant, schedule, window_key) DO NOTHING
+//!   RETURNING id`, and only the insert that returned an id opened it.
+//! - A claim is one conditional `UPDATE … WHERE id AND state = ANY(expected)
+//!   RETURNING` the new fencing token: its changed-row count picks the winner.
+//! - Every later write of a claimed run — renewal, completion, the lost-lease
+//!   takeover — repeats the whole state it expects in its `WHERE` (id, fencing
+//!   token, owner, state, and for a takeover the expiry it saw), never the id
+//!   alone: a writer with an old fence or owner changes nothing and is told
+//!   why ([`Refused`]). (Oban #1488 matched a leader row by name only; River
+//!   #1302's rescuer updated by id and overwrote a completed job.)
+//! - Lease instants come from the database's clock (`agentcron_now_ms()`),
+//!   and a process stops trusting its lease before the database's expiry
+//!   ([`Lease::trust_until`]): its own clock only ever shortens it.
+//!
+//! Not yet: the engine, CLI and console still run on the embedded ledger
+//! only; this module is the protocol they will share (see the README's
+//! "Several schedulers on PostgreSQL").
+
+mod schema;
+
+pub use schema::PG_SCHEMA_VERSION;
+
+use crate::store::types::{Pool, RunState};
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use tokio_postgres::NoTls;
+use tokio_postgres::config::{Host, SslMode};
+
+/// Errors from the PostgreSQL ledger, named plainly for operators. A URL is
+/// only ever shown without its password.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("{shown}: {message}")]
+    Url { shown: String, message: String },
+    #[error("cannot connect to {shown}: {message}")]
+    Connect { shown: String, message: String },
+    #[error(
+        "{shown} was migrated by a newer agentcron (PostgreSQL schema {found}, this build knows up to {known}); upgrade agentcron"
+    )]
+    TooNew { shown: String, found: i64, known: i64 },
+    #[error(
+        "{shown} is not an agentcron ledger (it has tables {tables} but no agentcron_meta); left untouched — give agentcron an empty database or schema"
+    )]
+    Foreign { shown: String, tables: String },
+    #[error("run {run}: {from} → {to} is not allowed by the run state machine")]
+    IllegalTransition { run: i64, from: RunState, to: RunState },
+    #[error("PostgreSQL: {0}")]
+    Sql(#[from] tokio_postgres::Error),
+}
+
+pub type Result<T> = std::result::Result<T, PgError>;
+
+/// Whether `db` names a PostgreSQL ledger rather than an embedded file.
+pub fn is_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// Why this build refuses `db` as a ledger, if it names a PostgreSQL one: the
+/// scheduler, CLI and console run on the embedded ledger only so far. Says
+/// where it points without its password.
+pub fn not_yet(db: &Path) -> Option<String> {
+    let text = db.to_str()?;
+    if !is_url(text) {
+        return None;
+    }
+    let shown = tokio_postgres::Config::from_str(text)
+        .map(|c| shown(&c))
+        .unwrap_or_else(|_| "the PostgreSQL URL".into());
+    Some(format!(
+        "{shown} is a PostgreSQL ledger: this build's scheduler, CLI and console run on the embedded \
+         SQLite ledger only (PostgreSQL's claim protocol is built and tested, the engine is not on it yet; \
+         see the README, \"Several schedulers on PostgreSQL\"); pass --db FILE"
+    ))
+}
+
+/// Where a connection goes, without its password: `postgres://user@host:port/db`.
+fn shown(cfg: &tokio_postgres::Config) -> String {
+    let host = match cfg.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "postgres://{}@{host}:{port}/{}",
+        cfg.get_user().unwrap_or(""),
+        cfg.get_dbname().unwrap_or("")
+    )
+}
+
+/// Parses `url` and finds its password: the URL's own, else `PGPASSWORD`,
+/// else the first line of `password_file`.
+fn config(url: &str, password_file: Option<&Path>) -> Result<(tokio_postgres::Config, String)> {
+    let mut cfg = tokio_postgres::Config::from_str(url).map_err(|e| PgError::Url {
+        // The text is never echoed: it may hold the password.
+        shown: "the PostgreSQL URL".into(),
+        message: format!("{e} (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"),
+    })?;
+    let shown = shown(&cfg);
+    if cfg.get_ssl_mode() == SslMode::Require {
+        return Err(PgError::Url {
+            shown,
+            message: "sslmode=require: TLS to PostgreSQL is not in this build yet; use a local or tunnelled \
+                      connection with sslmode=disable or prefer"
+                .into(),
+        });
+    }
+    if cfg.get_password().is_none() {
+        if let Ok(p) = std::env::var("PGPASSWORD") {
+            cfg.password(p);
+        } else if let Some(path) = password_file {
+            let text = std::fs::read_to_string(path).map_err(|e| PgError::Url {
+                shown: shown.clone(),
+                message: format!("cannot read password_file {}: {e}", path.display()),
+            })?;
+            cfg.password(text.lines().next().unwrap_or(""));
+        }
+    }
+    if cfg.get_application_name().is_none() {
+        cfg.application_name("agentcron");
+    }
+    Ok((cfg, shown))
+}
+
+/// A run opened by a scheduler that found its window due.
+#[derive(Debug, Clone)]
+pub struct NewWindow {
+    pub tenant: String,
+    pub schedule: String,
+    pub window_key: String,
+    pub window_start: i64,
+    pub window_end: i64,
+    pub due_at: i64,
+    pub reason: String,
+    pub pool: Pool,
+    pub next_check_at: Option<i64>,
+}
+
+/// A claim as the database granted it: the run is `running` under `fence`
+/// and `owner` until `expires_ms` (database clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub run_id: i64,
+    pub fence: i64,
+    pub owner: String,
+    pub expires_ms: i64,
+    /// When this process stops trusting the lease: the request's start on
+    /// the local monotonic clock plus the lease's length, less the safety
+    /// margin — before the database's expiry, however late the answer came.
+    pub trust_until: Instant,
+}
+
+impl Lease {
+    /// Whether this process may still act under the lease.
+    pub fn trusted(&self) -> bool {
+        Instant::now() < self.trust_until
+    }
+}
+
+/// Why a write under an expected state changed nothing: the row as found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("run {0} does not exist")]
+    NoRun(i64),
+    #[error("run {run} is {actual}, not {expected}")]
+    State {
+        run: i64,
+        expected: String,
+        actual: RunState,
+    },
+    #[error("run {run} is fenced by token {actual}, not {expected}: a newer claim took it")]
+    Fence { run: i64, expected: i64, actual: i64 },
+    #[error("run {run} is leased to {actual}, not {expected}")]
+    Owner {
+        run: i64,
+        expected: String,
+        actual: String,
+    },
+    #[error("run {run}'s lease expired at {expires_ms} (database clock {now_ms})")]
+    Expired { run: i64, expires_ms: i64, now_ms: i64 },
+    #[error("run {run}'s lease changed since it was seen expired (now until {expires_ms})")]
+    Renewed { run: i64, expires_ms: i64 },
+}
+
+/// A lease the database clock says has lapsed past the takeover grace, as
+/// read: [`PgStore::take_over`] acts only if the row is still exactly this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LapsedLease {
+    pub run_id: i64,
+    pub fence: i64,
+    pub owner: String,
+    pub expires_ms: i64,
+}
+
+/// The PostgreSQL ledger: a pool of connections to one database whose schema
+/// is current.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: deadpool_postgres::Pool,
+    shown: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("db", &self.shown).finish()
+    }
+}
+
+/// How much sooner than the database's expiry a process stops trusting its
+/// lease: a tenth of the lease, at least 100 ms (clock rate differences,
+/// scheduling delays after the answer arrived).
+fn trust_margin(lease: Duration) -> Duration {
+    (lease / 10).max(Duration::from_millis(100)).min(lease)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl PgStore {
+    /// Connects to `url` (password from the URL, `PGPASSWORD` or
+    /// `password_file`) and migrates its schema (see [`schema`]).
+    pub async fn connect(url: &str, password_file: Option<&Path>) -> Result<PgStore> {
+        let (cfg, shown) = config(url, password_file)?;
+        let manager = Manager::from_config(
+            cfg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(8)
+            .build()
+            .map_err(|e| PgError::Connect {
+                shown: shown.clone(),
+                message: e.to_string(),
+            })?;
+        let store = PgStore { pool, shown };
+        let mut client = store.client().await?;
+        schema::migrate(&mut client, &store.shown).await?;
+        Ok(store)
+    }
+
+    /// The database as shown to operators (no password).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => PgError::Connect {
+                shown: self.shown.clone(),
+                message: e.to_string(),
+            },
+            other => PgError::Connect {
+                shown: self.shown.clone(),
+                message: other.to_string(),
+            },
+        })
+    }
+
+    /// The schema version the database is at.
+    pub async fn schema_version(&self) -> Result<i64> {
+        let c = self.client().await?;
+        Ok(c.query_one(
+            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await?
+        .get(0))
+    }
+
+    /// The database's clock, epoch ms.
+    pub async fn now_ms(&self) -> Result<i64> {
+        let c = self.client().await?;
+        Ok(c.query_one("SELECT agentcron_now_ms()", &[]).await?.get(0))
+    }
+
+    /// Opens `w` pending, unless any scheduler opened its window already:
+    /// `Some(run id)` only for the one call that inserted it.
+    pub async fn open_window(&self, w: &NewWindow) -> Result<Option<i64>> {
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                 pool, next_check_at, created_at, updated_at, schedule_version) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, agentcron_now_ms(), agentcron_now_ms(), \
+                 (SELECT version FROM schedule_current WHERE schedule = $2)) \
+                 ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING id",
+            )
+            .await?;
+        let row = c
+            .query_opt(
+                &stmt,
+                &[
+                    &w.tenant,
+                    &w.schedule,
+                    &w.window_key,
+                    &w.window_start,
+                    &w.window_end,
+                    &w.due_at,
+                    &w.reason,
+                    &w.pool.as_str(),
+                    &w.next_check_at,
+                ],
+            )
+            .await?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Claims run `run` for `owner` for `lease` if it is in one of
+    /// `expected` (`pending` / `retry_wait`): one conditional `UPDATE`, a
+    /// new fencing token, the lease measured on the database's clock. Of
+    /// several schedulers claiming one run, exactly one gets the lease.
+    pub async fn claim(
+        &self,
+        run: i64,
+        expected: &[RunState],
+        owner: &str,
+        lease: Duration,
+    ) -> Result<std::result::Result<Lease, Refused>> {
+        let asked = Instant::now();
+        let c = self.client().await?;
+        let states: Vec<&str> = expected.iter().map(|s| s.as_str()).collect();
+        let stmt = c
+            .prepare_cached(
+                "UPDATE runs SET state = 'running', fencing_token = nextval('fencing_seq'), \
+                 attempts = attempts + 1, lease_owner = $3, lease_expires = agentcron_now_ms() + $4, \
+                 next_check_at = NULL, hold = NULL, updated_at = agentcron_now_ms() \
+                 WHERE id = $1 AND state = ANY($2) RETURNING fencing_token, lease_expires",
+            )
+            .await?;
+        let row = c
+            .query_opt(&stmt, &[&run, &states, &owner, &millis(lease)])
+            .await?;
+        match row {
+            Some(r) => Ok(Ok(Lease {
+                run_id: run,
+                fence: r.get(0),
+                owner: owner.to_string(),
+                expires_ms: r.get(1),
+                trust_until: asked + lease - trust_margin(lease),
+            })),
+            None => {
+                let expected = states.join(" or ");
+                Ok(Err(self.why(&c, run, Expect::State(expected)).await?))
+            }
+        }
+    }
+
+    /// Extends `lease` by `by` from now (database clock), only if the run is
+    /// still `running` under its fence and owner and the lease has not
+    /// expired: a lapsed lease is never revived, even if no one took it yet.
+    pub async fn renew(&self, lease: &Lease, by: Duration) -> Result<std::result::Result<Lease, Refused>> {
+        let asked = Instant::now();
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "UPDATE runs SET lease_expires = agentcron_now_ms() + $4, updated_at = agentcron_now_ms() \
+                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
+                 AND lease_expires > agentcron_now_ms() RETURNING lease_expires",
+            )
+            .await?;
+        let row = c
+            .query_opt(&stmt, &[&lease.run_id, &lease.fence, &lease.owner, &millis(by)])
+            .await?;
+        match row {
+            Some(r) => Ok(Ok(Lease {
+                expires_ms: r.get(0),
+                trust_until: asked + by - trust_margin(by),
+                ..lease.clone()
+            })),
+            None => Ok(Err(self.why(&c, lease.run_id, Expect::Lease(lease)).await?)),
+        }
+    }
+
+    /// Ends the attempt under `lease`: the run becomes `to` (an attempt's
+    /// outcome: succeeded, retry_wait, needs_human, failed or dead) only if it
+    /// is still `running` under the lease's fence and owner. A completion
+    /// arriving after its lease lapsed still lands while no one took the run
+    /// over (the work is done; nothing else holds it).
+    pub async fn complete(
+        &self,
+        lease: &Lease,
+        to: RunState,
+        why: &str,
+    ) -> Result<std::result::Result<(), Refused>> {
+        leaves_running(lease.run_id, to)?;
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "UPDATE runs SET state = $4, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
+                 updated_at = agentcron_now_ms() \
+                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running'",
+            )
+            .await?;
+        let n = c
+            .execute(
+                &stmt,
+                &[&lease.run_id, &lease.fence, &lease.owner, &to.as_str(), &why],
+            )
+            .await?;
+        if n == 1 {
+            return Ok(Ok(()));
+        }
+        Ok(Err(self.why(&c, lease.run_id, Expect::Owned(lease)).await?))
+    }
+
+    /// The running runs whose lease the database clock says lapsed more than
+    /// `grace` ago, oldest first, at most `limit`.
+    pub async fn lapsed_leases(&self, grace: Duration, limit: i64) -> Result<Vec<LapsedLease>> {
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "SELECT id, fencing_token, lease_owner, lease_expires FROM runs \
+                 WHERE state = 'running' AND lease_expires < agentcron_now_ms() - $1 \
+                 ORDER BY lease_expires, id LIMIT $2",
+            )
+            .await?;
+        let rows = c.query(&stmt, &[&millis(grace), &limit]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| LapsedLease {
+                run_id: r.get(0),
+                fence: r.get(1),
+                owner: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                expires_ms: r.get(3),
+            })
+            .collect())
+    }
+
+    /// Takes over a lapsed lease as read: the run becomes `to` only if it is
+    /// still `running` with the same fence, owner and expiry, and that expiry
+    /// is still `grace` in the past. A completion or renewal that came
+    /// between the read and this write wins; the takeover is refused.
+    pub async fn take_over(
+        &self,
+        lapsed: &LapsedLease,
+        grace: Duration,
+        to: RunState,
+        why: &str,
+    ) -> Result<std::result::Result<(), Refused>> {
+        leaves_running(lapsed.run_id, to)?;
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "UPDATE runs SET state = $5, state_reason = $6, lease_owner = NULL, lease_expires = NULL, \
+                 updated_at = agentcron_now_ms() \
+                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
+                 AND lease_expires = $4 AND lease_expires < agentcron_now_ms() - $7",
+            )
+            .await?;
+        let n = c
+            .execute(
+                &stmt,
+                &[
+                    &lapsed.run_id,
+                    &lapsed.fence,
+                    &lapsed.owner,
+                    &lapsed.expires_ms,
+                    &to.as_str(),
+                    &why,
+                    &millis(grace),
+                ],
+            )
+            .await?;
+        if n == 1 {
+            return Ok(Ok(()));
+        }
+        Ok(Err(self.why(&c, lapsed.run_id, Expect::Lapsed(lapsed)).await?))
+    }
+
+    /// Why a guarded write changed nothing, from the row as it is now.
+    async fn why(&self, c: &deadpool_postgres::Object, run: i64, expect: Expect<'_>) -> Result<Refused> {
+        let row = c
+            .query_opt(
+                "SELECT state, fencing_token, lease_owner, lease_expires, agentcron_now_ms() FROM runs WHERE id = $1",
+                &[&run],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(Refused::NoRun(run));
+        };
+        let state: String = row.get(0);
+        let actual = RunState::parse(&state).unwrap_or(RunState::Failed);
+        let (fence, owner, expires, now): (i64, Option<String>, Option<i64>, i64) =
+            (row.get(1), row.get(2), row.get(3), row.get(4));
+        let owner = owner.unwrap_or_default();
+        let (want_fence, want_owner) = match &expect {
+            Expect::State(expected) => {
+                return Ok(Refused::State {
+                    run,
+                    expected: expected.clone(),
+                    actual,
+                });
+            }
+            Expect::Lease(l) | Expect::Owned(l) => (l.fence, l.owner.as_str()),
+            Expect::Lapsed(l) => (l.fence, l.owner.as_str()),
+        };
+        if actual != RunState::Running {
+            return Ok(Refused::State {
+                run,
+                expected: "running".into(),
+                actual,
+            });
+        }
+        if fence != want_fence {
+            return Ok(Refused::Fence {
+                run,
+                expected: want_fence,
+                actual: fence,
+            });
+        }
+        if owner != want_owner {
+            return Ok(Refused::Owner {
+                run,
+                expected: want_owner.to_string(),
+                actual: owner,
+            });
+        }
+        let expires_ms = expires.unwrap_or(0);
+        Ok(match expect {
+            Expect::Lapsed(l) if l.expires_ms != expires_ms || expires_ms >= now => {
+                Refused::Renewed { run, expires_ms }
+            }
+            _ => Refused::Expired {
+                run,
+                expires_ms,
+                now_ms: now,
+            },
+        })
+    }
+}
+
+/// A running run may become `to` (DESIGN.md's state machine), or the write
+/// is a bug of the caller's and is refused before it reaches the database.
+fn leaves_running(run: i64, to: RunState) -> Result<()> {
+    if RunState::Running.can_become(to, false) {
+        Ok(())
+    } else {
+        Err(PgError::IllegalTransition {
+            run,
+            from: RunState::Running,
+            to,
+        })
+    }
+}
+
+/// What a refused write expected of the row.
+enum Expect<'a> {
+    State(String),
+    Lease(&'a Lease),
+    Owned(&'a Lease),
+    Lapsed(&'a LapsedLease),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        let (cfg, shown) = config("postgres://ops:s3cret@db.example:6543/ledger", None).expect("url");
+        assert_eq!(shown, "postgres://ops@db.example:6543/ledger");
+        assert_eq!(cfg.get_password(), Some(&b"s3cret"[..]));
+        assert!(!format!("{cfg:?}").contains("s3cret"), "Debug must not print it");
+    }
+
+    #[test]
+    fn a_bad_url_is_refused_without_echoing_it() {
+        let e = config("postgres://ops:s3cret@db.example:notaport/ledger", None).expect_err("bad port");
+        let text = e.to_string();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("expected postgres://"), "{text}");
+    }
+
+    #[test]
+    fn the_password_file_is_read_when_the_url_has_none() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\nignored\n").expect("write");
+        // PGPASSWORD would win over the file; this process never sets it.
+        if std::env::var_os("PGPASSWORD").is_some() {
+            return;
+        }
+        let (cfg, _) = config("postgres://ops@127.0.0.1/ledger", Some(&file)).expect("url");
+        assert_eq!(cfg.get_password(), Some(&b"from-file"[..]));
+    }
+
+    #[test]
+    fn a_postgres_url_as_a_ledger_is_refused_without_its_password() {
+        let why = not_yet(Path::new("postgres://ops:s3cret@db.example/ledger")).expect("refused");
+        assert!(
+            why.starts_with("postgres://ops@db.example:5432/ledger is a PostgreSQL ledger"),
+            "{why}"
+        );
+        assert!(!why.contains("s3cret"), "{why}");
+        assert_eq!(not_yet(Path::new("/var/lib/agentcron/ledger.db")), None);
+    }
+
+    #[test]
+    fn a_running_run_only_ends_as_the_state_machine_allows() {
+        for to in RunState::ALL {
+            let allowed = leaves_running(1, to).is_ok();
+            assert_eq!(allowed, RunState::Running.can_become(to, false), "{to}");
+        }
+        assert!(leaves_running(1, RunState::Pending).is_err());
+        assert!(leaves_running(1, RunState::Succeeded).is_ok());
+    }
+
+    #[test]
+    fn tls_required_is_refused_plainly() {
+        let e = config("postgres://ops@db.example/ledger?sslmode=require", None).expect_err("tls");
+        assert!(e.to_string().contains("sslmode=require"), "{e}");
+    }
+
+    #[test]
+    fn the_trust_margin_is_inside_the_lease() {
+        assert_eq!(trust_margin(Duration::from_secs(60)), Duration::from_secs(6));
+        assert_eq!(
+            trust_margin(Duration::from_millis(500)),
+            Duration::from_millis(100)
+        );
+        assert_eq!(trust_margin(Duration::from_millis(50)), Duration::from_millis(50));
+    }
+}

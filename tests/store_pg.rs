@@ -1,0 +1,705 @@
+//! The PostgreSQL ledger's protocol against a real PostgreSQL: migrations
+//! (concurrent starts, a newer schema, another program's database), the
+//! fire's identity across schedulers, single-winner claims, and the
+//! stale-writer case of every guarded write (claim, renewal, completion,
+//! lost-lease takeover): a writer with an old fence or owner changes nothing
+//! and is told why.
+//!
+//! Each test gets a database of its own on the server named by
+//! `AGENTCRON_TEST_PG_URL` (`.ci/with-postgres cargo test` starts one; `.ci/run`
+//! does). Without it every test here prints that it was skipped — to the
+//! terminal, past the test harness's capture — and passes nothing else.
+
+use agentcron::store::pg::{LapsedLease, NewWindow, PG_SCHEMA_VERSION, PgError, PgStore, Refused};
+use agentcron::store::{Pool, RunState};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::time::Duration;
+use tokio_postgres::NoTls;
+
+const LEASE: Duration = Duration::from_secs(60);
+const GRACE: Duration = Duration::from_secs(5);
+
+/// A fresh database for test `name`, or `None` (said loudly) without a server.
+async fn fresh_db(name: &str) -> Option<String> {
+    let Ok(admin) = std::env::var("AGENTCRON_TEST_PG_URL") else {
+        // Straight to the terminal: the harness captures only print!/eprint!.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED store_pg::{name}: no PostgreSQL server (run `.ci/with-postgres cargo test`, or set AGENTCRON_TEST_PG_URL)"
+        );
+        return None;
+    };
+    let (client, conn) = tokio_postgres::connect(&admin, NoTls)
+        .await
+        .expect("connect to the test server");
+    tokio::spawn(conn);
+    let db = format!("agentcron_t_{name}_{}", std::process::id());
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .expect("drop old test database");
+    client
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .expect("create test database");
+    let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+    Some(format!("{base}/{db}"))
+}
+
+async fn raw(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+fn window(schedule: &str, k: i64) -> NewWindow {
+    let start = 1_780_000_000_000 + k * 1000;
+    NewWindow {
+        tenant: "default".into(),
+        schedule: schedule.into(),
+        window_key: format!("2026-05-28T00:00:{k:02}"),
+        window_start: start,
+        window_end: start + 1000,
+        due_at: start,
+        reason: "scheduled".into(),
+        pool: Pool::OnTime,
+        next_check_at: Some(start),
+    }
+}
+
+const CLAIMABLE: &[RunState] = &[RunState::Pending, RunState::RetryWait];
+
+/// (state, fencing token, owner, lease expiry) as stored.
+async fn row(c: &tokio_postgres::Client, run: i64) -> (String, i64, Option<String>, Option<i64>) {
+    let r = c
+        .query_one(
+            "SELECT state, fencing_token, lease_owner, lease_expires FROM runs WHERE id = $1",
+            &[&run],
+        )
+        .await
+        .expect("row");
+    (r.get(0), r.get(1), r.get(2), r.get(3))
+}
+
+/// Moves run `run`'s lease `ms` into the past, as if that much time went by
+/// (the database clock is real time; tests do not wait for it).
+async fn lapse(c: &tokio_postgres::Client, run: i64, ms: i64) {
+    c.execute(
+        "UPDATE runs SET lease_expires = agentcron_now_ms() - $2 WHERE id = $1",
+        &[&run, &ms],
+    )
+    .await
+    .expect("lapse");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_database_is_migrated_once_and_reopened_as_is() {
+    let Some(url) = fresh_db("migrate").await else {
+        return;
+    };
+    let a = PgStore::connect(&url, None).await.expect("first start");
+    assert_eq!(a.schema_version().await.expect("version"), PG_SCHEMA_VERSION);
+    let b = PgStore::connect(&url, None).await.expect("second start");
+    assert_eq!(b.schema_version().await.expect("version"), PG_SCHEMA_VERSION);
+    assert!(
+        b.shown().starts_with("postgres://postgres@127.0.0.1:"),
+        "{}",
+        b.shown()
+    );
+    let db = format!("/agentcron_t_migrate_{}", std::process::id());
+    assert!(b.shown().ends_with(&db), "{}", b.shown());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn schedulers_starting_at_once_on_an_empty_database_do_not_race_the_migration() {
+    let Some(url) = fresh_db("migrate_race").await else {
+        return;
+    };
+    let starts: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { PgStore::connect(&url, None).await })
+        })
+        .collect();
+    for s in starts {
+        s.await.expect("join").expect("every start succeeds");
+    }
+    let c = raw(&url).await;
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM agentcron_meta", &[])
+        .await
+        .expect("meta")
+        .get(0);
+    assert_eq!(n, 1);
+    let counts: i64 = c
+        .query_one("SELECT count(*) FROM run_counts", &[])
+        .await
+        .expect("run_counts")
+        .get(0);
+    assert_eq!(counts, 10, "the migration's rows were inserted once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_schema_is_refused_and_left_as_it_is() {
+    let Some(url) = fresh_db("too_new").await else {
+        return;
+    };
+    PgStore::connect(&url, None).await.expect("migrate");
+    let c = raw(&url).await;
+    c.execute(
+        "UPDATE agentcron_meta SET value = 99 WHERE key = 'schema_version'",
+        &[],
+    )
+    .await
+    .expect("bump");
+    let e = PgStore::connect(&url, None).await.expect_err("newer schema");
+    assert!(matches!(e, PgError::TooNew { found: 99, .. }), "{e}");
+    assert!(e.to_string().contains("upgrade agentcron"), "{e}");
+    let v: i64 = c
+        .query_one(
+            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .expect("version")
+        .get(0);
+    assert_eq!(v, 99, "untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_programs_database_is_refused_and_left_untouched() {
+    let Some(url) = fresh_db("foreign").await else {
+        return;
+    };
+    let c = raw(&url).await;
+    c.batch_execute("CREATE TABLE orders (id int); INSERT INTO orders VALUES (7);")
+        .await
+        .expect("foreign table");
+    let e = PgStore::connect(&url, None).await.expect_err("foreign");
+    assert!(matches!(e, PgError::Foreign { .. }), "{e}");
+    assert!(e.to_string().contains("orders"), "{e}");
+    let tables: Vec<String> = c
+        .query(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .await
+        .expect("tables")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tables, vec!["orders".to_string()], "nothing created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_error_names_the_database_without_its_password() {
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let url = format!("postgres://ops:hunter2@127.0.0.1:{port}/ledger?connect_timeout=2");
+    let e = PgStore::connect(&url, None).await.expect_err("nothing listens");
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("postgres://ops@127.0.0.1:{port}/ledger")),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_window_is_opened_by_exactly_one_of_several_schedulers() {
+    let Some(url) = fresh_db("open_once").await else {
+        return;
+    };
+    let mut stores = vec![];
+    for _ in 0..4 {
+        stores.push(PgStore::connect(&url, None).await.expect("store"));
+    }
+    let tasks: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(i, store)| {
+            tokio::spawn(async move {
+                let mut opened = vec![];
+                // Each scheduler walks the windows from a different place.
+                for j in 0..120 {
+                    let k = (j + i * 30) % 120;
+                    if let Some(id) = store.open_window(&window("s", k as i64)).await.expect("open") {
+                        opened.push((k, id));
+                    }
+                }
+                opened
+            })
+        })
+        .collect();
+    let mut by_window: HashMap<usize, Vec<i64>> = HashMap::new();
+    for t in tasks {
+        for (k, id) in t.await.expect("join") {
+            by_window.entry(k).or_default().push(id);
+        }
+    }
+    assert_eq!(by_window.len(), 120, "every window opened");
+    assert!(
+        by_window.values().all(|ids| ids.len() == 1),
+        "a window opened twice: {:?}",
+        by_window.iter().filter(|(_, v)| v.len() > 1).collect::<Vec<_>>()
+    );
+    let c = raw(&url).await;
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM runs", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(n, 120);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_run_is_claimed_by_exactly_one_of_several_schedulers() {
+    let Some(url) = fresh_db("claim_once").await else {
+        return;
+    };
+    let setup = PgStore::connect(&url, None).await.expect("store");
+    let mut ids = vec![];
+    for k in 0..80 {
+        ids.push(
+            setup
+                .open_window(&window("s", k))
+                .await
+                .expect("open")
+                .expect("new"),
+        );
+    }
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            let (url, ids) = (url.clone(), ids.clone());
+            tokio::spawn(async move {
+                let store = PgStore::connect(&url, None).await.expect("store");
+                let owner = format!("host{i}:1");
+                let mut won = vec![];
+                for id in ids {
+                    match store.claim(id, CLAIMABLE, &owner, LEASE).await.expect("claim") {
+                        Ok(lease) => won.push(lease),
+                        Err(Refused::State { actual, .. }) => assert_eq!(actual, RunState::Running),
+                        Err(other) => panic!("unexpected refusal {other}"),
+                    }
+                }
+                won
+            })
+        })
+        .collect();
+    let mut winners: HashMap<i64, usize> = HashMap::new();
+    let mut fences = HashSet::new();
+    for t in tasks {
+        for lease in t.await.expect("join") {
+            *winners.entry(lease.run_id).or_default() += 1;
+            assert!(fences.insert(lease.fence), "fence {} given twice", lease.fence);
+        }
+    }
+    assert_eq!(winners.len(), 80, "every run claimed");
+    assert!(winners.values().all(|&n| n == 1), "a run claimed twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_of_a_run_not_claimable_changes_nothing_and_says_why() {
+    let Some(url) = fresh_db("claim_refused").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let id = store
+        .open_window(&window("s", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let lease = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    let c = raw(&url).await;
+    let before = row(&c, id).await;
+    let again = store.claim(id, CLAIMABLE, "b:2", LEASE).await.expect("claim");
+    assert_eq!(
+        again,
+        Err(Refused::State {
+            run: id,
+            expected: "pending or retry_wait".into(),
+            actual: RunState::Running
+        })
+    );
+    assert_eq!(row(&c, id).await, before, "unchanged");
+    assert_eq!(before.1, lease.fence);
+    let missing = store
+        .claim(id + 1000, CLAIMABLE, "b:2", LEASE)
+        .await
+        .expect("claim");
+    assert_eq!(missing, Err(Refused::NoRun(id + 1000)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_are_measured_on_the_database_clock_and_trusted_for_less() {
+    let Some(url) = fresh_db("lease_clock").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let id = store
+        .open_window(&window("s", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let before = store.now_ms().await.expect("now");
+    let asked = std::time::Instant::now();
+    let lease = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    let after = store.now_ms().await.expect("now");
+    let ms = LEASE.as_millis() as i64;
+    assert!(
+        (before + ms..=after + ms).contains(&lease.expires_ms),
+        "expiry {} not within [{}, {}]",
+        lease.expires_ms,
+        before + ms,
+        after + ms
+    );
+    assert!(lease.trust_until < asked + LEASE, "trusted past the lease");
+    assert!(lease.trusted());
+    let renewed = store.renew(&lease, LEASE).await.expect("renew").expect("renewed");
+    assert!(renewed.expires_ms >= lease.expires_ms);
+    assert_eq!((renewed.fence, renewed.owner.as_str()), (lease.fence, "a:1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_nothing() {
+    let Some(url) = fresh_db("renew_stale").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let c = raw(&url).await;
+    let id = store
+        .open_window(&window("s", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let a = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+
+    // Wrong owner, right fence.
+    let mut impostor = a.clone();
+    impostor.owner = "b:2".into();
+    let before = row(&c, id).await;
+    assert_eq!(
+        store.renew(&impostor, LEASE).await.expect("renew"),
+        Err(Refused::Owner {
+            run: id,
+            expected: "b:2".into(),
+            actual: "a:1".into()
+        })
+    );
+    assert_eq!(row(&c, id).await, before);
+
+    // Lapsed, not yet taken over: never revived.
+    lapse(&c, id, 1).await;
+    let lapsed = row(&c, id).await;
+    let refused = store.renew(&a, LEASE).await.expect("renew");
+    assert!(
+        matches!(refused, Err(Refused::Expired { run, .. }) if run == id),
+        "{refused:?}"
+    );
+    assert_eq!(row(&c, id).await, lapsed, "a lapsed lease is not extended");
+
+    // Taken over and claimed again by b: a's fence is old.
+    lapse(&c, id, 10_000).await;
+    let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
+    assert_eq!(seen.len(), 1);
+    store
+        .take_over(&seen[0], GRACE, RunState::RetryWait, "lease lost")
+        .await
+        .expect("take over")
+        .expect("taken");
+    let b = store
+        .claim(id, CLAIMABLE, "b:2", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    assert!(b.fence > a.fence);
+    let held_by_b = row(&c, id).await;
+    assert_eq!(
+        store.renew(&a, LEASE).await.expect("renew"),
+        Err(Refused::Fence {
+            run: id,
+            expected: a.fence,
+            actual: b.fence
+        })
+    );
+    assert_eq!(row(&c, id).await, held_by_b, "b's lease untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_under_an_old_fence_changes_nothing() {
+    let Some(url) = fresh_db("complete_stale").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let c = raw(&url).await;
+    let id = store
+        .open_window(&window("s", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let a = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    lapse(&c, id, 10_000).await;
+    let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
+    store
+        .take_over(&seen[0], GRACE, RunState::RetryWait, "lease lost")
+        .await
+        .expect("take over")
+        .expect("taken");
+    // Between the takeover and a new claim: a's result finds the run waiting.
+    assert_eq!(
+        store
+            .complete(&a, RunState::Succeeded, "done")
+            .await
+            .expect("complete"),
+        Err(Refused::State {
+            run: id,
+            expected: "running".into(),
+            actual: RunState::RetryWait
+        })
+    );
+    let b = store
+        .claim(id, CLAIMABLE, "b:2", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    let held_by_b = row(&c, id).await;
+    assert_eq!(
+        store
+            .complete(&a, RunState::Succeeded, "done")
+            .await
+            .expect("complete"),
+        Err(Refused::Fence {
+            run: id,
+            expected: a.fence,
+            actual: b.fence
+        })
+    );
+    assert_eq!(row(&c, id).await, held_by_b, "still b's");
+    store
+        .complete(&b, RunState::Succeeded, "done")
+        .await
+        .expect("complete")
+        .expect("b's completion lands");
+    assert_eq!(row(&c, id).await.0, "succeeded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
+    let Some(url) = fresh_db("takeover_stale").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let c = raw(&url).await;
+
+    // Completed between the sweep's read and its write.
+    let id = store
+        .open_window(&window("s", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let a = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    lapse(&c, id, 10_000).await;
+    let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
+    assert_eq!(seen.len(), 1);
+    store
+        .complete(&a, RunState::Succeeded, "done")
+        .await
+        .expect("complete")
+        .expect("a late result lands while no one took the run over");
+    assert_eq!(
+        store
+            .take_over(&seen[0], GRACE, RunState::RetryWait, "lease lost")
+            .await
+            .expect("take over"),
+        Err(Refused::State {
+            run: id,
+            expected: "running".into(),
+            actual: RunState::Succeeded
+        })
+    );
+    assert_eq!(row(&c, id).await.0, "succeeded", "River #1302: never overwritten");
+
+    // Taken over and claimed again between read and write — by the same
+    // scheduler, so only the fence tells the claims apart.
+    let id = store
+        .open_window(&window("s", 2))
+        .await
+        .expect("open")
+        .expect("new");
+    store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    lapse(&c, id, 10_000).await;
+    let stale: LapsedLease = store.lapsed_leases(GRACE, 10).await.expect("lapsed").remove(0);
+    store
+        .take_over(&stale, GRACE, RunState::RetryWait, "lease lost")
+        .await
+        .expect("take over")
+        .expect("first sweeper");
+    let b = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    // Its new lease lapsed too, as far as the old read can tell.
+    lapse(&c, id, 10_000).await;
+    let held_by_b = row(&c, id).await;
+    assert_eq!(
+        store
+            .take_over(&stale, GRACE, RunState::RetryWait, "lease lost")
+            .await
+            .expect("take over"),
+        Err(Refused::Fence {
+            run: id,
+            expected: stale.fence,
+            actual: b.fence
+        })
+    );
+    assert_eq!(row(&c, id).await, held_by_b);
+
+    // Within the grace: not lapsed enough to take over.
+    let id = store
+        .open_window(&window("s", 3))
+        .await
+        .expect("open")
+        .expect("new");
+    store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    lapse(&c, id, 1_000).await;
+    assert!(
+        store
+            .lapsed_leases(GRACE, 10)
+            .await
+            .expect("lapsed")
+            .iter()
+            .all(|l| l.run_id != id),
+        "a lease 1 s past expiry is within the 5 s grace"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_sweepers_take_each_lapsed_run_over_once() {
+    let Some(url) = fresh_db("sweepers").await else {
+        return;
+    };
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let c = raw(&url).await;
+    let mut ids = vec![];
+    for k in 0..40 {
+        let id = store
+            .open_window(&window("s", k))
+            .await
+            .expect("open")
+            .expect("new");
+        store
+            .claim(id, CLAIMABLE, "gone:1", LEASE)
+            .await
+            .expect("claim")
+            .expect("won");
+        lapse(&c, id, 60_000).await;
+        ids.push(id);
+    }
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let store = PgStore::connect(&url, None).await.expect("store");
+                let seen = store.lapsed_leases(GRACE, 100).await.expect("lapsed");
+                let mut took = vec![];
+                for l in seen {
+                    if store
+                        .take_over(&l, GRACE, RunState::RetryWait, "lease lost")
+                        .await
+                        .expect("take over")
+                        .is_ok()
+                    {
+                        took.push(l.run_id);
+                    }
+                }
+                took
+            })
+        })
+        .collect();
+    let mut taken: HashMap<i64, usize> = HashMap::new();
+    for t in tasks {
+        for id in t.await.expect("join") {
+            *taken.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(taken.len(), 40, "every lapsed run taken over");
+    assert!(taken.values().all(|&n| n == 1), "a run taken over twice");
+    for id in ids {
+        assert_eq!(row(&c, id).await.0, "retry_wait");
+    }
+}
+
+/// Until the engine runs on PostgreSQL, a `postgres://` ledger is refused by
+/// every verb that opens one: exit 2, a plain why, no password, no file
+/// named like the URL created.
+#[test]
+fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = "postgres://ops:hunter2@127.0.0.1:9/ledger";
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-config/agentcron.toml");
+    for args in [
+        vec!["runs"],
+        vec!["events"],
+        vec!["status"],
+        vec!["run", "--headless"],
+        vec!["console", "--attach"],
+    ] {
+        let o = assert_cmd::Command::cargo_bin("agentcron")
+            .expect("binary")
+            .current_dir(dir.path())
+            .args(["--config", sample, "--db", url])
+            .args(&args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("run");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("postgres://ops@127.0.0.1:9/ledger is a PostgreSQL ledger"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains("hunter2"), "{args:?}: {text}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "nothing created"
+    );
+}
