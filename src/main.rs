@@ -283,6 +283,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The ledger itself: copy an embedded (SQLite) ledger into PostgreSQL.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
     /// Why did a window run, or not? Read from the events alone.
     Explain {
         /// Schedule id.
@@ -297,6 +302,27 @@ enum Command {
         /// The story as JSON on stdout.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DbCommand {
+    /// Copy an embedded ledger (runs, attempts, steps, events, switches,
+    /// approvals, schedule state, config versions) into an empty PostgreSQL
+    /// database, ids kept, in one transaction.
+    Copy {
+        /// The embedded ledger (SQLite file).
+        #[arg(long)]
+        from: PathBuf,
+        /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE
+        #[arg(long)]
+        to: String,
+        /// The password's file, when neither the URL nor PGPASSWORD has it.
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+        /// Print the rows each table would copy; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -659,6 +685,15 @@ fn main() {
                 utc: cli.utc,
             },
         ),
+        Some(Command::Db {
+            command:
+                DbCommand::Copy {
+                    from,
+                    to,
+                    password_file,
+                    dry_run,
+                },
+        }) => cli::db_copy::run(from, to, password_file.as_deref(), *dry_run),
         Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json, cli.utc),
         Some(Command::Plan { json }) => cli::config_cmd::plan(&cli.config, cli.db.as_deref(), *json),
         Some(Command::Reload) => cli::config_cmd::reload(&cli.config, cli.db.as_deref()),

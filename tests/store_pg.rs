@@ -703,3 +703,175 @@ fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
         "nothing created"
     );
 }
+
+/// Every row of `table` as text, in key order: (SQLite, PostgreSQL).
+fn sqlite_rows(db: &std::path::Path, table: &str) -> Vec<Vec<String>> {
+    use rusqlite::types::Value;
+    let conn = rusqlite::Connection::open(db).expect("sqlite");
+    let mut stmt = conn
+        .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+        .expect("select");
+    let n = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..n)
+            .map(|i| {
+                Ok(match r.get::<_, Value>(i)? {
+                    Value::Null => "NULL".to_string(),
+                    Value::Integer(v) => v.to_string(),
+                    Value::Real(v) => v.to_string(),
+                    Value::Text(v) => v,
+                    Value::Blob(v) => format!("{v:?}"),
+                })
+            })
+            .collect()
+    })
+    .expect("rows")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+async fn pg_rows(c: &tokio_postgres::Client, table: &str, columns: &[String]) -> Vec<Vec<String>> {
+    let cols: Vec<String> = columns
+        .iter()
+        .map(|c| format!("COALESCE(\"{c}\"::text, 'NULL')"))
+        .collect();
+    c.query(
+        &format!("SELECT {} FROM {table} ORDER BY 1, 2", cols.join(", ")),
+        &[],
+    )
+    .await
+    .expect("pg rows")
+    .iter()
+    .map(|r| (0..columns.len()).map(|i| r.get::<_, String>(i)).collect())
+    .collect()
+}
+
+fn sqlite_columns(db: &std::path::Path, table: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).expect("sqlite");
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
+        ))
+        .expect("columns");
+    stmt.query_map([], |r| r.get(0))
+        .expect("columns")
+        .collect::<Result<_, _>>()
+        .expect("columns")
+}
+
+fn agentcron(args: &[&str]) -> (Option<i32>, String) {
+    let o = assert_cmd::Command::cargo_bin("agentcron")
+        .expect("binary")
+        .args(args)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("run");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), text)
+}
+
+/// A ledger a rehearsal wrote (runs of every end, attempts, steps, an
+/// approval, events) is copied row for row; a second copy is refused and
+/// changes nothing; `--dry-run` prints the counts and contacts no server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
+    let Some(url) = fresh_db("copy").await else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("ledger.db");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-config/rehearsals/needs-human.toml"
+    );
+    let (code, text) = agentcron(&[
+        "rehearse",
+        "--quiet",
+        scenario,
+        "--db",
+        db.to_str().expect("path"),
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+
+    let (code, text) = agentcron(&[
+        "db",
+        "copy",
+        "--from",
+        db.to_str().expect("path"),
+        "--to",
+        &url,
+        "--dry-run",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    let runs = sqlite_rows(&db, "runs").len();
+    assert!(runs > 0);
+    assert!(text.contains(&format!("would copy {runs:>9} runs")), "{text}");
+    assert!(text.contains("dry run: nothing written"), "{text}");
+    let c = raw(&url).await;
+    let tables: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .await
+        .expect("tables")
+        .get(0);
+    assert_eq!(tables, 0, "a dry run writes nothing");
+
+    let (code, text) = agentcron(&["db", "copy", "--from", db.to_str().expect("path"), "--to", &url]);
+    assert_eq!(code, Some(0), "{text}");
+    let mut copied = 0;
+    for table in agentcron::store::pg::copy::TABLES {
+        let columns = sqlite_columns(&db, table);
+        // Compared as sorted text rows (PostgreSQL orders the text casts).
+        let mut want = sqlite_rows(&db, table);
+        want.sort();
+        let mut got = pg_rows(&c, table, &columns).await;
+        got.sort();
+        assert_eq!(got, want, "table {table}");
+        copied += want.len();
+    }
+    assert!(copied > runs, "more than the runs were compared ({copied})");
+    let approvals: i64 = c
+        .query_one("SELECT count(*) FROM approvals", &[])
+        .await
+        .expect("approvals")
+        .get(0);
+    assert!(approvals > 0, "the rehearsal's approval was copied");
+
+    // The copy continues the ledger's sequences: the next fence is new.
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let max_fence: i64 = c
+        .query_one("SELECT COALESCE(MAX(fencing_token), 0) FROM runs", &[])
+        .await
+        .expect("max")
+        .get(0);
+    let id = store
+        .open_window(&window("after-copy", 1))
+        .await
+        .expect("open")
+        .expect("new");
+    let lease = store
+        .claim(id, CLAIMABLE, "a:1", LEASE)
+        .await
+        .expect("claim")
+        .expect("won");
+    assert!(lease.fence > max_fence);
+
+    let before: i64 = c
+        .query_one("SELECT count(*) FROM events", &[])
+        .await
+        .expect("n")
+        .get(0);
+    let (code, text) = agentcron(&["db", "copy", "--from", db.to_str().expect("path"), "--to", &url]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("already holds a ledger"), "{text}");
+    let after: i64 = c
+        .query_one("SELECT count(*) FROM events", &[])
+        .await
+        .expect("n")
+        .get(0);
+    assert_eq!(before, after, "nothing copied twice");
+}

@@ -6,6 +6,7 @@ pub mod check;
 pub mod config_cmd;
 pub mod console;
 pub mod db;
+pub mod db_copy;
 pub mod events;
 pub mod explain;
 pub mod next;

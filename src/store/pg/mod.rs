@@ -21,6 +21,7 @@
 //! only; this module is the protocol they will share (see the README's
 //! "Several schedulers on PostgreSQL").
 
+pub mod copy;
 mod schema;
 
 pub use schema::PG_SCHEMA_VERSION;
@@ -62,6 +63,14 @@ pub fn is_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
+/// `url` as shown to operators: without its password (or a placeholder
+/// when it does not parse).
+pub fn shown_url(url: &str) -> String {
+    tokio_postgres::Config::from_str(url)
+        .map(|c| shown(&c))
+        .unwrap_or_else(|_| "the PostgreSQL URL".into())
+}
+
 /// Why this build refuses `db` as a ledger, if it names a PostgreSQL one: the
 /// scheduler, CLI and console run on the embedded ledger only so far. Says
 /// where it points without its password.
@@ -70,9 +79,7 @@ pub fn not_yet(db: &Path) -> Option<String> {
     if !is_url(text) {
         return None;
     }
-    let shown = tokio_postgres::Config::from_str(text)
-        .map(|c| shown(&c))
-        .unwrap_or_else(|_| "the PostgreSQL URL".into());
+    let shown = shown_url(text);
     Some(format!(
         "{shown} is a PostgreSQL ledger: this build's scheduler, CLI and console run on the embedded \
          SQLite ledger only (PostgreSQL's claim protocol is built and tested, the engine is not on it yet; \
