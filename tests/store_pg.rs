@@ -70,6 +70,25 @@ fn window(schedule: &str, k: i64) -> NewWindow {
 
 const CLAIMABLE: &[RunState] = &[RunState::Pending, RunState::RetryWait];
 
+/// Opens window `k` of schedule `s`, which no one opened before: its run.
+async fn opened(store: &PgStore, k: i64) -> i64 {
+    store.open_window(&window("s", k)).await.expect("open").expect("new")
+}
+
+/// Claims `run` for `owner`, a claim that must win.
+async fn claimed(store: &PgStore, run: i64, owner: &str) -> agentcron::store::pg::Lease {
+    store.claim(run, CLAIMABLE, owner, LEASE).await.expect("claim").expect("won")
+}
+
+/// Takes `lapsed` over (back to retry_wait), a takeover that must win.
+async fn taken_over(store: &PgStore, lapsed: &LapsedLease) {
+    store
+        .take_over(lapsed, GRACE, RunState::RetryWait, "lease lost")
+        .await
+        .expect("take over")
+        .expect("taken over");
+}
+
 /// (state, fencing token, owner, lease expiry) as stored.
 async fn row(c: &tokio_postgres::Client, run: i64) -> (String, i64, Option<String>, Option<i64>) {
     let r = c
@@ -265,11 +284,7 @@ async fn each_run_is_claimed_by_exactly_one_of_several_schedulers() {
     let mut ids = vec![];
     for k in 0..80 {
         ids.push(
-            setup
-                .open_window(&window("s", k))
-                .await
-                .expect("open")
-                .expect("new"),
+            opened(&setup, k).await,
         );
     }
     let tasks: Vec<_> = (0..4)
@@ -308,16 +323,8 @@ async fn a_claim_of_a_run_not_claimable_changes_nothing_and_says_why() {
         return;
     };
     let store = PgStore::connect(&url, None).await.expect("store");
-    let id = store
-        .open_window(&window("s", 1))
-        .await
-        .expect("open")
-        .expect("new");
-    let lease = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 1).await;
+    let lease = claimed(&store, id, "a:1").await;
     let c = raw(&url).await;
     let before = row(&c, id).await;
     let again = store.claim(id, CLAIMABLE, "b:2", LEASE).await.expect("claim");
@@ -344,18 +351,10 @@ async fn leases_are_measured_on_the_database_clock_and_trusted_for_less() {
         return;
     };
     let store = PgStore::connect(&url, None).await.expect("store");
-    let id = store
-        .open_window(&window("s", 1))
-        .await
-        .expect("open")
-        .expect("new");
+    let id = opened(&store, 1).await;
     let before = store.now_ms().await.expect("now");
     let asked = std::time::Instant::now();
-    let lease = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let lease = claimed(&store, id, "a:1").await;
     let after = store.now_ms().await.expect("now");
     let ms = LEASE.as_millis() as i64;
     assert!(
@@ -379,16 +378,8 @@ async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_not
     };
     let store = PgStore::connect(&url, None).await.expect("store");
     let c = raw(&url).await;
-    let id = store
-        .open_window(&window("s", 1))
-        .await
-        .expect("open")
-        .expect("new");
-    let a = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 1).await;
+    let a = claimed(&store, id, "a:1").await;
 
     // Wrong owner, right fence.
     let mut impostor = a.clone();
@@ -418,16 +409,8 @@ async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_not
     lapse(&c, id, 10_000).await;
     let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
     assert_eq!(seen.len(), 1);
-    store
-        .take_over(&seen[0], GRACE, RunState::RetryWait, "lease lost")
-        .await
-        .expect("take over")
-        .expect("taken");
-    let b = store
-        .claim(id, CLAIMABLE, "b:2", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    taken_over(&store, &seen[0]).await;
+    let b = claimed(&store, id, "b:2").await;
     assert!(b.fence > a.fence);
     let held_by_b = row(&c, id).await;
     assert_eq!(
@@ -448,23 +431,11 @@ async fn a_completion_under_an_old_fence_changes_nothing() {
     };
     let store = PgStore::connect(&url, None).await.expect("store");
     let c = raw(&url).await;
-    let id = store
-        .open_window(&window("s", 1))
-        .await
-        .expect("open")
-        .expect("new");
-    let a = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 1).await;
+    let a = claimed(&store, id, "a:1").await;
     lapse(&c, id, 10_000).await;
     let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
-    store
-        .take_over(&seen[0], GRACE, RunState::RetryWait, "lease lost")
-        .await
-        .expect("take over")
-        .expect("taken");
+    taken_over(&store, &seen[0]).await;
     // Between the takeover and a new claim: a's result finds the run waiting.
     assert_eq!(
         store
@@ -477,11 +448,7 @@ async fn a_completion_under_an_old_fence_changes_nothing() {
             actual: RunState::RetryWait
         })
     );
-    let b = store
-        .claim(id, CLAIMABLE, "b:2", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let b = claimed(&store, id, "b:2").await;
     let held_by_b = row(&c, id).await;
     assert_eq!(
         store
@@ -512,16 +479,8 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
     let c = raw(&url).await;
 
     // Completed between the sweep's read and its write.
-    let id = store
-        .open_window(&window("s", 1))
-        .await
-        .expect("open")
-        .expect("new");
-    let a = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 1).await;
+    let a = claimed(&store, id, "a:1").await;
     lapse(&c, id, 10_000).await;
     let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
     assert_eq!(seen.len(), 1);
@@ -545,28 +504,12 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
 
     // Taken over and claimed again between read and write — by the same
     // scheduler, so only the fence tells the claims apart.
-    let id = store
-        .open_window(&window("s", 2))
-        .await
-        .expect("open")
-        .expect("new");
-    store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 2).await;
+    claimed(&store, id, "a:1").await;
     lapse(&c, id, 10_000).await;
     let stale: LapsedLease = store.lapsed_leases(GRACE, 10).await.expect("lapsed").remove(0);
-    store
-        .take_over(&stale, GRACE, RunState::RetryWait, "lease lost")
-        .await
-        .expect("take over")
-        .expect("first sweeper");
-    let b = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    taken_over(&store, &stale).await;
+    let b = claimed(&store, id, "a:1").await;
     // Its new lease lapsed too, as far as the old read can tell.
     lapse(&c, id, 10_000).await;
     let held_by_b = row(&c, id).await;
@@ -584,16 +527,8 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
     assert_eq!(row(&c, id).await, held_by_b);
 
     // Within the grace: not lapsed enough to take over.
-    let id = store
-        .open_window(&window("s", 3))
-        .await
-        .expect("open")
-        .expect("new");
-    store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let id = opened(&store, 3).await;
+    claimed(&store, id, "a:1").await;
     lapse(&c, id, 1_000).await;
     assert!(
         store
@@ -615,16 +550,8 @@ async fn concurrent_sweepers_take_each_lapsed_run_over_once() {
     let c = raw(&url).await;
     let mut ids = vec![];
     for k in 0..40 {
-        let id = store
-            .open_window(&window("s", k))
-            .await
-            .expect("open")
-            .expect("new");
-        store
-            .claim(id, CLAIMABLE, "gone:1", LEASE)
-            .await
-            .expect("claim")
-            .expect("won");
+        let id = opened(&store, k).await;
+        claimed(&store, id, "gone:1").await;
         lapse(&c, id, 60_000).await;
         ids.push(id);
     }
@@ -853,11 +780,7 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
         .await
         .expect("open")
         .expect("new");
-    let lease = store
-        .claim(id, CLAIMABLE, "a:1", LEASE)
-        .await
-        .expect("claim")
-        .expect("won");
+    let lease = claimed(&store, id, "a:1").await;
     assert!(lease.fence > max_fence);
 
     let before: i64 = c
