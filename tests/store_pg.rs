@@ -72,12 +72,20 @@ const CLAIMABLE: &[RunState] = &[RunState::Pending, RunState::RetryWait];
 
 /// Opens window `k` of schedule `s`, which no one opened before: its run.
 async fn opened(store: &PgStore, k: i64) -> i64 {
-    store.open_window(&window("s", k)).await.expect("open").expect("new")
+    store
+        .open_window(&window("s", k))
+        .await
+        .expect("open")
+        .expect("new")
 }
 
 /// Claims `run` for `owner`, a claim that must win.
 async fn claimed(store: &PgStore, run: i64, owner: &str) -> agentcron::store::pg::Lease {
-    store.claim(run, CLAIMABLE, owner, LEASE).await.expect("claim").expect("won")
+    store
+        .claim(run, CLAIMABLE, owner, LEASE)
+        .await
+        .expect("claim")
+        .expect("won")
 }
 
 /// Takes `lapsed` over (back to retry_wait), a takeover that must win.
@@ -283,9 +291,7 @@ async fn each_run_is_claimed_by_exactly_one_of_several_schedulers() {
     let setup = PgStore::connect(&url, None).await.expect("store");
     let mut ids = vec![];
     for k in 0..80 {
-        ids.push(
-            opened(&setup, k).await,
-        );
+        ids.push(opened(&setup, k).await);
     }
     let tasks: Vec<_> = (0..4)
         .map(|i| {
@@ -590,19 +596,19 @@ async fn concurrent_sweepers_take_each_lapsed_run_over_once() {
 }
 
 /// Until the engine runs on PostgreSQL, a `postgres://` ledger is refused by
-/// every verb that opens one: exit 2, a plain why, no password, no file
-/// named like the URL created.
+/// every verb that writes or schedules: exit 2, a plain why, no password, no
+/// file named like the URL created. The read verbs try it, and say plainly
+/// when nothing answers.
 #[test]
 fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
     let dir = tempfile::tempdir().expect("dir");
     let url = "postgres://ops:hunter2@127.0.0.1:9/ledger";
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-config/agentcron.toml");
     for args in [
-        vec!["runs"],
-        vec!["events"],
         vec!["status"],
         vec!["run", "--headless"],
         vec!["console", "--attach"],
+        vec!["pause", "daily-sales-report", "--reason", "x"],
     ] {
         let o = assert_cmd::Command::cargo_bin("agentcron")
             .expect("binary")
@@ -620,6 +626,28 @@ fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
         assert!(
             text.contains("postgres://ops@127.0.0.1:9/ledger is a PostgreSQL ledger"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains("hunter2"), "{args:?}: {text}");
+    }
+    for args in [
+        vec!["runs"],
+        vec!["events"],
+        vec!["show", "1"],
+        vec!["explain", "daily-sales-report"],
+    ] {
+        let o = assert_cmd::Command::cargo_bin("agentcron")
+            .expect("binary")
+            .current_dir(dir.path())
+            .args(["--config", sample, "--db", url])
+            .args(&args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("run");
+        let text = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("cannot connect to postgres://ops@127.0.0.1:9/ledger"),
             "{args:?}: {text}"
         );
         assert!(!text.contains("hunter2"), "{args:?}: {text}");
@@ -767,6 +795,41 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
         .expect("approvals")
         .get(0);
     assert!(approvals > 0, "the rehearsal's approval was copied");
+
+    // The read verbs print the same from both ledgers (none of them needs
+    // the config with --db).
+    let file = db.to_str().expect("path");
+    let run_id = sqlite_rows(&db, "runs")[0][0].clone();
+    for args in [
+        vec!["runs", "--json"],
+        vec!["runs", "--schedule", "refund-review", "--json"],
+        vec!["events", "--json"],
+        vec![
+            "events",
+            "--schedule",
+            "refund-review",
+            "--kind",
+            "decision,claimed",
+            "--json",
+        ],
+        vec!["events", "--run", &run_id, "--json"],
+        vec!["show", &run_id, "--json"],
+        vec!["explain", "refund-review", "--json"],
+        vec!["explain", "refund-review", "--window", "2026-06-08"],
+        vec!["runs"],
+    ] {
+        let on = |target: &str| {
+            let mut all = vec!["--config", "/nonexistent/agentcron.toml", "--db", target];
+            all.extend(args.iter().copied());
+            agentcron(&all)
+        };
+        let (code_file, from_file) = on(file);
+        let (code_pg, from_pg) = on(&url);
+        assert_eq!(code_file, Some(0), "{args:?} on the file: {from_file}");
+        assert_eq!(code_pg, Some(0), "{args:?} on PostgreSQL: {from_pg}");
+        assert_eq!(from_pg, from_file, "{args:?}");
+        assert!(from_file.len() > 20, "{args:?} printed {from_file}");
+    }
 
     // The copy continues the ledger's sequences: the next fence is new.
     let store = PgStore::connect(&url, None).await.expect("store");

@@ -8,9 +8,53 @@
 use super::exit;
 use crate::config::{Config, LoadError, load_file};
 use crate::store::Store;
+use crate::store::read::LedgerRead;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::path::Path;
+
+/// A ledger a read verb reads: the embedded file, or a PostgreSQL one.
+// One per command: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Ledger {
+    Sqlite(Store),
+    Pg(crate::store::pg::PgReader),
+}
+
+impl Ledger {
+    /// Runs `f` on the ledger: in one read transaction of the embedded store,
+    /// or statement by statement on PostgreSQL.
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&dyn LedgerRead) -> crate::store::Result<T>,
+    ) -> crate::store::Result<T> {
+        match self {
+            Ledger::Sqlite(store) => store.read(|tx| f(tx)),
+            Ledger::Pg(reader) => f(reader),
+        }
+    }
+}
+
+/// [`open_for_cli`] for the verbs that read through [`LedgerRead`]: a
+/// `postgres://` `--db` is read there (password from the URL or
+/// `PGPASSWORD`), with the config optional as for any `--db`.
+pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, Option<Config>), i32> {
+    let Some(url) = db
+        .and_then(|d| d.to_str())
+        .filter(|d| crate::store::pg::is_url(d))
+    else {
+        let (store, cfg) = open_for_cli(config, db, false)?;
+        return Ok((Ledger::Sqlite(store), cfg));
+    };
+    let cfg = optional_config(config);
+    match crate::store::pg::PgReader::open(url, None) {
+        Ok(reader) => Ok((Ledger::Pg(reader), cfg)),
+        Err(e) => {
+            eprintln!("agentcron: {e}");
+            Err(exit::USAGE)
+        }
+    }
+}
 
 /// Opens the database for a CLI verb, printing a plain error and returning the
 /// exit code when it cannot: 2 when nothing can be opened (no config to find it
@@ -87,13 +131,23 @@ fn optional_config(config: &Path) -> Option<Config> {
 /// schedule since removed, or no config) one the database knows; else the
 /// message says which it may have meant (exit 1).
 pub fn check_schedule(store: &Store, cfg: Option<&Config>, id: &str) -> Result<(), String> {
+    check_schedule_among(cfg, id, || store.read(|tx| tx.schedule_names()))
+}
+
+/// [`check_schedule`] on either kind of ledger.
+pub fn check_schedule_in(ledger: &Ledger, cfg: Option<&Config>, id: &str) -> Result<(), String> {
+    check_schedule_among(cfg, id, || ledger.read(|tx| tx.schedule_names()))
+}
+
+fn check_schedule_among(
+    cfg: Option<&Config>,
+    id: &str,
+    stored: impl FnOnce() -> crate::store::Result<Vec<String>>,
+) -> Result<(), String> {
     if cfg.is_some_and(|c| c.schedule(id).is_some()) {
         return Ok(());
     }
-    let stored: Vec<String> = store
-        .read(|tx| tx.all_schedule_states())
-        .map(|v| v.into_iter().map(|s| s.schedule).collect())
-        .unwrap_or_default();
+    let stored: Vec<String> = stored().unwrap_or_default();
     if stored.iter().any(|s| s == id) {
         return Ok(());
     }

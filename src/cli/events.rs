@@ -1,7 +1,7 @@
 //! `agentcron events`: the trace, oldest first — of one run, one schedule, or
 //! everything — optionally only some kinds.
 
-use super::db::{self, open_for_cli};
+use super::db::{self, Ledger, open_ledger_for_cli};
 use super::exit;
 use crate::store::types::{Event, EventFilter};
 use crate::trace::{Style, describe};
@@ -32,12 +32,12 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
             return exit::USAGE;
         }
     };
-    let (store, cfg) = match open_for_cli(config, db, false) {
+    let (store, cfg) = match open_ledger_for_cli(config, db) {
         Ok(x) => x,
         Err(code) => return code,
     };
     if let Some(s) = opts.schedule
-        && let Err(msg) = db::check_schedule(&store, cfg.as_ref(), s)
+        && let Err(msg) = db::check_schedule_in(&store, cfg.as_ref(), s)
     {
         eprintln!("agentcron events: {msg}");
         return exit::DOES_NOT_HOLD;
@@ -108,7 +108,7 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
 /// An event kind given to `--kind` must be one the trace writes (or one the
 /// database holds, written by a newer or older agentcron); else a usage error
 /// naming the closest kind or listing them.
-fn check_kind(store: &crate::store::Store, kind: &str) -> Result<(), String> {
+fn check_kind(store: &Ledger, kind: &str) -> Result<(), String> {
     let known = crate::core::event::KINDS;
     if known.contains(&kind) {
         return Ok(());

@@ -3,7 +3,7 @@
 //! store, finds the window (`--at`: the one covering that time) and prints the
 //! answer as text or JSON.
 
-use super::db::{self, open_for_cli};
+use super::db::{self, open_ledger_for_cli};
 use super::exit;
 use crate::time::{Clock, SystemClock};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -51,14 +51,14 @@ pub fn parse_at(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
 }
 
 pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
-    let (store, cfg) = match open_for_cli(config, db, false) {
+    let (store, cfg) = match open_ledger_for_cli(config, db) {
         Ok(x) => x,
         Err(code) => return code,
     };
     // Without --at an unknown schedule is told by the explanation itself (as
     // text or JSON, exit 1, with the closest id); --at needs its zone first.
     if opts.at.is_some()
-        && let Err(msg) = db::check_schedule(&store, cfg.as_ref(), opts.schedule)
+        && let Err(msg) = db::check_schedule_in(&store, cfg.as_ref(), opts.schedule)
     {
         eprintln!("agentcron explain: {msg}");
         return exit::DOES_NOT_HOLD;

@@ -1,7 +1,7 @@
 //! `agentcron runs`: the runs in the database, newest window first, with the
 //! reason each is in its state.
 
-use super::db::{self, open_for_cli};
+use super::db::{self, open_ledger_for_cli};
 use super::exit;
 use crate::store::types::{Run, RunFilter, RunState};
 use serde_json::{Value, json};
@@ -30,13 +30,13 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
             return exit::USAGE;
         }
     };
-    let (store, cfg) = match open_for_cli(config, db, false) {
+    let (store, cfg) = match open_ledger_for_cli(config, db) {
         Ok(x) => x,
         Err(code) => return code,
     };
     let checked = opts
         .schedule
-        .map(|s| db::check_schedule(&store, cfg.as_ref(), s))
+        .map(|s| db::check_schedule_in(&store, cfg.as_ref(), s))
         .transpose()
         .and_then(|_| opts.tenant.map(|t| db::check_tenant(cfg.as_ref(), t)).transpose());
     if let Err(msg) = checked {

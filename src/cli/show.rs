@@ -1,7 +1,7 @@
 //! `agentcron show RUN`: one run in full — its fields, every attempt (with the
 //! end of its log), the step journal and the events.
 
-use super::db::{self, open_for_cli};
+use super::db::{self, open_ledger_for_cli};
 use super::events::{event_json, parse_run_id};
 use super::exit;
 use super::runs::run_json;
@@ -33,11 +33,11 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
             return exit::USAGE;
         }
     };
-    let (store, cfg) = match open_for_cli(config, db, false) {
+    let (ledger, cfg) = match open_ledger_for_cli(config, db) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let got = store.read(|tx| read_with_versions(tx, id));
+    let got = ledger.read(|tx| read_with_versions(tx, id));
     let ((run, attempts, steps, events), versions) = match got {
         Ok(x) => x,
         Err(StoreError::RunNotFound(_)) => {
@@ -76,7 +76,7 @@ pub type Shown = (Run, Vec<Attempt>, Vec<Step>, Vec<Event>);
 
 /// A run with its attempts, steps and events, as `show` (and `GET
 /// /api/v1/runs/{id}`) shows it; [`StoreError::RunNotFound`] when there is none.
-pub fn read(tx: &crate::store::Tx<'_>, id: i64) -> crate::store::Result<Shown> {
+pub fn read(tx: &dyn crate::store::read::LedgerRead, id: i64) -> crate::store::Result<Shown> {
     let run = tx.run(id)?;
     let events = tx.events(&EventFilter {
         run_id: Some(id),
@@ -88,7 +88,7 @@ pub fn read(tx: &crate::store::Tx<'_>, id: i64) -> crate::store::Result<Shown> {
 /// [`read`], and which schedule version opened the run and which each
 /// attempt ran under (`None` if that cannot be read).
 pub fn read_with_versions(
-    tx: &crate::store::Tx<'_>,
+    tx: &dyn crate::store::read::LedgerRead,
     id: i64,
 ) -> crate::store::Result<(Shown, Option<crate::control::versions::RunVersions>)> {
     let shown = read(tx, id)?;

@@ -3,7 +3,7 @@
 //! "opened under v7, retried under v8: agent.timeout "10m" → "20m"".
 
 use super::diff::field_changes;
-use crate::store::{Result, Tx};
+use crate::store::Result;
 use serde::Serialize;
 
 /// A run's versions.
@@ -25,7 +25,7 @@ pub struct AttemptVersion {
 }
 
 /// The versions of run `run_id` of `schedule`.
-pub fn of_run(tx: &Tx, run_id: i64, schedule: &str) -> Result<RunVersions> {
+pub fn of_run(tx: &dyn crate::store::read::LedgerRead, run_id: i64, schedule: &str) -> Result<RunVersions> {
     let (opened, attempts) = tx.run_versions(run_id)?;
     let mut summary = match opened {
         Some(v) => format!("opened under v{v}"),

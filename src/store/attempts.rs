@@ -6,7 +6,7 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_row, stored, ts};
+use super::sql::{Ms, attempt_cols, attempt_from_row, stored};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::agent::log::BoundedLog;
@@ -57,7 +57,7 @@ const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 
 const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
      exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
      WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
-const ATTEMPTS_OF_RUN: &str = concat!(
+pub(crate) const ATTEMPTS_OF_RUN: &str = concat!(
     "SELECT ",
     attempt_cols!(),
     " FROM attempts WHERE run_id = ?1 ORDER BY n"
@@ -87,7 +87,7 @@ const RECORD_STEP_FENCED: &str = "INSERT INTO steps (run_id, attempt, name, stat
        SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
        WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 AND r.lease_expires > ?8 \
          AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
-const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
+pub(crate) const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
      WHERE run_id = ?1 ORDER BY id";
 
 /// What `end_attempt` appends of `AttemptEnd::log` at most (the caller's
@@ -680,16 +680,7 @@ impl Tx<'_> {
     /// The run's step journal across attempts, in the order written.
     pub fn steps(&self, run_id: i64) -> Result<Vec<Step>> {
         let mut stmt = self.cached(STEPS_OF_RUN)?;
-        let rows = stmt.query_map([run_id], |r| {
-            Ok(Step {
-                run_id: r.get(0)?,
-                attempt: r.get(1)?,
-                name: r.get(2)?,
-                status: r.get(3)?,
-                side_effect: r.get(4)?,
-                at: ts(r, 5)?,
-            })
-        })?;
+        let rows = stmt.query_map([run_id], |r| super::sql::step_from_cols(r))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

@@ -17,8 +17,12 @@ pub struct Backlog {
 }
 
 fn backlog_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Backlog> {
+    backlog_from_cols(r)
+}
+
+pub(crate) fn backlog_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Result<Backlog> {
     Ok(Backlog {
-        schedule: r.get(0)?,
+        schedule: r.col(0)?,
         next: ts(r, 1)?,
         until: ts(r, 2)?,
         planned_at: ts(r, 3)?,
@@ -26,7 +30,8 @@ fn backlog_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Backlog> {
 }
 
 const ALL: &str = "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog ORDER BY schedule";
-const ONE: &str = "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog WHERE schedule = ?1";
+pub(crate) const ONE: &str =
+    "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog WHERE schedule = ?1";
 
 impl Tx<'_> {
     /// Every schedule's backlog, by schedule.

@@ -72,6 +72,14 @@ pub type RunVersionRows = (Option<i64>, Vec<(u32, Option<i64>)>);
 const CONFIG_COLS: &str = "version, hash, path, text, loaded_at, loaded_by, status, note, \
      approved_by, approved_at, approval_reason";
 const SCHEDULE_COLS: &str = "schedule, version, hash, settings, config_version, created_at";
+/// One version of a schedule.
+pub(crate) const SCHEDULE_VERSION: &str = "SELECT schedule, version, hash, settings, config_version, created_at \
+     FROM schedule_versions WHERE schedule = ?1 AND version = ?2";
+/// The version a run was opened under.
+pub(crate) const RUN_OPENED_VERSION: &str = "SELECT schedule_version FROM runs WHERE id = ?1";
+/// The version each attempt of a run ran under.
+pub(crate) const ATTEMPT_VERSIONS: &str =
+    "SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n";
 
 fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
     let status: String = r.get(6)?;
@@ -97,15 +105,19 @@ fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
 }
 
 fn schedule_from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleVersion> {
-    let settings: String = r.get(3)?;
+    schedule_from_cols(r)
+}
+
+pub(crate) fn schedule_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Result<ScheduleVersion> {
+    let settings: String = r.col(3)?;
     Ok(ScheduleVersion {
-        schedule: r.get(0)?,
-        version: r.get(1)?,
-        hash: r.get(2)?,
+        schedule: r.col(0)?,
+        version: r.col(1)?,
+        hash: r.col(2)?,
         // Written by this module as a JSON object of strings; anything else
         // (edited by hand) reads as no settings rather than failing a listing.
         settings: serde_json::from_str(&settings).unwrap_or_default(),
-        config_version: r.get(4)?,
+        config_version: r.col(4)?,
         created_at: ts(r, 5)?,
     })
 }
@@ -249,10 +261,8 @@ impl Tx<'_> {
     }
 
     pub fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<ScheduleVersion>> {
-        let sql =
-            format!("SELECT {SCHEDULE_COLS} FROM schedule_versions WHERE schedule = ?1 AND version = ?2");
         Ok(self
-            .prepared(&sql)?
+            .prepared(SCHEDULE_VERSION)?
             .query_row(rusqlite::params![schedule, version], schedule_from_row)
             .optional()?)
     }
@@ -375,12 +385,11 @@ impl Tx<'_> {
     /// attempt number).
     pub fn run_versions(&self, run_id: i64) -> Result<RunVersionRows> {
         let opened = self
-            .cached("SELECT schedule_version FROM runs WHERE id = ?1")?
+            .cached(RUN_OPENED_VERSION)?
             .query_row([run_id], |r| r.get::<_, Option<i64>>(0))
             .optional()?
             .flatten();
-        let mut stmt =
-            self.cached("SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n")?;
+        let mut stmt = self.cached(ATTEMPT_VERSIONS)?;
         let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok((opened, rows.collect::<rusqlite::Result<Vec<_>>>()?))
     }

@@ -1,7 +1,7 @@
 //! Small queries the engine's loop needs besides the core ledger API: waking
 //! runs held by a freed slot, the next lease to expire, one posted event.
 
-use super::sql::{Ms, json_value, ts, with_limit};
+use super::sql::{Ms, ts, with_limit};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
@@ -88,6 +88,10 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("quota_held_of (on time)", QUOTA_HELD_OF_ON_TIME),
     ("quota_held_of (backfill)", QUOTA_HELD_OF_BACKFILL),
 ];
+
+/// One posted event by its name and id.
+pub(crate) const POSTED_EVENT: &str = "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
+     WHERE name = ?1 AND event_id = ?2";
 
 impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
@@ -230,19 +234,10 @@ impl Tx<'_> {
 
     /// One posted event by name and id.
     pub fn posted_event(&self, name: &str, event_id: &str) -> Result<Option<PostedEvent>> {
-        let mut stmt = self.cached(
-            "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
-             WHERE name = ?1 AND event_id = ?2",
-        )?;
+        let mut stmt = self.cached(POSTED_EVENT)?;
         Ok(stmt
             .query_row(rusqlite::params![name, event_id], |r| {
-                Ok(PostedEvent {
-                    seq: r.get(0)?,
-                    name: r.get(1)?,
-                    event_id: r.get(2)?,
-                    payload: json_value(r.get(3)?),
-                    arrived_at: ts(r, 4)?,
-                })
+                super::sql::posted_from_cols(r)
             })
             .optional()?)
     }

@@ -10,7 +10,7 @@ use rusqlite::types::Value;
 
 const INSERT_EVENT: &str = "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-const MAX_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
+pub(crate) const MAX_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
 const POST_EVENT: &str = "INSERT INTO posted_events (name, event_id, payload, arrived_at) \
      VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name, event_id) DO NOTHING RETURNING seq";
 const POSTED_AFTER: &str = "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
@@ -95,6 +95,73 @@ fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, V
         sql.push_str(&format!(" LIMIT {}", limit(n)));
     }
     (sql, params)
+}
+
+/// [`Tx::events`] over any store: `fetch` runs one page's query (SQL with
+/// `?N` placeholders, its values) and maps its rows.
+pub(crate) fn list_events(
+    filter: &EventFilter,
+    mut fetch: impl FnMut(&str, Vec<Value>) -> Result<Vec<Event>>,
+) -> Result<Vec<Event>> {
+    let mut query = filter.clone();
+    if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str())) {
+        for k in FOLDING_KINDS {
+            if !query.kinds.iter().any(|q| q == k) {
+                query.kinds.push(k.into());
+            }
+        }
+        // Rows read may hold none of the kinds asked for: pages of at
+        // least this many rows, not one row at a time for a small limit.
+        query.limit = filter.limit.map(|n| n.max(FOLDED_PAGE));
+    }
+    let wanted = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
+    let mut out: Vec<Event> = Vec::new();
+    let mut before_id = None;
+    loop {
+        let (sql, params) = events_sql_before(&query, before_id);
+        let rows = fetch(&sql, params)?;
+        let fetched = rows.len();
+        let edge = rows.last().map(|e| e.id);
+        for row in rows {
+            if !FOLDING_KINDS.contains(&row.kind.as_str()) {
+                out.extend(Some(row).filter(|e| wanted(&e.kind)));
+                continue;
+            }
+            let mut held = Vec::with_capacity(4);
+            unfold(row, &mut held);
+            if filter.newest_first {
+                held.reverse();
+            }
+            out.extend(held.into_iter().filter(|e| wanted(&e.kind)));
+        }
+        // Rows read but fewer events kept (kinds folded in other rows):
+        // the next page, until the limit is reached or no rows are left.
+        match (filter.limit, edge) {
+            (Some(n), Some(edge))
+                if out.len() < n && query.limit.is_some_and(|page| fetched == limit(page) as usize) =>
+            {
+                if filter.newest_first {
+                    before_id = Some(edge);
+                } else {
+                    query.after_id = Some(edge);
+                }
+            }
+            _ => break,
+        }
+    }
+    if let Some(n) = filter.limit
+        && out.len() > n
+    {
+        // Not in the middle of one row's events, unless it is the only row.
+        let cut_id = out[n].id;
+        let whole = out[..n].iter().rposition(|e| e.id != cut_id).map_or(n, |i| i + 1);
+        out.truncate(if out[n - 1].id == cut_id && whole < n {
+            whole
+        } else {
+            n
+        });
+    }
+    Ok(out)
 }
 
 /// The fewest rows a page of a listing of folded kinds reads.
@@ -256,68 +323,13 @@ impl Tx<'_> {
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         self.states.flush(self.conn, self.stmts)?;
-        let mut query = filter.clone();
-        if filter.kinds.iter().any(|k| FOLDED_KINDS.contains(&k.as_str())) {
-            for k in FOLDING_KINDS {
-                if !query.kinds.iter().any(|q| q == k) {
-                    query.kinds.push(k.into());
-                }
-            }
-            // Rows read may hold none of the kinds asked for: pages of at
-            // least this many rows, not one row at a time for a small limit.
-            query.limit = filter.limit.map(|n| n.max(FOLDED_PAGE));
-        }
-        let wanted = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
-        let mut out: Vec<Event> = Vec::new();
-        let mut before_id = None;
-        loop {
-            let (sql, params) = events_sql_before(&query, before_id);
-            let mut stmt = self.prepared(&sql)?;
+        list_events(filter, |sql, params| {
+            let mut stmt = self.prepared(sql)?;
             let rows = stmt
                 .query_map(rusqlite::params_from_iter(params), event_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            let fetched = rows.len();
-            let edge = rows.last().map(|e| e.id);
-            for row in rows {
-                if !FOLDING_KINDS.contains(&row.kind.as_str()) {
-                    out.extend(Some(row).filter(|e| wanted(&e.kind)));
-                    continue;
-                }
-                let mut held = Vec::with_capacity(4);
-                unfold(row, &mut held);
-                if filter.newest_first {
-                    held.reverse();
-                }
-                out.extend(held.into_iter().filter(|e| wanted(&e.kind)));
-            }
-            // Rows read but fewer events kept (kinds folded in other rows):
-            // the next page, until the limit is reached or no rows are left.
-            match (filter.limit, edge) {
-                (Some(n), Some(edge))
-                    if out.len() < n && query.limit.is_some_and(|page| fetched == limit(page) as usize) =>
-                {
-                    if filter.newest_first {
-                        before_id = Some(edge);
-                    } else {
-                        query.after_id = Some(edge);
-                    }
-                }
-                _ => break,
-            }
-        }
-        if let Some(n) = filter.limit
-            && out.len() > n
-        {
-            // Not in the middle of one row's events, unless it is the only row.
-            let cut_id = out[n].id;
-            let whole = out[..n].iter().rposition(|e| e.id != cut_id).map_or(n, |i| i + 1);
-            out.truncate(if out[n - 1].id == cut_id && whole < n {
-                whole
-            } else {
-                n
-            });
-        }
-        Ok(out)
+            Ok(rows)
+        })
     }
 
     /// The database's size in bytes (its pages), in memory or on disk.

@@ -15,22 +15,24 @@
 //! (the trace and posted events), `operator` (schedule state, switches,
 //! approvals, maintenance), `backlog` (catch-up windows not yet queued),
 //! `registry` (the scheduler registry), `config_versions` (stored
-//! configurations and schedule versions), `status` (reads for status and metrics).
+//! configurations and schedule versions), `status` (reads for status and metrics),
+//! `read` (what the read verbs ask of either store), `pg` (the PostgreSQL ledger).
 
 mod apply;
-mod attempts;
-mod backlog;
-mod config_versions;
+pub(crate) mod attempts;
+pub(crate) mod backlog;
+pub(crate) mod config_versions;
 mod db;
-mod engine_queries;
-mod events;
+pub(crate) mod engine_queries;
+pub(crate) mod events;
 mod fxmap;
-mod operator;
+pub(crate) mod operator;
 pub mod pg;
+pub mod read;
 mod registry;
-mod runs;
+pub(crate) mod runs;
 mod schema;
-mod sql;
+pub(crate) mod sql;
 mod status;
 pub mod types;
 
@@ -76,6 +78,9 @@ pub enum StoreError {
     Invariant(String),
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL ledger's error (its URL shown without the password).
+    #[error("PostgreSQL {0}")]
+    Pg(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

@@ -46,7 +46,7 @@ const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_eva
 const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
      VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
      born_at = COALESCE(schedule_state.born_at, excluded.born_at)";
-const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
+pub(crate) const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
 const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
 const SWITCHES: &str = r#"SELECT name, "on", actor, reason, at FROM switches ORDER BY name"#;
 const SET_SWITCH: &str = r#"INSERT INTO switches (name, "on", actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)

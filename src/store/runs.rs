@@ -29,8 +29,8 @@ const INSERT_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, \
      (SELECT version FROM schedule_current WHERE schedule = ?2)) \
      ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
-const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
-const RUN_BY_WINDOW: &str = concat!(
+pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
+pub(crate) const RUN_BY_WINDOW: &str = concat!(
     "SELECT ",
     run_cols!(),
     " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_key = ?3"
@@ -335,75 +335,9 @@ impl Tx<'_> {
     /// Runs matching the filter, by window start (oldest first unless
     /// `newest_first`), ties by id.
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
-        // One schedule's runs are indexed in two halves (schema 16): those
-        // not running (`runs_window`) and the running ones (`runs_running`).
-        // Each half asked is read through its index; two are put together in
-        // the listing's order.
-        if filter.schedule.is_none() {
-            return self.runs_where(filter, "");
-        }
-        let wants = |running: bool| {
-            filter.states.is_empty() || filter.states.iter().any(|s| (*s == RunState::Running) == running)
-        };
-        let mut runs = Vec::new();
-        if wants(false) {
-            runs = self.runs_where(filter, " AND state <> 'running'")?;
-        }
-        if wants(true) {
-            let running = self.runs_where(filter, " AND state = 'running'")?;
-            if runs.is_empty() {
-                return Ok(running);
-            }
-            if running.is_empty() {
-                return Ok(runs);
-            }
-            runs.extend(running);
-            runs.sort_by(|a, b| {
-                let order = (a.window_start, a.id).cmp(&(b.window_start, b.id));
-                if filter.newest_first {
-                    order.reverse()
-                } else {
-                    order
-                }
-            });
-            if let Some(n) = filter.limit {
-                runs.truncate(n);
-            }
-        }
-        Ok(runs)
-    }
-
-    /// [`Tx::runs`] with `side` (an SQL condition, or nothing) added.
-    fn runs_where(&self, filter: &RunFilter, side: &str) -> Result<Vec<Run>> {
-        let mut sql = String::from(concat!("SELECT ", run_cols!(), " FROM runs WHERE 1 = 1"));
-        sql.push_str(side);
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(schedule) = &filter.schedule {
-            params.push(Value::Text(schedule.clone()));
-            sql.push_str(&format!(" AND schedule = ?{}", params.len()));
-        }
-        if let Some(tenant) = &filter.tenant {
-            params.push(Value::Text(tenant.clone()));
-            sql.push_str(&format!(" AND tenant = ?{}", params.len()));
-        }
-        if !filter.states.is_empty() {
-            let mut marks = Vec::with_capacity(filter.states.len());
-            for st in &filter.states {
-                params.push(Value::Text(st.as_str().to_string()));
-                marks.push(format!("?{}", params.len()));
-            }
-            sql.push_str(&format!(" AND state IN ({})", marks.join(", ")));
-        }
-        if filter.newest_first {
-            sql.push_str(" ORDER BY window_start DESC, id DESC");
-        } else {
-            sql.push_str(" ORDER BY window_start, id");
-        }
-        if let Some(n) = filter.limit {
-            // A literal: a bound LIMIT re-prepares the statement every time.
-            sql.push_str(&format!(" LIMIT {}", limit(n)));
-        }
-        self.query_runs(&sql, rusqlite::params_from_iter(params))
+        list_runs(filter, |sql, params| {
+            self.query_runs(sql, rusqlite::params_from_iter(params))
+        })
     }
 
     /// Pending / retry_wait runs with `next_check_at <= now`, oldest check first.
@@ -818,4 +752,84 @@ fn after_transition(
     }
     r.updated_at = stored(now);
     r
+}
+
+/// [`Tx::runs`] over any store: `fetch` runs one query (SQL with `?N`
+/// placeholders, its values) and maps its rows.
+pub(crate) fn list_runs(
+    filter: &RunFilter,
+    mut fetch: impl FnMut(&str, Vec<Value>) -> Result<Vec<Run>>,
+) -> Result<Vec<Run>> {
+    // One schedule's runs are indexed in two halves (schema 16): those
+    // not running (`runs_window`) and the running ones (`runs_running`).
+    // Each half asked is read through its index; two are put together in
+    // the listing's order.
+    if filter.schedule.is_none() {
+        let (sql, params) = runs_sql(filter, "");
+        return fetch(&sql, params);
+    }
+    let wants = |running: bool| {
+        filter.states.is_empty() || filter.states.iter().any(|s| (*s == RunState::Running) == running)
+    };
+    let mut runs = Vec::new();
+    if wants(false) {
+        let (sql, params) = runs_sql(filter, " AND state <> 'running'");
+        runs = fetch(&sql, params)?;
+    }
+    if wants(true) {
+        let (sql, params) = runs_sql(filter, " AND state = 'running'");
+        let running = fetch(&sql, params)?;
+        if runs.is_empty() {
+            return Ok(running);
+        }
+        if running.is_empty() {
+            return Ok(runs);
+        }
+        runs.extend(running);
+        runs.sort_by(|a, b| {
+            let order = (a.window_start, a.id).cmp(&(b.window_start, b.id));
+            if filter.newest_first {
+                order.reverse()
+            } else {
+                order
+            }
+        });
+        if let Some(n) = filter.limit {
+            runs.truncate(n);
+        }
+    }
+    Ok(runs)
+}
+
+/// The query of [`list_runs`] with `side` (an SQL condition, or nothing) added.
+fn runs_sql(filter: &RunFilter, side: &str) -> (String, Vec<Value>) {
+    let mut sql = String::from(concat!("SELECT ", run_cols!(), " FROM runs WHERE 1 = 1"));
+    sql.push_str(side);
+    let mut params: Vec<Value> = Vec::new();
+    if let Some(schedule) = &filter.schedule {
+        params.push(Value::Text(schedule.clone()));
+        sql.push_str(&format!(" AND schedule = ?{}", params.len()));
+    }
+    if let Some(tenant) = &filter.tenant {
+        params.push(Value::Text(tenant.clone()));
+        sql.push_str(&format!(" AND tenant = ?{}", params.len()));
+    }
+    if !filter.states.is_empty() {
+        let mut marks = Vec::with_capacity(filter.states.len());
+        for st in &filter.states {
+            params.push(Value::Text(st.as_str().to_string()));
+            marks.push(format!("?{}", params.len()));
+        }
+        sql.push_str(&format!(" AND state IN ({})", marks.join(", ")));
+    }
+    if filter.newest_first {
+        sql.push_str(" ORDER BY window_start DESC, id DESC");
+    } else {
+        sql.push_str(" ORDER BY window_start, id");
+    }
+    if let Some(n) = filter.limit {
+        // A literal: a bound LIMIT re-prepares the statement every time.
+        sql.push_str(&format!(" LIMIT {}", limit(n)));
+    }
+    (sql, params)
 }

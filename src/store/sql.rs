@@ -85,12 +85,34 @@ pub(crate) fn json_value(text: String) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
 
-pub(crate) fn ts(row: &Row<'_>, idx: usize) -> rusqlite::Result<DateTime<Utc>> {
-    Ok(row.get::<_, Ms>(idx)?.0)
+/// A row's columns by position, as the record mappers below read them: a
+/// SQLite row, or the values of a row another store read (PostgreSQL's, as
+/// `Value`s in the same column order), so one mapper serves both.
+pub(crate) trait Cols {
+    fn col<T: FromSql>(&self, idx: usize) -> rusqlite::Result<T>;
 }
 
-pub(crate) fn ts_opt(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
-    Ok(row.get::<_, Option<Ms>>(idx)?.map(|m| m.0))
+impl Cols for Row<'_> {
+    fn col<T: FromSql>(&self, idx: usize) -> rusqlite::Result<T> {
+        self.get(idx)
+    }
+}
+
+impl Cols for [rusqlite::types::Value] {
+    fn col<T: FromSql>(&self, idx: usize) -> rusqlite::Result<T> {
+        let value = self.get(idx).ok_or(rusqlite::Error::InvalidColumnIndex(idx))?;
+        T::column_result(ValueRef::from(value)).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(idx, ValueRef::from(value).data_type(), Box::new(e))
+        })
+    }
+}
+
+pub(crate) fn ts<R: Cols + ?Sized>(row: &R, idx: usize) -> rusqlite::Result<DateTime<Utc>> {
+    Ok(row.col::<Ms>(idx)?.0)
+}
+
+pub(crate) fn ts_opt<R: Cols + ?Sized>(row: &R, idx: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    Ok(row.col::<Option<Ms>>(idx)?.map(|m| m.0))
 }
 
 /// `sql` with its `LIMIT ?N` made a literal. A bound LIMIT makes SQLite
@@ -116,30 +138,34 @@ macro_rules! run_cols {
 pub(crate) use run_cols;
 
 pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
+    run_from_cols(row)
+}
+
+pub(crate) fn run_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Run> {
     Ok(Run {
-        id: row.get(0)?,
-        tenant: row.get(1)?,
-        schedule: row.get(2)?,
-        window_key: row.get(3)?,
+        id: row.col(0)?,
+        tenant: row.col(1)?,
+        schedule: row.col(2)?,
+        window_key: row.col(3)?,
         window_start: ts(row, 4)?,
         window_end: ts(row, 5)?,
         due_at: ts(row, 6)?,
-        state: row.get(7)?,
-        reason: row.get(8)?,
-        pool: row.get(9)?,
-        state_reason: row.get(10)?,
-        attempts: row.get(11)?,
+        state: row.col(7)?,
+        reason: row.col(8)?,
+        pool: row.col(9)?,
+        state_reason: row.col(10)?,
+        attempts: row.col(11)?,
         not_before: ts_opt(row, 12)?,
         next_check_at: ts_opt(row, 13)?,
-        lease_owner: row.get(14)?,
+        lease_owner: row.col(14)?,
         lease_expires: ts_opt(row, 15)?,
-        fencing_token: row.get(16)?,
-        error_class: row.get(17)?,
-        last_error: row.get(18)?,
-        resume_after: row.get(19)?,
+        fencing_token: row.col(16)?,
+        error_class: row.col(17)?,
+        last_error: row.col(18)?,
+        resume_after: row.col(19)?,
         created_at: ts(row, 20)?,
         updated_at: ts(row, 21)?,
-        hold: row.get(22)?,
+        hold: row.col(22)?,
     })
 }
 
@@ -154,38 +180,69 @@ macro_rules! attempt_cols {
 pub(crate) use attempt_cols;
 
 pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Attempt> {
-    let head: String = row.get(15)?;
-    let tail: String = row.get(16)?;
-    let dropped: i64 = row.get(17)?;
+    attempt_from_cols(row)
+}
+
+pub(crate) fn attempt_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Attempt> {
+    let head: String = row.col(15)?;
+    let tail: String = row.col(16)?;
+    let dropped: i64 = row.col(17)?;
     Ok(Attempt {
-        run_id: row.get(0)?,
-        n: row.get(1)?,
-        fencing_token: row.get(2)?,
-        owner: row.get(3)?,
-        reason: row.get(4)?,
+        run_id: row.col(0)?,
+        n: row.col(1)?,
+        fencing_token: row.col(2)?,
+        owner: row.col(3)?,
+        reason: row.col(4)?,
         started_at: ts(row, 5)?,
         ended_at: ts_opt(row, 6)?,
-        status: row.get(7)?,
-        error_class: row.get(8)?,
-        exit_code: row.get(9)?,
-        summary: row.get(10)?,
-        processed: row.get(11)?,
-        message: row.get(12)?,
-        tokens: row.get(13)?,
-        cost_usd: row.get(14)?,
+        status: row.col(7)?,
+        error_class: row.col(8)?,
+        exit_code: row.col(9)?,
+        summary: row.col(10)?,
+        processed: row.col(11)?,
+        message: row.col(12)?,
+        tokens: row.col(13)?,
+        cost_usd: row.col(14)?,
         log: super::attempts::render_log(&head, &tail, dropped),
-        envelope: row.get(18)?,
+        envelope: row.col(18)?,
     })
 }
 
 pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    event_from_cols(row)
+}
+
+pub(crate) fn event_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Event> {
     Ok(Event {
-        id: row.get(0)?,
+        id: row.col(0)?,
         at: ts(row, 1)?,
-        kind: row.get(2)?,
-        tenant: row.get(3)?,
-        schedule: row.get(4)?,
-        run_id: row.get(5)?,
-        detail: json_value(row.get(6)?),
+        kind: row.col(2)?,
+        tenant: row.col(3)?,
+        schedule: row.col(4)?,
+        run_id: row.col(5)?,
+        detail: json_value(row.col(6)?),
+    })
+}
+
+/// A row of `STEPS_OF_RUN` (attempts.rs).
+pub(crate) fn step_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Step> {
+    Ok(Step {
+        run_id: row.col(0)?,
+        attempt: row.col(1)?,
+        name: row.col(2)?,
+        status: row.col(3)?,
+        side_effect: row.col(4)?,
+        at: ts(row, 5)?,
+    })
+}
+
+/// A row of `POSTED_EVENT` (engine_queries.rs).
+pub(crate) fn posted_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<PostedEvent> {
+    Ok(PostedEvent {
+        seq: row.col(0)?,
+        name: row.col(1)?,
+        event_id: row.col(2)?,
+        payload: json_value(row.col(3)?),
+        arrived_at: ts(row, 4)?,
     })
 }

@@ -13,7 +13,7 @@ use super::story::{LATE, Step, Story, catchup_clause, plural};
 use crate::config::Config;
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::event::Event;
-use crate::store::Tx;
+use crate::store::read::LedgerRead;
 use crate::store::types::{Event as Row, EventFilter, Run, RunFilter, RunState};
 use chrono::{DateTime, NaiveDate, Utc, Weekday};
 use chrono_tz::Tz;
@@ -148,7 +148,7 @@ impl Explanation {
 /// Explains `window` of `schedule` (default: its most recent window), with
 /// every time in the schedule's zone.
 pub fn explain(
-    tx: &Tx<'_>,
+    tx: &dyn LedgerRead,
     cfg: Option<&Config>,
     schedule: &str,
     window: Option<&str>,
@@ -159,7 +159,7 @@ pub fn explain(
 
 /// [`explain`], with every time in UTC when `utc` (`explain --utc`).
 pub fn explain_with(
-    tx: &Tx<'_>,
+    tx: &dyn LedgerRead,
     cfg: Option<&Config>,
     schedule: &str,
     window: Option<&str>,
@@ -170,7 +170,7 @@ pub fn explain_with(
     explain_in(&ctx, tx, window).map(|x| x.in_zone(ctx.tz))
 }
 
-fn explain_in(ctx: &Ctx<'_>, tx: &Tx<'_>, window: Option<&str>) -> StoreResult<Explanation> {
+fn explain_in(ctx: &Ctx<'_>, tx: &dyn LedgerRead, window: Option<&str>) -> StoreResult<Explanation> {
     let schedule = ctx.schedule;
     let run = match window {
         Some(key) => ctx.find_window(tx, key)?,
@@ -204,7 +204,7 @@ fn explain_in(ctx: &Ctx<'_>, tx: &Tx<'_>, window: Option<&str>) -> StoreResult<E
 /// else the schedule's latest window starting at or before it (from its
 /// trigger); `None` when there is neither.
 pub fn window_at(
-    tx: &Tx<'_>,
+    tx: &dyn LedgerRead,
     cfg: Option<&Config>,
     schedule: &str,
     at: DateTime<Utc>,
@@ -247,7 +247,7 @@ pub fn window_at(
 
 /// Explains one run (the console's run detail).
 pub fn explain_run(
-    tx: &Tx<'_>,
+    tx: &dyn LedgerRead,
     cfg: Option<&Config>,
     run: &Run,
     now: DateTime<Utc>,
@@ -309,7 +309,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn find_window(&self, tx: &Tx<'_>, key: &str) -> StoreResult<Option<Run>> {
+    fn find_window(&self, tx: &dyn LedgerRead, key: &str) -> StoreResult<Option<Run>> {
         let tenant = self.sched.map_or("default", |s| s.tenant.as_str());
         if let Some(r) = tx.find_run(tenant, self.schedule, key)? {
             return Ok(Some(r));
@@ -324,7 +324,7 @@ impl<'a> Ctx<'a> {
             .find(|r| r.window_key == key))
     }
 
-    fn explain_run(&self, tx: &Tx<'_>, run: &Run) -> StoreResult<Explanation> {
+    fn explain_run(&self, tx: &dyn LedgerRead, run: &Run) -> StoreResult<Explanation> {
         let own: Vec<(Row, Event)> = typed(tx.events(&EventFilter {
             run_id: Some(run.id),
             ..EventFilter::default()
@@ -412,7 +412,7 @@ impl<'a> Ctx<'a> {
     /// switch that held it, however long before.
     fn context_events(
         &self,
-        tx: &Tx<'_>,
+        tx: &dyn LedgerRead,
         own: &[(Row, Event)],
         first: DateTime<Utc>,
         last: DateTime<Utc>,
@@ -461,7 +461,7 @@ impl<'a> Ctx<'a> {
 
     /// A window with no run: when it was due (if the config says), whether a
     /// scheduler was alive then, what catch-up decided since.
-    fn never_opened(&self, tx: &Tx<'_>, key: &str) -> StoreResult<Explanation> {
+    fn never_opened(&self, tx: &dyn LedgerRead, key: &str) -> StoreResult<Explanation> {
         let mut steps: Vec<Step> = vec![];
         let step = |at: Option<DateTime<Utc>>, what: &str, detail: String| Step {
             at,
@@ -600,7 +600,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The schedule has no runs at all.
-    fn no_runs(&self, tx: &Tx<'_>) -> StoreResult<Explanation> {
+    fn no_runs(&self, tx: &dyn LedgerRead) -> StoreResult<Explanation> {
         let mut steps = vec![];
         let mut next = None;
         match (self.sched, self.cfg) {
@@ -673,7 +673,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn recent_windows(&self, tx: &Tx<'_>) -> StoreResult<String> {
+    fn recent_windows(&self, tx: &dyn LedgerRead) -> StoreResult<String> {
         let recent = tx.runs(&RunFilter {
             schedule: Some(self.schedule.to_string()),
             newest_first: true,

@@ -4,7 +4,6 @@
 
 use super::story::{Story, human};
 use crate::core::event::Event;
-use crate::store::Tx;
 use crate::store::types::{Event as Row, EventFilter};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -26,7 +25,11 @@ fn who(e: &Row) -> String {
 
 /// The last sign of life before `due`, the first after, a quiet gap between
 /// them and a restart ending it — as one clause.
-pub(super) fn liveness(tx: &Tx<'_>, due: DateTime<Utc>, story: &Story) -> StoreResult<String> {
+pub(super) fn liveness(
+    tx: &dyn crate::store::read::LedgerRead,
+    due: DateTime<Utc>,
+    story: &Story,
+) -> StoreResult<String> {
     let before = last_alive_before(tx, due)?;
     let after = first_alive_from(tx, due, &ALIVE_KINDS)?;
     let restart = first_alive_from(tx, due, &["scheduler_started"])?;
@@ -64,7 +67,7 @@ pub(super) fn liveness(tx: &Tx<'_>, due: DateTime<Utc>, story: &Story) -> StoreR
 }
 
 /// The smallest event id from which events are at or after `t`, by binary search.
-fn first_id_from(tx: &Tx<'_>, t: DateTime<Utc>) -> StoreResult<i64> {
+fn first_id_from(tx: &dyn crate::store::read::LedgerRead, t: DateTime<Utc>) -> StoreResult<i64> {
     let (mut lo, mut hi) = (1, tx.max_event_id()? + 1);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -93,7 +96,7 @@ fn alive_filter(kinds: &[&str], after_id: i64, limit: usize) -> EventFilter {
 }
 
 /// The last sign of life at or before `t`, looking back further and further.
-fn last_alive_before(tx: &Tx<'_>, t: DateTime<Utc>) -> StoreResult<Option<Row>> {
+fn last_alive_before(tx: &dyn crate::store::read::LedgerRead, t: DateTime<Utc>) -> StoreResult<Option<Row>> {
     let bound = first_id_from(tx, t + TimeDelta::milliseconds(1))?;
     for back in [
         TimeDelta::hours(1),
@@ -125,7 +128,11 @@ fn last_alive_before(tx: &Tx<'_>, t: DateTime<Utc>) -> StoreResult<Option<Row>> 
 }
 
 /// The first event of `kinds` at or after `t`.
-fn first_alive_from(tx: &Tx<'_>, t: DateTime<Utc>, kinds: &[&str]) -> StoreResult<Option<Row>> {
+fn first_alive_from(
+    tx: &dyn crate::store::read::LedgerRead,
+    t: DateTime<Utc>,
+    kinds: &[&str],
+) -> StoreResult<Option<Row>> {
     let from = first_id_from(tx, t)?;
     Ok(tx.events(&alive_filter(kinds, from - 1, 1))?.pop())
 }

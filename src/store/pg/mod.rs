@@ -22,7 +22,10 @@
 //! "Several schedulers on PostgreSQL").
 
 pub mod copy;
+mod read;
 mod schema;
+
+pub use read::PgReader;
 
 pub use schema::PG_SCHEMA_VERSION;
 
@@ -81,9 +84,9 @@ pub fn not_yet(db: &Path) -> Option<String> {
     }
     let shown = shown_url(text);
     Some(format!(
-        "{shown} is a PostgreSQL ledger: this build's scheduler, CLI and console run on the embedded \
-         SQLite ledger only (PostgreSQL's claim protocol is built and tested, the engine is not on it yet; \
-         see the README, \"Several schedulers on PostgreSQL\"); pass --db FILE"
+        "{shown} is a PostgreSQL ledger: this build's scheduler, console and writing verbs run on the \
+         embedded SQLite ledger only (`runs`, `events`, `show` and `explain` read a PostgreSQL one; the \
+         engine is not on it yet: see the README, \"Several schedulers on PostgreSQL\"); pass --db FILE"
     ))
 }
 
