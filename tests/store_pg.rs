@@ -861,3 +861,51 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
         .get(0);
     assert_eq!(before, after, "nothing copied twice");
 }
+
+/// `sslmode=require`: TLS, the server's certificate verified against
+/// `sslrootcert` (the test server's throwaway CA), or against the Mozilla
+/// roots without it — which do not know that CA, so the connection is
+/// refused, plainly. Plain connections stay plain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_require_is_tls_verified_against_sslrootcert() {
+    let Some(url) = fresh_db("tls").await else { return };
+    let Ok(ca) = std::env::var("AGENTCRON_TEST_PG_CA") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED store_pg::tls: the test server has no TLS (openssl missing where .ci/with-postgres ran)"
+        );
+        return;
+    };
+    let plain = PgStore::connect(&url, None).await.expect("plain");
+    assert!(!plain.encrypted().await.expect("ssl"), "no TLS unless asked");
+    let tls_url = format!("{url}?sslmode=require&sslrootcert={ca}");
+    let store = PgStore::connect(&tls_url, None).await.expect("TLS with the CA");
+    assert!(store.encrypted().await.expect("ssl"), "sslmode=require is TLS");
+    let id = opened(&store, 1).await;
+    claimed(&store, id, "a:1").await;
+
+    let e = PgStore::connect(&format!("{url}?sslmode=require&connect_timeout=5"), None)
+        .await
+        .expect_err("an unknown CA");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("cannot connect to postgres://postgres@127.0.0.1:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("invalid peer certificate"),
+        "the why is said: {text}"
+    );
+
+    // The read verbs over TLS.
+    let (code, text) = agentcron(&[
+        "--config",
+        "/nonexistent/agentcron.toml",
+        "--db",
+        &tls_url,
+        "runs",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("\"schedule\": \"s\""), "{text}");
+}

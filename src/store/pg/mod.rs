@@ -69,7 +69,8 @@ pub fn is_url(db: &str) -> bool {
 /// `url` as shown to operators: without its password (or a placeholder
 /// when it does not parse).
 pub fn shown_url(url: &str) -> String {
-    tokio_postgres::Config::from_str(url)
+    let (url, _) = take_param(url, "sslrootcert");
+    tokio_postgres::Config::from_str(&url)
         .map(|c| shown(&c))
         .unwrap_or_else(|_| "the PostgreSQL URL".into())
 }
@@ -90,6 +91,22 @@ pub fn not_yet(db: &Path) -> Option<String> {
     ))
 }
 
+/// An error with its causes, `a: b: c` (tokio-postgres says "error
+/// performing TLS handshake" and keeps the why in its source).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// Where a connection goes, without its password: `postgres://user@host:port/db`.
 fn shown(cfg: &tokio_postgres::Config) -> String {
     let host = match cfg.get_hosts().first() {
@@ -107,21 +124,25 @@ fn shown(cfg: &tokio_postgres::Config) -> String {
 
 /// Parses `url` and finds its password: the URL's own, else `PGPASSWORD`,
 /// else the first line of `password_file`.
-fn config(url: &str, password_file: Option<&Path>) -> Result<(tokio_postgres::Config, String)> {
-    let mut cfg = tokio_postgres::Config::from_str(url).map_err(|e| PgError::Url {
+fn config(url: &str, password_file: Option<&Path>) -> Result<(tokio_postgres::Config, String, Tls)> {
+    // `sslrootcert` is libpq's; tokio-postgres does not know it.
+    let (url, root_file) = take_param(url, "sslrootcert");
+    let mut cfg = tokio_postgres::Config::from_str(&url).map_err(|e| PgError::Url {
         // The text is never echoed: it may hold the password.
         shown: "the PostgreSQL URL".into(),
         message: format!("{e} (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"),
     })?;
     let shown = shown(&cfg);
-    if cfg.get_ssl_mode() == SslMode::Require {
-        return Err(PgError::Url {
-            shown,
-            message: "sslmode=require: TLS to PostgreSQL is not in this build yet; use a local or tunnelled \
-                      connection with sslmode=disable or prefer"
-                .into(),
-        });
-    }
+    let tls = if cfg.get_ssl_mode() == SslMode::Require {
+        Tls::Rustls(
+            tls_connector(root_file.as_deref()).map_err(|message| PgError::Url {
+                shown: shown.clone(),
+                message,
+            })?,
+        )
+    } else {
+        Tls::None
+    };
     if cfg.get_password().is_none() {
         if let Ok(p) = std::env::var("PGPASSWORD") {
             cfg.password(p);
@@ -136,7 +157,70 @@ fn config(url: &str, password_file: Option<&Path>) -> Result<(tokio_postgres::Co
     if cfg.get_application_name().is_none() {
         cfg.application_name("agentcron");
     }
-    Ok((cfg, shown))
+    Ok((cfg, shown, tls))
+}
+
+/// How a connection is secured: `sslmode=require` is TLS whose server
+/// certificate is verified — against `sslrootcert=FILE` (PEM) when the URL
+/// names one, else the Mozilla roots (stricter than libpq's `require`, which
+/// does not verify). Any other mode is a plain connection (a server's
+/// certificate is never half trusted).
+#[derive(Clone)]
+enum Tls {
+    None,
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+/// `url` without its query parameter `name`, and that parameter's value.
+fn take_param(url: &str, name: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut value = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.split_once('=') {
+            Some((k, v)) if k == name => {
+                value = Some(v.to_string());
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let url = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    (url, value)
+}
+
+fn tls_connector(
+    root_file: Option<&str>,
+) -> std::result::Result<tokio_postgres_rustls::MakeRustlsConnect, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    match root_file {
+        Some(file) => {
+            let certs = CertificateDer::pem_file_iter(file)
+                .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+                .map_err(|e| format!("sslrootcert {file}: {e}"))?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!("sslrootcert {file}: no certificate in it"));
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 /// A run opened by a scheduler that found its window due.
@@ -238,14 +322,14 @@ impl PgStore {
     /// Connects to `url` (password from the URL, `PGPASSWORD` or
     /// `password_file`) and migrates its schema (see [`schema`]).
     pub async fn connect(url: &str, password_file: Option<&Path>) -> Result<PgStore> {
-        let (cfg, shown) = config(url, password_file)?;
-        let manager = Manager::from_config(
-            cfg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let (cfg, shown, tls) = config(url, password_file)?;
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match tls {
+            Tls::None => Manager::from_config(cfg, NoTls, manager_config),
+            Tls::Rustls(tls) => Manager::from_config(cfg, tls, manager_config),
+        };
         let pool = deadpool_postgres::Pool::builder(manager)
             .max_size(8)
             .build()
@@ -268,7 +352,7 @@ impl PgStore {
         self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => PgError::Connect {
                 shown: self.shown.clone(),
-                message: e.to_string(),
+                message: with_causes(&e),
             },
             other => PgError::Connect {
                 shown: self.shown.clone(),
@@ -286,6 +370,16 @@ impl PgStore {
         )
         .await?
         .get(0))
+    }
+
+    /// Whether this store's connections are encrypted (TLS).
+    pub async fn encrypted(&self) -> Result<bool> {
+        let c = self.client().await?;
+        Ok(
+            c.query_opt("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+                .await?
+                .is_some_and(|r| r.get::<_, bool>(0)),
+        )
     }
 
     /// The database's clock, epoch ms.
@@ -578,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_url_is_shown_without_its_password() {
-        let (cfg, shown) = config("postgres://ops:s3cret@db.example:6543/ledger", None).expect("url");
+        let (cfg, shown, _) = config("postgres://ops:s3cret@db.example:6543/ledger", None).expect("url");
         assert_eq!(shown, "postgres://ops@db.example:6543/ledger");
         assert_eq!(cfg.get_password(), Some(&b"s3cret"[..]));
         assert!(!format!("{cfg:?}").contains("s3cret"), "Debug must not print it");
@@ -586,7 +680,9 @@ mod tests {
 
     #[test]
     fn a_bad_url_is_refused_without_echoing_it() {
-        let e = config("postgres://ops:s3cret@db.example:notaport/ledger", None).expect_err("bad port");
+        let e = config("postgres://ops:s3cret@db.example:notaport/ledger", None)
+            .err()
+            .expect("bad port");
         let text = e.to_string();
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("expected postgres://"), "{text}");
@@ -601,7 +697,7 @@ mod tests {
         if std::env::var_os("PGPASSWORD").is_some() {
             return;
         }
-        let (cfg, _) = config("postgres://ops@127.0.0.1/ledger", Some(&file)).expect("url");
+        let (cfg, _, _) = config("postgres://ops@127.0.0.1/ledger", Some(&file)).expect("url");
         assert_eq!(cfg.get_password(), Some(&b"from-file"[..]));
     }
 
@@ -627,9 +723,35 @@ mod tests {
     }
 
     #[test]
-    fn tls_required_is_refused_plainly() {
-        let e = config("postgres://ops@db.example/ledger?sslmode=require", None).expect_err("tls");
-        assert!(e.to_string().contains("sslmode=require"), "{e}");
+    fn sslrootcert_is_taken_out_of_the_url_and_must_hold_a_certificate() {
+        assert_eq!(
+            take_param(
+                "postgres://h/db?sslmode=require&sslrootcert=/ca.pem&connect_timeout=2",
+                "sslrootcert"
+            ),
+            (
+                "postgres://h/db?sslmode=require&connect_timeout=2".to_string(),
+                Some("/ca.pem".to_string())
+            )
+        );
+        assert_eq!(
+            take_param("postgres://h/db", "sslrootcert"),
+            ("postgres://h/db".to_string(), None)
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let url = format!(
+            "postgres://ops@db.example/ledger?sslmode=require&sslrootcert={}",
+            empty.display()
+        );
+        let e = config(&url, None).err().expect("no certificate");
+        assert!(e.to_string().contains("no certificate in it"), "{e}");
+        let (_, _, tls) =
+            config("postgres://ops@db.example/ledger?sslmode=require", None).expect("webpki roots");
+        assert!(matches!(tls, Tls::Rustls(_)));
+        let (_, _, tls) = config("postgres://ops@db.example/ledger", None).expect("plain");
+        assert!(matches!(tls, Tls::None));
     }
 
     #[test]

@@ -34,17 +34,27 @@ impl PgReader {
     /// Connects to the ledger at `url` for reading; refuses a database that
     /// is not an agentcron ledger of this build's schema (changing nothing).
     pub fn open(url: &str, password_file: Option<&Path>) -> std::result::Result<PgReader, PgError> {
-        let (cfg, shown) = config(url, password_file)?;
-        let connect_error = |e: &dyn std::fmt::Display| PgError::Connect {
+        let (cfg, shown, tls) = config(url, password_file)?;
+        let connect_error = |e: &dyn std::error::Error| PgError::Connect {
             shown: shown.clone(),
-            message: e.to_string(),
+            message: super::with_causes(e),
         };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| connect_error(&e))?;
-        let (client, conn) = rt.block_on(cfg.connect(NoTls)).map_err(|e| connect_error(&e))?;
-        rt.spawn(conn);
+        let client = match tls {
+            super::Tls::None => {
+                let (client, conn) = rt.block_on(cfg.connect(NoTls)).map_err(|e| connect_error(&e))?;
+                rt.spawn(conn);
+                client
+            }
+            super::Tls::Rustls(tls) => {
+                let (client, conn) = rt.block_on(cfg.connect(tls)).map_err(|e| connect_error(&e))?;
+                rt.spawn(conn);
+                client
+            }
+        };
         let version = rt
             .block_on(client.query_opt(
                 "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
