@@ -44,7 +44,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only]"
+                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle|pg-protocol] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only] [--db postgres://…]"
             );
             std::process::exit(2);
         }
@@ -70,6 +70,7 @@ fn main() {
         Some("lifecycles") => lifecycles_bench(&args),
         Some("claim-floor") => claim_floor_bench(&args),
         Some("idle") => idle_bench(&args),
+        Some("pg-protocol") => pg_protocol_bench(&args),
         Some(other) => {
             eprintln!("unknown benchmark `{other}`; one of {}", WHICH.join(", "));
             std::process::exit(2);
@@ -86,6 +87,8 @@ struct Args {
     runs: Option<usize>,
     history: Option<u64>,
     engine_only: bool,
+    /// `pg-protocol`: the PostgreSQL ledger to write (a database of its own).
+    db: Option<String>,
 }
 
 impl Args {
@@ -105,6 +108,7 @@ impl Args {
                 "--seconds" => a.seconds = Some(value("--seconds")?),
                 "--runs" => a.runs = Some(value("--runs")? as usize),
                 "--history" => a.history = Some(value("--history")?),
+                "--db" => a.db = Some(it.next().ok_or("--db needs a postgres:// URL")?),
                 w if !w.starts_with('-') && a.which.is_none() => a.which = Some(w.to_string()),
                 other => return Err(format!("unexpected argument `{other}`")),
             }
@@ -1642,4 +1646,95 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+// ---------------------------------------------------------------------------
+// PostgreSQL: the ledger's protocol alone
+
+/// `pg-protocol --db postgres://… [--schedules S] [--runs N]`: S schedulers
+/// (a connection pool each) walk the same N windows; each window is opened by
+/// the one whose `INSERT … ON CONFLICT DO NOTHING` returned its id, which then
+/// claims it (the conditional `UPDATE`, a new fence) and completes it (the
+/// guarded `UPDATE`). No engine: what the protocol's statements cost on this
+/// machine's PostgreSQL, one round trip each. The database should be empty
+/// (a fresh one per run: the windows' keys repeat).
+fn pg_protocol_bench(args: &Args) {
+    use agentcron::store::pg::{NewWindow, PgStore};
+    let Some(url) = args.db.clone() else {
+        eprintln!("pg-protocol needs --db postgres://USER@HOST:PORT/DB (an empty database)");
+        std::process::exit(2);
+    };
+    let schedulers = args.schedules.unwrap_or(4);
+    let n = args.runs.unwrap_or(5_000);
+    let rt = runtime();
+    println!();
+    println!(
+        "== pg-protocol: {schedulers} scheduler(s) over the same {} windows: open (ON CONFLICT), claim, complete ==",
+        thousands(n as u64)
+    );
+    let (elapsed, opened, lost) = rt.block_on(async move {
+        let mut stores = vec![];
+        for _ in 0..schedulers {
+            stores.push(ok(PgStore::connect(&url, None).await, "connect"));
+        }
+        let started = Instant::now();
+        let tasks: Vec<_> = stores
+            .into_iter()
+            .enumerate()
+            .map(|(i, store)| {
+                tokio::spawn(async move {
+                    let (mut opened, mut lost) = (0usize, 0usize);
+                    let owner = format!("bench:{i}");
+                    for k in 0..n as i64 {
+                        let start = 1_780_000_000_000 + k * 1000;
+                        let w = NewWindow {
+                            tenant: "default".into(),
+                            schedule: format!("s{}", k % 100),
+                            window_key: format!("k{k}"),
+                            window_start: start,
+                            window_end: start + 1000,
+                            due_at: start,
+                            reason: "scheduled".into(),
+                            pool: Pool::OnTime,
+                            next_check_at: Some(start),
+                        };
+                        let Some(id) = ok(store.open_window(&w).await, "open") else {
+                            lost += 1;
+                            continue;
+                        };
+                        opened += 1;
+                        let lease = ok(
+                            store
+                                .claim(id, &[RunState::Pending], &owner, Duration::from_secs(60))
+                                .await,
+                            "claim",
+                        );
+                        let lease = ok(lease.map_err(|r| r.to_string()), "claim refused");
+                        let done = ok(
+                            store.complete(&lease, RunState::Succeeded, "done").await,
+                            "complete",
+                        );
+                        ok(done.map_err(|r| r.to_string()), "completion refused");
+                    }
+                    (opened, lost)
+                })
+            })
+            .collect();
+        let (mut opened, mut lost) = (0, 0);
+        for t in tasks {
+            let (o, l) = ok(t.await, "join");
+            opened += o;
+            lost += l;
+        }
+        (started.elapsed(), opened, lost)
+    });
+    assert_eq!(opened, n, "every window opened exactly once");
+    let rate = opened as f64 / elapsed.as_secs_f64();
+    println!(
+        "   {} windows opened, claimed and completed in {:.2} s; {} inserts lost the race (the other schedulers')",
+        thousands(opened as u64),
+        elapsed.as_secs_f64(),
+        thousands(lost as u64)
+    );
+    println!("bench pg-protocol {schedulers} schedulers: {rate:.0} lifecycles per wall second");
 }
