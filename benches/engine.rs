@@ -44,7 +44,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle|pg-protocol] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only] [--db postgres://…]"
+                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle|pg-protocol] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only] [--db postgres://…] [--chunk C]"
             );
             std::process::exit(2);
         }
@@ -89,6 +89,8 @@ struct Args {
     engine_only: bool,
     /// `pg-protocol`: the PostgreSQL ledger to write (a database of its own).
     db: Option<String>,
+    /// `pg-protocol`: windows per statement.
+    chunk: Option<usize>,
 }
 
 impl Args {
@@ -109,6 +111,7 @@ impl Args {
                 "--runs" => a.runs = Some(value("--runs")? as usize),
                 "--history" => a.history = Some(value("--history")?),
                 "--db" => a.db = Some(it.next().ok_or("--db needs a postgres:// URL")?),
+                "--chunk" => a.chunk = Some(value("--chunk")? as usize),
                 w if !w.starts_with('-') && a.which.is_none() => a.which = Some(w.to_string()),
                 other => return Err(format!("unexpected argument `{other}`")),
             }
@@ -1666,10 +1669,13 @@ fn pg_protocol_bench(args: &Args) {
     };
     let schedulers = args.schedules.unwrap_or(4);
     let n = args.runs.unwrap_or(5_000);
+    // `--chunk C`: windows opened claimed C per statement (`open_claimed`)
+    // and completed C per statement (`complete_all`); 1: one by one.
+    let chunk = args.chunk.unwrap_or(1).max(1);
     let rt = runtime();
     println!();
     println!(
-        "== pg-protocol: {schedulers} scheduler(s) over the same {} windows: open (ON CONFLICT), claim, complete ==",
+        "== pg-protocol: {schedulers} scheduler(s) over the same {} windows: open (ON CONFLICT), claim, complete, {chunk} per statement ==",
         thousands(n as u64)
     );
     let (elapsed, opened, lost) = rt.block_on(async move {
@@ -1685,6 +1691,7 @@ fn pg_protocol_bench(args: &Args) {
                 tokio::spawn(async move {
                     let (mut opened, mut lost) = (0usize, 0usize);
                     let owner = format!("bench:{i}");
+                    let mut batch = Vec::with_capacity(chunk);
                     for k in 0..n as i64 {
                         let start = 1_780_000_000_000 + k * 1000;
                         let w = NewWindow {
@@ -1698,6 +1705,23 @@ fn pg_protocol_bench(args: &Args) {
                             pool: Pool::OnTime,
                             next_check_at: Some(start),
                         };
+                        if chunk > 1 {
+                            batch.push(w);
+                            if batch.len() == chunk || k == n as i64 - 1 {
+                                let won = ok(
+                                    store.open_claimed(&batch, &owner, Duration::from_secs(60)).await,
+                                    "open claimed",
+                                );
+                                lost += batch.len() - won.len();
+                                opened += won.len();
+                                let ended: Vec<_> =
+                                    won.iter().map(|o| (&o.lease, RunState::Succeeded)).collect();
+                                let refused = ok(store.complete_all(&ended, "done").await, "complete");
+                                assert!(refused.is_empty(), "{refused:?}");
+                                batch.clear();
+                            }
+                            continue;
+                        }
                         let Some(id) = ok(store.open_window(&w).await, "open") else {
                             lost += 1;
                             continue;
@@ -1736,5 +1760,5 @@ fn pg_protocol_bench(args: &Args) {
         elapsed.as_secs_f64(),
         thousands(lost as u64)
     );
-    println!("bench pg-protocol {schedulers} schedulers: {rate:.0} lifecycles per wall second");
+    println!("bench pg-protocol {schedulers} schedulers chunk {chunk}: {rate:.0} lifecycles per wall second");
 }

@@ -909,3 +909,99 @@ async fn sslmode_require_is_tls_verified_against_sslrootcert() {
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("\"schedule\": \"s\""), "{text}");
 }
+
+/// The chunk forms: four schedulers open the same 400 windows already
+/// claimed, 50 per statement, each walking them from a different place —
+/// every window opened and claimed by exactly one, every fence new; then
+/// each completes its own in one statement, and a completion under an old
+/// fence inside such a chunk is refused alone, with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chunks_of_windows_are_opened_claimed_once_and_completed_under_their_fences() {
+    let Some(url) = fresh_db("chunks").await else {
+        return;
+    };
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let store = PgStore::connect(&url, None).await.expect("store");
+                let mut all: Vec<NewWindow> = (0..400).map(|k| window("s", k)).collect();
+                all.rotate_left(i * 100);
+                let mut won = vec![];
+                for chunk in all.chunks(50) {
+                    won.extend(
+                        store
+                            .open_claimed(chunk, &format!("host{i}:1"), LEASE)
+                            .await
+                            .expect("open claimed"),
+                    );
+                }
+                let ended: Vec<_> = won.iter().map(|o| (&o.lease, RunState::Succeeded)).collect();
+                let refused = store.complete_all(&ended, "done").await.expect("complete");
+                assert!(refused.is_empty(), "{refused:?}");
+                won
+            })
+        })
+        .collect();
+    let mut windows = HashSet::new();
+    let mut fences = HashSet::new();
+    for t in tasks {
+        for o in t.await.expect("join") {
+            assert!(
+                windows.insert(o.window_key.clone()),
+                "{} opened twice",
+                o.window_key
+            );
+            assert!(fences.insert(o.lease.fence), "fence {} twice", o.lease.fence);
+            assert_eq!((o.tenant.as_str(), o.schedule.as_str()), ("default", "s"));
+        }
+    }
+    assert_eq!(windows.len(), 400);
+    let c = raw(&url).await;
+    let left: i64 = c
+        .query_one("SELECT count(*) FROM runs WHERE state <> 'succeeded'", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(left, 0, "every run completed");
+
+    // A stale completion inside a chunk.
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let won = store
+        .open_claimed(&[window("t", 1), window("t", 2)], "a:1", LEASE)
+        .await
+        .expect("open claimed");
+    assert_eq!(won.len(), 2);
+    let mut stale = won[1].lease.clone();
+    stale.fence -= 1;
+    let before = row(&c, stale.run_id).await;
+    let refused = store
+        .complete_all(
+            &[
+                (&won[0].lease, RunState::Succeeded),
+                (&stale, RunState::Succeeded),
+            ],
+            "done",
+        )
+        .await
+        .expect("complete");
+    assert_eq!(
+        refused,
+        vec![(
+            stale.run_id,
+            Refused::Fence {
+                run: stale.run_id,
+                expected: stale.fence,
+                actual: won[1].lease.fence
+            }
+        )]
+    );
+    assert_eq!(row(&c, won[0].lease.run_id).await.0, "succeeded");
+    assert_eq!(row(&c, stale.run_id).await, before, "the stale one untouched");
+    // Opening them again opens nothing.
+    let again = store
+        .open_claimed(&[window("t", 1), window("t", 2)], "b:2", LEASE)
+        .await
+        .expect("open claimed");
+    assert!(again.is_empty());
+}

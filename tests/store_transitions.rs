@@ -254,8 +254,8 @@ fn runs_cannot_be_created_already_running_or_finished(store: &Store) {
 }
 
 /// "One owner per fact": outside `Tx::transition` and `Tx::claim` (and their
-/// PostgreSQL counterparts: `PgStore::claim`, `complete` and `take_over`,
-/// which check the same state machine), no SQL in the crate sets `runs.state`.
+/// PostgreSQL counterparts: `PgStore::claim`, `complete`, `complete_all`
+/// and `take_over`, which check the same state machine), no SQL in the crate sets `runs.state`.
 #[test]
 fn only_transition_and_claim_write_the_state_column() {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -298,6 +298,7 @@ fn only_transition_and_claim_write_the_state_column() {
         writers,
         [
             "store/attempts.rs",
+            "store/pg/mod.rs",
             "store/pg/mod.rs",
             "store/pg/mod.rs",
             "store/pg/mod.rs",

@@ -258,6 +258,15 @@ impl Lease {
     }
 }
 
+/// A window [`PgStore::open_claimed`] opened, and its claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedClaimed {
+    pub tenant: String,
+    pub schedule: String,
+    pub window_key: String,
+    pub lease: Lease,
+}
+
 /// Why a write under an expected state changed nothing: the row as found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
@@ -418,6 +427,119 @@ impl PgStore {
             )
             .await?;
         Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Opens each of `windows` that no scheduler opened yet, already claimed
+    /// for `owner` for `lease`, in one statement (and one commit): the fire's
+    /// identity constraint picks, window by window, the one scheduler whose
+    /// row went in, and each row that went in carries its new fence. The
+    /// windows another scheduler opened first are not in the answer. The
+    /// chunk form of [`PgStore::open_window`] + [`PgStore::claim`], for a
+    /// tick's on-time windows without gates (as the embedded ledger inserts
+    /// them already claimed).
+    pub async fn open_claimed(
+        &self,
+        windows: &[NewWindow],
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Vec<OpenedClaimed>> {
+        if windows.is_empty() {
+            return Ok(vec![]);
+        }
+        let asked = Instant::now();
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                 pool, attempts, fencing_token, lease_owner, lease_expires, created_at, updated_at, schedule_version) \
+                 SELECT w.tenant, w.schedule, w.window_key, w.window_start, w.window_end, w.due_at, 'running', \
+                 w.reason, w.pool, 1, nextval('fencing_seq'), $9, agentcron_now_ms() + $10, agentcron_now_ms(), \
+                 agentcron_now_ms(), (SELECT version FROM schedule_current sc WHERE sc.schedule = w.schedule) \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
+                 $7::text[], $8::text[]) AS w(tenant, schedule, window_key, window_start, window_end, due_at, \
+                 reason, pool) \
+                 ON CONFLICT (tenant, schedule, window_key) DO NOTHING \
+                 RETURNING id, tenant, schedule, window_key, fencing_token, lease_expires",
+            )
+            .await?;
+        let col = |f: fn(&NewWindow) -> String| windows.iter().map(f).collect::<Vec<String>>();
+        let num = |f: fn(&NewWindow) -> i64| windows.iter().map(f).collect::<Vec<i64>>();
+        let rows = c
+            .query(
+                &stmt,
+                &[
+                    &col(|w| w.tenant.clone()),
+                    &col(|w| w.schedule.clone()),
+                    &col(|w| w.window_key.clone()),
+                    &num(|w| w.window_start),
+                    &num(|w| w.window_end),
+                    &num(|w| w.due_at),
+                    &col(|w| w.reason.clone()),
+                    &col(|w| w.pool.as_str().to_string()),
+                    &owner,
+                    &millis(lease),
+                ],
+            )
+            .await?;
+        let trust_until = asked + lease - trust_margin(lease);
+        Ok(rows
+            .iter()
+            .map(|r| OpenedClaimed {
+                tenant: r.get(1),
+                schedule: r.get(2),
+                window_key: r.get(3),
+                lease: Lease {
+                    run_id: r.get(0),
+                    fence: r.get(4),
+                    owner: owner.to_string(),
+                    expires_ms: r.get(5),
+                    trust_until,
+                },
+            })
+            .collect())
+    }
+
+    /// Ends the attempts under `ended` (each lease and its run's new state)
+    /// in one statement, each only if its run is still `running` under that
+    /// lease's fence and owner, as [`PgStore::complete`] does one by one.
+    /// Returns the runs whose completion was refused, with why.
+    pub async fn complete_all(&self, ended: &[(&Lease, RunState)], why: &str) -> Result<Vec<(i64, Refused)>> {
+        for (lease, to) in ended {
+            leaves_running(lease.run_id, *to)?;
+        }
+        if ended.is_empty() {
+            return Ok(vec![]);
+        }
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(
+                "UPDATE runs r SET state = e.state, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
+                 updated_at = agentcron_now_ms() \
+                 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS e(id, fence, owner, state) \
+                 WHERE r.id = e.id AND r.fencing_token = e.fence AND r.lease_owner = e.owner \
+                 AND r.state = 'running' RETURNING r.id",
+            )
+            .await?;
+        let ids: Vec<i64> = ended.iter().map(|(l, _)| l.run_id).collect();
+        let fences: Vec<i64> = ended.iter().map(|(l, _)| l.fence).collect();
+        let owners: Vec<&str> = ended.iter().map(|(l, _)| l.owner.as_str()).collect();
+        let states: Vec<&str> = ended.iter().map(|(_, to)| to.as_str()).collect();
+        let done: std::collections::HashSet<i64> = c
+            .query(&stmt, &[&ids, &fences, &owners, &states, &why])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut refused = vec![];
+        for (lease, _) in ended {
+            if !done.contains(&lease.run_id) {
+                refused.push((
+                    lease.run_id,
+                    self.why(&c, lease.run_id, Expect::Owned(lease)).await?,
+                ));
+            }
+        }
+        Ok(refused)
     }
 
     /// Claims run `run` for `owner` for `lease` if it is in one of
