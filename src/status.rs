@@ -8,8 +8,8 @@
 use crate::config::Config;
 use crate::config::model::{Anchor, ScheduleConfig, TriggerConfig};
 use crate::core::registry::{Liveness, RegistrySummary, SchedulerRecord, summarize};
+use crate::store::Oldest;
 use crate::store::types::{CircuitState, RunState, Switch};
-use crate::store::{Oldest, Tx};
 use crate::time::fire::Fire;
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
@@ -233,7 +233,10 @@ pub fn overdue(
 }
 
 /// The registry rows and their summary at `now`.
-pub fn registry(tx: &Tx<'_>, now: DateTime<Utc>) -> StoreResult<(Vec<SchedulerRecord>, RegistrySummary)> {
+pub fn registry(
+    tx: &dyn crate::store::read::LedgerRead,
+    now: DateTime<Utc>,
+) -> StoreResult<(Vec<SchedulerRecord>, RegistrySummary)> {
     let rows = tx.schedulers()?;
     let summary = summarize(&rows, now);
     Ok((rows, summary))
@@ -242,7 +245,7 @@ pub fn registry(tx: &Tx<'_>, now: DateTime<Utc>) -> StoreResult<(Vec<SchedulerRe
 /// Every schedule of the config with its next fire, and (no scheduler alive)
 /// its overdue windows.
 pub fn schedules(
-    tx: &Tx<'_>,
+    tx: &dyn crate::store::read::LedgerRead,
     cfg: &Config,
     none_alive: bool,
     now: DateTime<Utc>,
@@ -275,7 +278,11 @@ pub fn schedules(
 }
 
 /// The status at `now`; without a config, no schedules are listed.
-pub fn status(tx: &Tx<'_>, cfg: Option<&Config>, now: DateTime<Utc>) -> StoreResult<Status> {
+pub fn status(
+    tx: &dyn crate::store::read::LedgerRead,
+    cfg: Option<&Config>,
+    now: DateTime<Utc>,
+) -> StoreResult<Status> {
     let (schedulers, summary) = registry(tx, now)?;
     let states = tx.all_schedule_states()?;
     let schedules = match cfg {

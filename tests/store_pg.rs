@@ -605,7 +605,6 @@ fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
     let url = "postgres://ops:hunter2@127.0.0.1:9/ledger";
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/sample-config/agentcron.toml");
     for args in [
-        vec!["status"],
         vec!["run", "--headless"],
         vec!["console", "--attach"],
         vec!["pause", "daily-sales-report", "--reason", "x"],
@@ -635,6 +634,7 @@ fn the_command_line_refuses_a_postgres_ledger_plainly_for_now() {
         vec!["events"],
         vec!["show", "1"],
         vec!["explain", "daily-sales-report"],
+        vec!["status"],
     ] {
         let o = assert_cmd::Command::cargo_bin("agentcron")
             .expect("binary")
@@ -830,6 +830,31 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
         assert_eq!(from_pg, from_file, "{args:?}");
         assert!(from_file.len() > 20, "{args:?} printed {from_file}");
     }
+
+    // `status` too, but for its own instant ("at"); it exits 1 (no
+    // scheduler alive) on both.
+    let status = |target: &str| {
+        let (code, text) = agentcron(&[
+            "--config",
+            "/nonexistent/agentcron.toml",
+            "--db",
+            target,
+            "status",
+            "--json",
+        ]);
+        let text: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("\"at\":"))
+            .map(str::to_string)
+            .collect();
+        (code, text)
+    };
+    let (from_file, from_pg) = (status(file), status(&url));
+    assert_eq!(from_pg, from_file, "status");
+    assert!(
+        from_file.1.iter().any(|l| l.contains("\"succeeded\": 1")),
+        "{from_file:?}"
+    );
 
     // The copy continues the ledger's sequences: the next fence is new.
     let store = PgStore::connect(&url, None).await.expect("store");

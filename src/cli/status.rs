@@ -2,7 +2,7 @@
 //! scheduler is alive and the kill switch is off, 1 otherwise (for cron jobs
 //! and monitoring checks), 2 when nothing could be opened.
 
-use super::db::{self, open_for_cli};
+use super::db::{self, open_ledger_for_cli};
 use super::exit;
 use crate::core::registry::Liveness;
 use crate::status::Status;
@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// `utc`: the text tells its times in UTC instead of the scheduler's zone.
 pub fn run(config: &Path, db: Option<&Path>, json: bool, utc: bool) -> i32 {
-    let (store, cfg) = match open_for_cli(config, db, false) {
+    let (store, cfg) = match open_ledger_for_cli(config, db) {
         Ok(x) => x,
         Err(code) => return code,
     };

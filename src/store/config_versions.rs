@@ -72,6 +72,13 @@ pub type RunVersionRows = (Option<i64>, Vec<(u32, Option<i64>)>);
 const CONFIG_COLS: &str = "version, hash, path, text, loaded_at, loaded_by, status, note, \
      approved_by, approved_at, approval_reason";
 const SCHEDULE_COLS: &str = "schedule, version, hash, settings, config_version, created_at";
+/// The configuration the database runs.
+pub(crate) const CURRENT_CONFIG: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, status, note, \
+     approved_by, approved_at, approval_reason FROM config_versions \
+     WHERE version = (SELECT version FROM config_current WHERE id = 1)";
+/// Every configuration loaded, oldest first.
+pub(crate) const CONFIG_VERSIONS: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, status, note, \
+     approved_by, approved_at, approval_reason FROM config_versions ORDER BY version";
 /// One version of a schedule.
 pub(crate) const SCHEDULE_VERSION: &str = "SELECT schedule, version, hash, settings, config_version, created_at \
      FROM schedule_versions WHERE schedule = ?1 AND version = ?2";
@@ -82,14 +89,18 @@ pub(crate) const ATTEMPT_VERSIONS: &str =
     "SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n";
 
 fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
-    let status: String = r.get(6)?;
+    config_from_row_cols(r)
+}
+
+pub(crate) fn config_from_row_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Result<ConfigVersion> {
+    let status: String = r.col(6)?;
     Ok(ConfigVersion {
-        version: r.get(0)?,
-        hash: r.get(1)?,
-        path: r.get(2)?,
-        text: r.get(3)?,
+        version: r.col(0)?,
+        hash: r.col(1)?,
+        path: r.col(2)?,
+        text: r.col(3)?,
         loaded_at: ts(r, 4)?,
-        loaded_by: r.get(5)?,
+        loaded_by: r.col(5)?,
         status: ConfigStatus::parse(&status).ok_or_else(|| {
             rusqlite::Error::FromSqlConversionFailure(
                 6,
@@ -97,10 +108,10 @@ fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
                 format!("unknown config status {status:?}").into(),
             )
         })?,
-        note: r.get(7)?,
-        approved_by: r.get(8)?,
+        note: r.col(7)?,
+        approved_by: r.col(8)?,
         approved_at: ts_opt(r, 9)?,
-        approval_reason: r.get(10)?,
+        approval_reason: r.col(10)?,
     })
 }
 
@@ -125,11 +136,10 @@ pub(crate) fn schedule_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlit
 impl Tx<'_> {
     /// The version the database runs (none before the first config is stored).
     pub fn current_config(&self) -> Result<Option<ConfigVersion>> {
-        let sql = format!(
-            "SELECT {CONFIG_COLS} FROM config_versions \
-             WHERE version = (SELECT version FROM config_current WHERE id = 1)"
-        );
-        Ok(self.prepared(&sql)?.query_row([], config_from_row).optional()?)
+        Ok(self
+            .prepared(CURRENT_CONFIG)?
+            .query_row([], config_from_row)
+            .optional()?)
     }
 
     /// The applied version's number and the reload counter: what every
@@ -169,8 +179,7 @@ impl Tx<'_> {
 
     /// Every stored configuration, oldest first.
     pub fn config_versions(&self) -> Result<Vec<ConfigVersion>> {
-        let sql = format!("SELECT {CONFIG_COLS} FROM config_versions ORDER BY version");
-        let mut stmt = self.prepared(&sql)?;
+        let mut stmt = self.prepared(CONFIG_VERSIONS)?;
         let rows = stmt.query_map([], config_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

@@ -29,11 +29,11 @@ mod fxmap;
 pub(crate) mod operator;
 pub mod pg;
 pub mod read;
-mod registry;
+pub(crate) mod registry;
 pub(crate) mod runs;
 mod schema;
 pub(crate) mod sql;
-mod status;
+pub(crate) mod status;
 pub mod types;
 
 pub use apply::{Applied, opens_claimed};

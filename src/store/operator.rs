@@ -20,7 +20,7 @@ const SCHEDULE_STATE: &str = concat!(
     schedule_state_cols!(),
     " FROM schedule_state WHERE schedule = ?1"
 );
-const ALL_SCHEDULE_STATES: &str = concat!(
+pub(crate) const ALL_SCHEDULE_STATES: &str = concat!(
     "SELECT ",
     schedule_state_cols!(),
     " FROM schedule_state ORDER BY schedule"
@@ -47,7 +47,7 @@ const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, bo
      VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
      born_at = COALESCE(schedule_state.born_at, excluded.born_at)";
 pub(crate) const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
-const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
+pub(crate) const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
 const SWITCHES: &str = r#"SELECT name, "on", actor, reason, at FROM switches ORDER BY name"#;
 const SET_SWITCH: &str = r#"INSERT INTO switches (name, "on", actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)
      ON CONFLICT (name) DO UPDATE SET "on" = excluded."on", actor = excluded.actor,
@@ -65,26 +65,36 @@ const INSERT_MAINTENANCE: &str = "INSERT INTO maintenance \
      (from_at, to_at, reason, actor, schedules, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 fn schedule_state_from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleState> {
+    schedule_state_from_row_cols(r)
+}
+
+pub(crate) fn schedule_state_from_row_cols<R: super::sql::Cols + ?Sized>(
+    r: &R,
+) -> rusqlite::Result<ScheduleState> {
     Ok(ScheduleState {
-        schedule: r.get(0)?,
+        schedule: r.col(0)?,
         last_evaluated: ts_opt(r, 1)?,
-        circuit: r.get(2)?,
+        circuit: r.col(2)?,
         circuit_changed_at: ts_opt(r, 3)?,
-        consecutive_failures: r.get(4)?,
-        paused: r.get(5)?,
-        paused_reason: r.get(6)?,
-        concurrency_divisor: r.get(7)?,
+        consecutive_failures: r.col(4)?,
+        paused: r.col(5)?,
+        paused_reason: r.col(6)?,
+        concurrency_divisor: r.col(7)?,
         last_start: ts_opt(r, 8)?,
         last_success: ts_opt(r, 9)?,
     })
 }
 
 fn switch_from_row(r: &Row<'_>) -> rusqlite::Result<Switch> {
+    switch_from_row_cols(r)
+}
+
+pub(crate) fn switch_from_row_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Result<Switch> {
     Ok(Switch {
-        name: r.get(0)?,
-        on: r.get(1)?,
-        actor: r.get(2)?,
-        reason: r.get(3)?,
+        name: r.col(0)?,
+        on: r.col(1)?,
+        actor: r.col(2)?,
+        reason: r.col(3)?,
         at: ts(r, 4)?,
     })
 }

@@ -7,6 +7,7 @@
 
 use super::types::*;
 use super::{Result, StoreError, Tx};
+use crate::core::registry::SchedulerRecord;
 use chrono::{DateTime, Utc};
 
 pub trait LedgerRead {
@@ -42,6 +43,22 @@ pub trait LedgerRead {
     fn run_versions(&self, run_id: i64) -> Result<super::config_versions::RunVersionRows>;
     /// One version of a schedule.
     fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<super::ScheduleVersion>>;
+    /// Every schedule's state row, by schedule.
+    fn all_schedule_states(&self) -> Result<Vec<ScheduleState>>;
+    /// The configuration the database runs.
+    fn current_config(&self) -> Result<Option<super::ConfigVersion>>;
+    /// Every configuration loaded, oldest first.
+    fn config_versions(&self) -> Result<Vec<super::ConfigVersion>>;
+    /// A switch, if it was ever set.
+    fn switch(&self, name: &str) -> Result<Option<Switch>>;
+    /// Runs per state, every state listed.
+    fn count_by_state(&self) -> Result<Vec<(RunState, u64)>>;
+    /// The run longest in `state`.
+    fn oldest_in_state(&self, state: RunState) -> Result<Option<super::Oldest>>;
+    /// Catch-up runs queued and not finished.
+    fn backfill_pending(&self) -> Result<u64>;
+    /// The scheduler registry.
+    fn schedulers(&self) -> Result<Vec<SchedulerRecord>>;
 }
 
 impl LedgerRead for Tx<'_> {
@@ -86,5 +103,29 @@ impl LedgerRead for Tx<'_> {
     }
     fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<super::ScheduleVersion>> {
         Tx::schedule_version(self, schedule, version)
+    }
+    fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
+        Tx::all_schedule_states(self)
+    }
+    fn current_config(&self) -> Result<Option<super::ConfigVersion>> {
+        Tx::current_config(self)
+    }
+    fn config_versions(&self) -> Result<Vec<super::ConfigVersion>> {
+        Tx::config_versions(self)
+    }
+    fn switch(&self, name: &str) -> Result<Option<Switch>> {
+        Tx::switch(self, name)
+    }
+    fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
+        Tx::count_by_state(self)
+    }
+    fn oldest_in_state(&self, state: RunState) -> Result<Option<super::Oldest>> {
+        Tx::oldest_in_state(self, state)
+    }
+    fn backfill_pending(&self) -> Result<u64> {
+        Tx::backfill_pending(self)
+    }
+    fn schedulers(&self) -> Result<Vec<SchedulerRecord>> {
+        Tx::schedulers(self)
     }
 }

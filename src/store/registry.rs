@@ -27,7 +27,7 @@ const STOPPED: &str = "UPDATE schedulers SET last_seen = ?2, stopped_at = ?2 WHE
 /// yet: of several peers seeing one scheduler go silent, one records it.
 const MARK_LOST: &str = "UPDATE schedulers SET lost_at = ?3, lost_by = ?4 \
      WHERE owner = ?1 AND last_seen = ?2 AND lost_at IS NULL AND stopped_at IS NULL";
-const ALL: &str = "SELECT owner, host, pid, version, config_hash, heartbeat_ms, started_at, \
+pub(crate) const ALL: &str = "SELECT owner, host, pid, version, config_hash, heartbeat_ms, started_at, \
      last_seen, stopped_at, lost_at, lost_by FROM schedulers ORDER BY started_at, owner";
 /// Rows of schedulers gone for longer than this are dropped when one registers,
 /// so a database restarted daily for years keeps a short registry.
@@ -36,18 +36,22 @@ const FORGET: &str = "DELETE FROM schedulers WHERE last_seen < ?1 \
      AND (stopped_at IS NOT NULL OR lost_at IS NOT NULL)";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SchedulerRecord> {
+    from_row_cols(r)
+}
+
+pub(crate) fn from_row_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Result<SchedulerRecord> {
     Ok(SchedulerRecord {
-        owner: r.get(0)?,
-        host: r.get(1)?,
-        pid: r.get(2)?,
-        version: r.get(3)?,
-        config_hash: r.get(4)?,
-        heartbeat_ms: r.get(5)?,
+        owner: r.col(0)?,
+        host: r.col(1)?,
+        pid: r.col(2)?,
+        version: r.col(3)?,
+        config_hash: r.col(4)?,
+        heartbeat_ms: r.col(5)?,
         started_at: ts(r, 6)?,
         last_seen: ts(r, 7)?,
         stopped_at: ts_opt(r, 8)?,
         lost_at: ts_opt(r, 9)?,
-        lost_by: r.get(10)?,
+        lost_by: r.col(10)?,
     })
 }
 

@@ -86,7 +86,7 @@ pub fn not_yet(db: &Path) -> Option<String> {
     let shown = shown_url(text);
     Some(format!(
         "{shown} is a PostgreSQL ledger: this build's scheduler, console and writing verbs run on the \
-         embedded SQLite ledger only (`runs`, `events`, `show` and `explain` read a PostgreSQL one; the \
+         embedded SQLite ledger only (`runs`, `events`, `show`, `explain` and `status` read a PostgreSQL one; the \
          engine is not on it yet: see the README, \"Several schedulers on PostgreSQL\"); pass --db FILE"
     ))
 }

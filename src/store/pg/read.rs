@@ -261,6 +261,69 @@ impl LedgerRead for PgReader {
         })?;
         Ok((first(opened).flatten(), attempts))
     }
+    fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
+        self.mapped(
+            crate::store::operator::ALL_SCHEDULE_STATES,
+            vec![],
+            crate::store::operator::schedule_state_from_row_cols,
+        )
+    }
+    fn current_config(&self) -> Result<Option<crate::store::ConfigVersion>> {
+        Ok(first(self.mapped(
+            crate::store::config_versions::CURRENT_CONFIG,
+            vec![],
+            crate::store::config_versions::config_from_row_cols,
+        )?))
+    }
+    fn config_versions(&self) -> Result<Vec<crate::store::ConfigVersion>> {
+        self.mapped(
+            crate::store::config_versions::CONFIG_VERSIONS,
+            vec![],
+            crate::store::config_versions::config_from_row_cols,
+        )
+    }
+    fn switch(&self, name: &str) -> Result<Option<Switch>> {
+        Ok(first(self.mapped(
+            crate::store::operator::SWITCH,
+            vec![Value::Text(name.to_string())],
+            crate::store::operator::switch_from_row_cols,
+        )?))
+    }
+    /// Counted from the runs: the embedded ledger's `run_counts` is kept by
+    /// its one writer per transaction, which PostgreSQL's writers do not do
+    /// (yet), so its rows are not trusted here.
+    fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
+        let rows = self.mapped("SELECT state, count(*) FROM runs GROUP BY state", vec![], |r| {
+            Ok((r.col::<RunState>(0)?, r.col::<i64>(1)?))
+        })?;
+        Ok(RunState::ALL
+            .iter()
+            .map(|s| {
+                let n = rows.iter().find(|(x, _)| x == s).map_or(0, |(_, n)| *n);
+                (*s, u64::try_from(n).unwrap_or(0))
+            })
+            .collect())
+    }
+    fn oldest_in_state(&self, state: RunState) -> Result<Option<crate::store::Oldest>> {
+        Ok(first(self.mapped(
+            crate::store::status::OLDEST_IN_STATE,
+            vec![Value::Text(state.as_str().to_string())],
+            |r| Ok((r.col(0)?, r.col(1)?, crate::store::sql::ts(r, 2)?)),
+        )?))
+    }
+    fn backfill_pending(&self) -> Result<u64> {
+        let rows = self.mapped(crate::store::status::BACKFILL_PENDING, vec![], |r| {
+            r.col::<i64>(0)
+        })?;
+        Ok(first(rows).map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+    }
+    fn schedulers(&self) -> Result<Vec<crate::core::registry::SchedulerRecord>> {
+        self.mapped(
+            crate::store::registry::ALL,
+            vec![],
+            crate::store::registry::from_row_cols,
+        )
+    }
     fn schedule_version(
         &self,
         schedule: &str,
