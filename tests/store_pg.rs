@@ -47,6 +47,15 @@ async fn fresh_db(name: &str) -> Option<String> {
     Some(format!("{base}/{db}"))
 }
 
+/// A fresh database for test `name` with a migrated store on it and a plain
+/// connection beside it, or `None` (said loudly) without a server.
+async fn ledger(name: &str) -> Option<(String, PgStore, tokio_postgres::Client)> {
+    let url = fresh_db(name).await?;
+    let store = PgStore::connect(&url, None).await.expect("store");
+    let c = raw(&url).await;
+    Some((url, store, c))
+}
+
 async fn raw(url: &str) -> tokio_postgres::Client {
     let (client, conn) = tokio_postgres::connect(url, NoTls).await.expect("connect");
     tokio::spawn(conn);
@@ -88,6 +97,20 @@ async fn claimed(store: &PgStore, run: i64, owner: &str) -> agentcron::store::pg
         .expect("won")
 }
 
+/// Window `k` opened and claimed by `owner`, its lease then lapsed `ms` ago.
+async fn lapsed_claim(
+    store: &PgStore,
+    c: &tokio_postgres::Client,
+    k: i64,
+    owner: &str,
+    ms: i64,
+) -> (i64, agentcron::store::pg::Lease) {
+    let id = opened(store, k).await;
+    let lease = claimed(store, id, owner).await;
+    lapse(c, id, ms).await;
+    (id, lease)
+}
+
 /// Takes `lapsed` over (back to retry_wait), a takeover that must win.
 async fn taken_over(store: &PgStore, lapsed: &LapsedLease) {
     store
@@ -107,6 +130,11 @@ async fn row(c: &tokio_postgres::Client, run: i64) -> (String, i64, Option<Strin
         .await
         .expect("row");
     (r.get(0), r.get(1), r.get(2), r.get(3))
+}
+
+/// The one number `sql` answers.
+async fn scalar(c: &tokio_postgres::Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.expect(sql).get(0)
 }
 
 /// Moves run `run`'s lease `ms` into the past, as if that much time went by
@@ -153,17 +181,9 @@ async fn schedulers_starting_at_once_on_an_empty_database_do_not_race_the_migrat
         s.await.expect("join").expect("every start succeeds");
     }
     let c = raw(&url).await;
-    let n: i64 = c
-        .query_one("SELECT count(*) FROM agentcron_meta", &[])
-        .await
-        .expect("meta")
-        .get(0);
+    let n: i64 = scalar(&c, "SELECT count(*) FROM agentcron_meta").await;
     assert_eq!(n, 1);
-    let counts: i64 = c
-        .query_one("SELECT count(*) FROM run_counts", &[])
-        .await
-        .expect("run_counts")
-        .get(0);
+    let counts: i64 = scalar(&c, "SELECT count(*) FROM run_counts").await;
     assert_eq!(counts, 10, "the migration's rows were inserted once");
 }
 
@@ -183,14 +203,11 @@ async fn a_newer_schema_is_refused_and_left_as_it_is() {
     let e = PgStore::connect(&url, None).await.expect_err("newer schema");
     assert!(matches!(e, PgError::TooNew { found: 99, .. }), "{e}");
     assert!(e.to_string().contains("upgrade agentcron"), "{e}");
-    let v: i64 = c
-        .query_one(
-            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
-            &[],
-        )
-        .await
-        .expect("version")
-        .get(0);
+    let v: i64 = scalar(
+        &c,
+        "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
+    )
+    .await;
     assert_eq!(v, 99, "untouched");
 }
 
@@ -275,11 +292,7 @@ async fn each_window_is_opened_by_exactly_one_of_several_schedulers() {
         by_window.iter().filter(|(_, v)| v.len() > 1).collect::<Vec<_>>()
     );
     let c = raw(&url).await;
-    let n: i64 = c
-        .query_one("SELECT count(*) FROM runs", &[])
-        .await
-        .expect("count")
-        .get(0);
+    let n: i64 = scalar(&c, "SELECT count(*) FROM runs").await;
     assert_eq!(n, 120);
 }
 
@@ -379,11 +392,9 @@ async fn leases_are_measured_on_the_database_clock_and_trusted_for_less() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_nothing() {
-    let Some(url) = fresh_db("renew_stale").await else {
+    let Some((_, store, c)) = ledger("renew_stale").await else {
         return;
     };
-    let store = PgStore::connect(&url, None).await.expect("store");
-    let c = raw(&url).await;
     let id = opened(&store, 1).await;
     let a = claimed(&store, id, "a:1").await;
 
@@ -432,14 +443,10 @@ async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_not
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completion_under_an_old_fence_changes_nothing() {
-    let Some(url) = fresh_db("complete_stale").await else {
+    let Some((_, store, c)) = ledger("complete_stale").await else {
         return;
     };
-    let store = PgStore::connect(&url, None).await.expect("store");
-    let c = raw(&url).await;
-    let id = opened(&store, 1).await;
-    let a = claimed(&store, id, "a:1").await;
-    lapse(&c, id, 10_000).await;
+    let (id, a) = lapsed_claim(&store, &c, 1, "a:1", 10_000).await;
     let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
     taken_over(&store, &seen[0]).await;
     // Between the takeover and a new claim: a's result finds the run waiting.
@@ -478,16 +485,12 @@ async fn a_completion_under_an_old_fence_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
-    let Some(url) = fresh_db("takeover_stale").await else {
+    let Some((_, store, c)) = ledger("takeover_stale").await else {
         return;
     };
-    let store = PgStore::connect(&url, None).await.expect("store");
-    let c = raw(&url).await;
 
     // Completed between the sweep's read and its write.
-    let id = opened(&store, 1).await;
-    let a = claimed(&store, id, "a:1").await;
-    lapse(&c, id, 10_000).await;
+    let (id, a) = lapsed_claim(&store, &c, 1, "a:1", 10_000).await;
     let seen = store.lapsed_leases(GRACE, 10).await.expect("lapsed");
     assert_eq!(seen.len(), 1);
     store
@@ -510,9 +513,7 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
 
     // Taken over and claimed again between read and write — by the same
     // scheduler, so only the fence tells the claims apart.
-    let id = opened(&store, 2).await;
-    claimed(&store, id, "a:1").await;
-    lapse(&c, id, 10_000).await;
+    let (id, _) = lapsed_claim(&store, &c, 2, "a:1", 10_000).await;
     let stale: LapsedLease = store.lapsed_leases(GRACE, 10).await.expect("lapsed").remove(0);
     taken_over(&store, &stale).await;
     let b = claimed(&store, id, "a:1").await;
@@ -533,9 +534,7 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
     assert_eq!(row(&c, id).await, held_by_b);
 
     // Within the grace: not lapsed enough to take over.
-    let id = opened(&store, 3).await;
-    claimed(&store, id, "a:1").await;
-    lapse(&c, id, 1_000).await;
+    let (id, _) = lapsed_claim(&store, &c, 3, "a:1", 1_000).await;
     assert!(
         store
             .lapsed_leases(GRACE, 10)
@@ -549,11 +548,9 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_sweepers_take_each_lapsed_run_over_once() {
-    let Some(url) = fresh_db("sweepers").await else {
+    let Some((url, store, c)) = ledger("sweepers").await else {
         return;
     };
-    let store = PgStore::connect(&url, None).await.expect("store");
-    let c = raw(&url).await;
     let mut ids = vec![];
     for k in 0..40 {
         let id = opened(&store, k).await;
@@ -765,14 +762,11 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
     assert!(text.contains(&format!("would copy {runs:>9} runs")), "{text}");
     assert!(text.contains("dry run: nothing written"), "{text}");
     let c = raw(&url).await;
-    let tables: i64 = c
-        .query_one(
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
-            &[],
-        )
-        .await
-        .expect("tables")
-        .get(0);
+    let tables: i64 = scalar(
+        &c,
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+    )
+    .await;
     assert_eq!(tables, 0, "a dry run writes nothing");
 
     let (code, text) = agentcron(&["db", "copy", "--from", db.to_str().expect("path"), "--to", &url]);
@@ -789,11 +783,7 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
         copied += want.len();
     }
     assert!(copied > runs, "more than the runs were compared ({copied})");
-    let approvals: i64 = c
-        .query_one("SELECT count(*) FROM approvals", &[])
-        .await
-        .expect("approvals")
-        .get(0);
+    let approvals: i64 = scalar(&c, "SELECT count(*) FROM approvals").await;
     assert!(approvals > 0, "the rehearsal's approval was copied");
 
     // The read verbs print the same from both ledgers (none of them needs
@@ -858,11 +848,7 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
 
     // The copy continues the ledger's sequences: the next fence is new.
     let store = PgStore::connect(&url, None).await.expect("store");
-    let max_fence: i64 = c
-        .query_one("SELECT COALESCE(MAX(fencing_token), 0) FROM runs", &[])
-        .await
-        .expect("max")
-        .get(0);
+    let max_fence: i64 = scalar(&c, "SELECT COALESCE(MAX(fencing_token), 0) FROM runs").await;
     let id = store
         .open_window(&window("after-copy", 1))
         .await
@@ -871,19 +857,11 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
     let lease = claimed(&store, id, "a:1").await;
     assert!(lease.fence > max_fence);
 
-    let before: i64 = c
-        .query_one("SELECT count(*) FROM events", &[])
-        .await
-        .expect("n")
-        .get(0);
+    let before: i64 = scalar(&c, "SELECT count(*) FROM events").await;
     let (code, text) = agentcron(&["db", "copy", "--from", db.to_str().expect("path"), "--to", &url]);
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("already holds a ledger"), "{text}");
-    let after: i64 = c
-        .query_one("SELECT count(*) FROM events", &[])
-        .await
-        .expect("n")
-        .get(0);
+    let after: i64 = scalar(&c, "SELECT count(*) FROM events").await;
     assert_eq!(before, after, "nothing copied twice");
 }
 
@@ -983,11 +961,7 @@ async fn chunks_of_windows_are_opened_claimed_once_and_completed_under_their_fen
     }
     assert_eq!(windows.len(), 400);
     let c = raw(&url).await;
-    let left: i64 = c
-        .query_one("SELECT count(*) FROM runs WHERE state <> 'succeeded'", &[])
-        .await
-        .expect("count")
-        .get(0);
+    let left: i64 = scalar(&c, "SELECT count(*) FROM runs WHERE state <> 'succeeded'").await;
     assert_eq!(left, 0, "every run completed");
 
     // A stale completion inside a chunk.
