@@ -1004,3 +1004,24 @@ async fn chunks_of_windows_are_opened_claimed_once_and_completed_under_their_fen
         .expect("open claimed");
     assert!(again.is_empty());
 }
+
+/// A database error is said with PostgreSQL's own words (tokio-postgres keeps
+/// them in the error's source), not as a bare "db error".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_error_says_what_postgresql_said() {
+    let Some((_, store, c)) = ledger("db_error").await else {
+        return;
+    };
+    c.batch_execute("DROP TABLE steps, approvals, attempts, runs")
+        .await
+        .expect("drop");
+    let e = store
+        .open_window(&window("s", 1))
+        .await
+        .expect_err("no runs table");
+    let text = e.to_string();
+    assert!(
+        text.contains("relation \"runs\" does not exist"),
+        "{text} / {e:?}"
+    );
+}

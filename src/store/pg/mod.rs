@@ -55,7 +55,7 @@ pub enum PgError {
     Foreign { shown: String, tables: String },
     #[error("run {run}: {from} → {to} is not allowed by the run state machine")]
     IllegalTransition { run: i64, from: RunState, to: RunState },
-    #[error("PostgreSQL: {0}")]
+    #[error("PostgreSQL: {}", with_causes(.0))]
     Sql(#[from] tokio_postgres::Error),
 }
 
@@ -157,8 +157,16 @@ fn config(url: &str, password_file: Option<&Path>) -> Result<(tokio_postgres::Co
     if cfg.get_application_name().is_none() {
         cfg.application_name("agentcron");
     }
+    // An unreachable host is said within seconds, not after TCP's minutes.
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(CONNECT_TIMEOUT);
+    }
     Ok((cfg, shown, tls))
 }
+
+/// How long a connection may take to open unless the URL says
+/// (`connect_timeout=S`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a connection is secured: `sslmode=require` is TLS whose server
 /// certificate is verified — against `sslrootcert=FILE` (PEM) when the URL
@@ -884,5 +892,54 @@ mod tests {
             Duration::from_millis(100)
         );
         assert_eq!(trust_margin(Duration::from_millis(50)), Duration::from_millis(50));
+    }
+}
+
+/// Errors are told with their causes (see `with_causes`).
+#[cfg(test)]
+mod cause_tests {
+    #[derive(Debug)]
+    struct Outer(Inner);
+    #[derive(Debug)]
+    struct Inner;
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("db error")
+        }
+    }
+    impl std::fmt::Display for Inner {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("ERROR: relation \"runs\" does not exist")
+        }
+    }
+    impl std::error::Error for Inner {}
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_tokio_postgres_error_is_told_with_its_causes() {
+        use std::str::FromStr;
+        let e = tokio_postgres::Config::from_str("postgres://h:notaport/db").expect_err("bad port");
+        // Its own Display says only "invalid connection string".
+        assert_eq!(
+            super::PgError::Sql(e).to_string(),
+            "PostgreSQL: invalid connection string: invalid value for option `port`"
+        );
+    }
+
+    #[test]
+    fn an_error_is_told_with_its_causes() {
+        let e = Outer(Inner);
+        assert_eq!(
+            super::with_causes(&e),
+            "db error: ERROR: relation \"runs\" does not exist"
+        );
+        assert_eq!(
+            super::with_causes(&&e),
+            "db error: ERROR: relation \"runs\" does not exist"
+        );
     }
 }

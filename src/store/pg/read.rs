@@ -98,7 +98,7 @@ impl PgReader {
         let rows = self
             .rt
             .block_on(self.client.query(sql.as_str(), &refs))
-            .map_err(|e| StoreError::Pg(format!("{}: {e}", self.shown)))?;
+            .map_err(|e| StoreError::Pg(format!("{}: {}", self.shown, super::with_causes(&e))))?;
         rows.iter().map(values).collect()
     }
 
