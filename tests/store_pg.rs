@@ -1025,3 +1025,57 @@ async fn a_database_error_says_what_postgresql_said() {
         "{text} / {e:?}"
     );
 }
+
+/// `[scheduler] database = "postgres://…"` is kept as written (not made a
+/// file next to the config) and read by the read verbs, with the password
+/// from `[scheduler] password_file`; the scheduler refuses it plainly and
+/// writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configs_database_may_name_a_postgresql_ledger() {
+    let Some((url, store, _)) = ledger("config_url").await else {
+        return;
+    };
+    let id = opened(&store, 1).await;
+    claimed(&store, id, "a:1").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = |password_file: &str| {
+        format!(
+            "[scheduler]\ndatabase = \"{url}\"\npassword_file = \"{password_file}\"\n\n\
+             [agents.a]\nkind = \"command\"\ncommand = [\"true\"]\n\n\
+             [[schedule]]\nid = \"s\"\nagent = \"a\"\ncron = \"0 9 * * *\"\n"
+        )
+    };
+    let file = dir.path().join("agentcron.toml");
+    std::fs::write(dir.path().join("pg-password"), "secret\n").expect("password");
+    std::fs::write(&file, config("pg-password")).expect("config");
+    let path = file.to_str().expect("path");
+    let (code, text) = agentcron(&["--config", path, "runs", "--json"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("\"schedule\": \"s\""), "{text}");
+    let (code, text) = agentcron(&["--config", path, "status", "--json"]);
+    assert!(text.contains("\"running\": 1"), "{code:?} {text}");
+
+    let (code, text) = agentcron(&["--config", path, "run", "--headless"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("is a PostgreSQL ledger"), "{text}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["agentcron.toml", "pg-password"],
+        "no file made of the URL"
+    );
+
+    // A password file that cannot be read is said, naming it (the URL has
+    // no password; PGPASSWORD would be used first, and is not set here).
+    if std::env::var_os("PGPASSWORD").is_none() {
+        std::fs::write(&file, config("missing-password")).expect("config");
+        let (code, text) = agentcron(&["--config", path, "runs"]);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("cannot read password_file"), "{text}");
+        assert!(text.contains("missing-password"), "{text}");
+    }
+}

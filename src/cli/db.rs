@@ -39,15 +39,26 @@ impl Ledger {
 /// `postgres://` `--db` is read there (password from the URL or
 /// `PGPASSWORD`), with the config optional as for any `--db`.
 pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, Option<Config>), i32> {
-    let Some(url) = db
-        .and_then(|d| d.to_str())
-        .filter(|d| crate::store::pg::is_url(d))
-    else {
-        let (store, cfg) = open_for_cli(config, db, false)?;
-        return Ok((Ledger::Sqlite(store), cfg));
+    let is_url = |p: &Path| p.to_str().is_some_and(crate::store::pg::is_url);
+    let (url, cfg) = match db {
+        Some(d) if is_url(d) => (d.to_path_buf(), optional_config(config)),
+        // The config's `[scheduler] database`, when it names PostgreSQL.
+        None if config.exists() => {
+            let cfg = super::load_config(config)?;
+            if !is_url(&cfg.scheduler.database) {
+                let (store, cfg) = open_for_cli(config, db, false)?;
+                return Ok((Ledger::Sqlite(store), cfg));
+            }
+            (cfg.scheduler.database.clone(), Some(cfg))
+        }
+        _ => {
+            let (store, cfg) = open_for_cli(config, db, false)?;
+            return Ok((Ledger::Sqlite(store), cfg));
+        }
     };
-    let cfg = optional_config(config);
-    match crate::store::pg::PgReader::open(url, None) {
+    let url = url.to_str().unwrap_or_default();
+    let password_file = cfg.as_ref().and_then(|c| c.scheduler.password_file.as_deref());
+    match crate::store::pg::PgReader::open(url, password_file) {
         Ok(reader) => Ok((Ledger::Pg(reader), cfg)),
         Err(e) => {
             eprintln!("agentcron: {e}");

@@ -43,8 +43,12 @@ impl Config {
 pub struct SchedulerConfig {
     /// Default time zone for schedules.
     pub timezone: Tz,
-    /// SQLite file, resolved against the config folder.
+    /// SQLite file, resolved against the config folder; or a PostgreSQL
+    /// URL (`postgres://…`), kept as written.
     pub database: PathBuf,
+    /// The PostgreSQL password's file, when neither the URL nor
+    /// `PGPASSWORD` has it (resolved against the config folder).
+    pub password_file: Option<PathBuf>,
     /// On-time pool size.
     pub workers: usize,
     /// Catch-up pool size (default `workers / 2`, at least 1).
@@ -157,6 +161,7 @@ impl Default for SchedulerConfig {
             backfill_workers: 4,
             lease: Duration::from_secs(60),
             takeover_grace: None,
+            password_file: None,
             alert: None,
             memory_runs: 5,
             shutdown_grace: Duration::from_secs(30),

@@ -8,6 +8,7 @@ use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig, Stage};
 const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
     "database",
+    "password_file",
     "workers",
     "backfill_workers",
     "lease",
@@ -45,9 +46,17 @@ impl Loader<'_> {
         if let Some(tz) = self.opt_tz(&t, "timezone") {
             s.timezone = tz;
         }
-        if let Some(p) = self.opt_path(&t, "database") {
-            s.database = p;
+        // A PostgreSQL URL is kept as written, not resolved as a file.
+        match self.opt_str(&t, "database") {
+            Some((url, _)) if crate::store::pg::is_url(&url) => s.database = url.into(),
+            Some(_) => {
+                if let Some(p) = self.opt_path(&t, "database") {
+                    s.database = p;
+                }
+            }
+            None => {}
         }
+        s.password_file = self.opt_path(&t, "password_file");
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "workers", 1) {
             s.workers = n;
         }
