@@ -1079,3 +1079,38 @@ async fn the_configs_database_may_name_a_postgresql_ledger() {
         assert!(text.contains("missing-password"), "{text}");
     }
 }
+
+/// A read verb on a database that is not a ledger says so, and on one it
+/// may not read says what PostgreSQL said — not "no ledger there".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_verb_tells_an_empty_database_from_a_forbidden_one() {
+    let Some(url) = fresh_db("not_ledger").await else {
+        return;
+    };
+    let (code, text) = agentcron(&["--config", "/nonexistent/agentcron.toml", "--db", &url, "runs"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("no agentcron ledger there"), "{text}");
+
+    PgStore::connect(&url, None).await.expect("migrate");
+    let c = raw(&url).await;
+    let role = format!("reader_{}", std::process::id());
+    c.batch_execute(&format!("DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN"))
+        .await
+        .expect("role");
+    c.batch_execute(&format!("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}"))
+        .await
+        .expect("revoke");
+    let base = url.split_once("://").map(|(_, rest)| rest).expect("url");
+    let host_db = base.split_once('@').map_or(base, |(_, h)| h);
+    let as_role = format!("postgres://{role}@{host_db}");
+    let (code, text) = agentcron(&[
+        "--config",
+        "/nonexistent/agentcron.toml",
+        "--db",
+        &as_role,
+        "runs",
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("permission denied"), "{text}");
+    drop(c);
+}

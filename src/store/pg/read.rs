@@ -55,14 +55,16 @@ impl PgReader {
                 client
             }
         };
-        let version = rt
-            .block_on(client.query_opt(
-                "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
-                &[],
-            ))
-            .ok()
-            .flatten()
-            .map(|r| r.get::<_, i64>(0));
+        let version = match rt.block_on(client.query_opt(
+            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
+            &[],
+        )) {
+            Ok(row) => row.map(|r| r.get::<_, i64>(0)),
+            // No such table: not a ledger (said below). Anything else (no
+            // permission, …) is said as PostgreSQL says it.
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => None,
+            Err(e) => return Err(PgError::Sql(e)),
+        };
         match version {
             Some(v) if v == PG_SCHEMA_VERSION => Ok(PgReader { rt, client, shown }),
             Some(found) if found > PG_SCHEMA_VERSION => Err(PgError::TooNew {
