@@ -2,7 +2,8 @@
 //! one, table for table and row for row (runs, attempts, steps, events,
 //! switches, approvals, maintenance, posted events, schedule state, backlog,
 //! the scheduler registry, config and schedule versions), ids kept, in one
-//! transaction: a copy that fails leaves the target as it was.
+//! transaction (each table streamed with `COPY … FROM STDIN BINARY`): a copy
+//! that fails leaves the target as it was.
 
 use super::{PgError, PgStore};
 use crate::store::{Store, StoreError};
@@ -136,16 +137,21 @@ pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
                 .map_err(|e| read_error(from, e))?
         };
         let quoted: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
-        let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-        let insert = tx
-            .prepare(&format!(
-                "INSERT INTO {t} ({}) VALUES ({})",
-                quoted.join(", "),
-                marks.join(", ")
-            ))
+        // COPY … FROM STDIN BINARY: a stream of rows, not a statement each.
+        let types: Vec<Type> = tx
+            .prepare(&format!("SELECT {} FROM {t} LIMIT 0", quoted.join(", ")))
+            .await
+            .map_err(PgError::from)?
+            .columns()
+            .iter()
+            .map(|c| c.type_().clone())
+            .collect();
+        let sink = tx
+            .copy_in(&format!("COPY {t} ({}) FROM STDIN BINARY", quoted.join(", ")))
             .await
             .map_err(PgError::from)?;
-        let types = insert.params().to_vec();
+        let writer = tokio_postgres::binary_copy::BinaryCopyInWriter::new(sink, &types);
+        tokio::pin!(writer);
         let mut select = src
             .prepare(&format!("SELECT {} FROM {t}", quoted.join(", ")))
             .map_err(|e| read_error(from, e))?;
@@ -161,9 +167,10 @@ pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
                 })?);
             }
             let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|b| b.as_ref() as _).collect();
-            tx.execute(&insert, &params).await.map_err(PgError::from)?;
+            writer.as_mut().write(&params).await.map_err(PgError::from)?;
             n += 1;
         }
+        writer.finish().await.map_err(PgError::from)?;
         counts.push((*t, n));
     }
     // The target's run counts from its runs; the fencing sequence and every
