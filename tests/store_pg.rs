@@ -1055,9 +1055,13 @@ async fn the_configs_database_may_name_a_postgresql_ledger() {
     let (code, text) = agentcron(&["--config", path, "status", "--json"]);
     assert!(text.contains("\"running\": 1"), "{code:?} {text}");
 
-    let (code, text) = agentcron(&["--config", path, "run", "--headless"]);
-    assert_eq!(code, Some(2), "{text}");
-    assert!(text.contains("is a PostgreSQL ledger"), "{text}");
+    for verb in [vec!["run", "--headless"], vec!["plan"], vec!["reload"]] {
+        let mut args = vec!["--config", path];
+        args.extend(verb.iter().copied());
+        let (code, text) = agentcron(&args);
+        assert_eq!(code, Some(2), "{verb:?}: {text}");
+        assert!(text.contains("is a PostgreSQL ledger"), "{verb:?}: {text}");
+    }
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
