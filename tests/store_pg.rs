@@ -747,6 +747,21 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
     ]);
     assert_eq!(code, Some(0), "{text}");
 
+    // A source that cannot be copied is refused before the target is
+    // touched: not even migrated (the table count below stays 0).
+    let foreign = dir.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .and_then(|c| c.execute_batch("CREATE TABLE orders (id INTEGER);"))
+        .expect("foreign");
+    let (code, text) = agentcron(&[
+        "db",
+        "copy",
+        "--from",
+        foreign.to_str().expect("path"),
+        "--to",
+        &url,
+    ]);
+    assert_eq!(code, Some(2), "{text}");
     let (code, text) = agentcron(&[
         "db",
         "copy",
@@ -1117,4 +1132,43 @@ async fn a_read_verb_tells_an_empty_database_from_a_forbidden_one() {
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("permission denied"), "{text}");
     drop(c);
+}
+
+/// `db copy` misuse is said plainly and writes nothing: a `--to` that is no
+/// PostgreSQL URL, a source that does not exist, and another program's
+/// SQLite file (refused before anything is read from it). None of these
+/// needs a server.
+#[test]
+fn db_copy_refuses_bad_input_plainly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("ledger.db");
+    let missing = file.to_str().expect("path");
+    let to = "postgres://ops:hunter2@127.0.0.1:9/ledger";
+
+    let (code, text) = agentcron(&["db", "copy", "--from", missing, "--to", "/tmp/other.db"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--to must be a PostgreSQL URL"), "{text}");
+
+    let (code, text) = agentcron(&["db", "copy", "--from", missing, "--to", to]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("no database at"), "{text}");
+
+    let conn = rusqlite::Connection::open(&file).expect("sqlite");
+    conn.execute_batch("CREATE TABLE orders (id INTEGER); INSERT INTO orders VALUES (7);")
+        .expect("foreign");
+    drop(conn);
+    let before = std::fs::read(&file).expect("bytes");
+    for extra in [vec!["--dry-run"], vec![]] {
+        let mut args = vec!["db", "copy", "--from", missing, "--to", to];
+        args.extend(extra.iter().copied());
+        let (code, text) = agentcron(&args);
+        assert_eq!(code, Some(2), "{extra:?}: {text}");
+        assert!(text.contains("not an agentcron database"), "{extra:?}: {text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+    assert_eq!(std::fs::read(&file).expect("bytes"), before, "left untouched");
+
+    // Misuse of the command line itself: exit 2 from the parser.
+    let (code, _) = agentcron(&["db", "copy", "--from", missing]);
+    assert_eq!(code, Some(2));
 }

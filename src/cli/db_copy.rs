@@ -17,18 +17,19 @@ pub fn run(from: &Path, to: &str, password_file: Option<&Path>, dry_run: bool) -
         return exit::USAGE;
     }
     let shown = pg::shown_url(to);
+    // The source is checked first: a file that cannot be copied is refused
+    // before the target is touched (not even migrated).
+    let counts = match copy::source_counts(from) {
+        Ok(counts) => counts,
+        Err(e) => {
+            eprintln!("agentcron: {e}; nothing was copied");
+            return exit::USAGE;
+        }
+    };
     if dry_run {
-        return match copy::source_counts(from) {
-            Ok(counts) => {
-                print_counts("would copy", &counts);
-                println!("dry run: nothing written to {shown}");
-                exit::OK
-            }
-            Err(e) => {
-                eprintln!("agentcron: {e}");
-                exit::USAGE
-            }
-        };
+        print_counts("would copy", &counts);
+        println!("dry run: nothing written to {shown}");
+        return exit::OK;
     }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
