@@ -36,27 +36,15 @@ impl Ledger {
 }
 
 /// [`open_for_cli`] for the verbs that read through [`LedgerRead`]: a
-/// `postgres://` `--db` is read there (password from the URL or
-/// `PGPASSWORD`), with the config optional as for any `--db`.
+/// `postgres://` ledger (`--db`, or the config's `[scheduler] database`) is
+/// read there, its password from the URL, `PGPASSWORD` or `[scheduler]
+/// password_file`.
 pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, Option<Config>), i32> {
-    let is_url = |p: &Path| p.to_str().is_some_and(crate::store::pg::is_url);
-    let (url, cfg) = match db {
-        Some(d) if is_url(d) => (d.to_path_buf(), optional_config(config)),
-        // The config's `[scheduler] database`, when it names PostgreSQL.
-        None if config.exists() => {
-            let cfg = super::load_config(config)?;
-            if !is_url(&cfg.scheduler.database) {
-                let (store, cfg) = open_for_cli(config, db, false)?;
-                return Ok((Ledger::Sqlite(store), cfg));
-            }
-            (cfg.scheduler.database.clone(), Some(cfg))
-        }
-        _ => {
-            let (store, cfg) = open_for_cli(config, db, false)?;
-            return Ok((Ledger::Sqlite(store), cfg));
-        }
+    let cfg = config_for_cli(config, db)?;
+    let path = database_path(db, cfg.as_ref())?;
+    let Some(url) = path.to_str().filter(|p| crate::store::pg::is_url(p)) else {
+        return Ok((Ledger::Sqlite(open_store(&path, false)?), cfg));
     };
-    let url = url.to_str().unwrap_or_default();
     let password_file = cfg.as_ref().and_then(|c| c.scheduler.password_file.as_deref());
     match crate::store::pg::PgReader::open(url, password_file) {
         Ok(reader) => Ok((Ledger::Pg(reader), cfg)),
@@ -72,26 +60,41 @@ pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, 
 /// in, no file, locked, corrupt, too new), or the config loader's code when the
 /// config names the database but does not load. Reads never create a file.
 pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(Store, Option<Config>), i32> {
-    let cfg = match db {
-        Some(_) => optional_config(config),
-        None => {
-            if !config.exists() {
-                eprintln!(
-                    "agentcron: no config at {}; pass --config FILE, or --db FILE to read a database directly",
-                    config.display()
-                );
-                return Err(exit::USAGE);
-            }
-            Some(super::load_config(config)?)
-        }
-    };
-    let path = match (db, &cfg) {
-        (Some(p), _) => p.to_path_buf(),
-        (None, Some(c)) => c.scheduler.database.clone(),
-        // `cfg` is always loaded when `--db` is absent (see above).
-        (None, None) => return Err(exit::USAGE),
-    };
-    if let Some(why) = crate::store::pg::not_yet(&path) {
+    let cfg = config_for_cli(config, db)?;
+    let path = database_path(db, cfg.as_ref())?;
+    Ok((open_store(&path, write)?, cfg))
+}
+
+/// The config a verb reads: optional with `--db`, required (and valid)
+/// without it, since it names the database.
+fn config_for_cli(config: &Path, db: Option<&Path>) -> Result<Option<Config>, i32> {
+    if db.is_some() {
+        return Ok(optional_config(config));
+    }
+    if !config.exists() {
+        eprintln!(
+            "agentcron: no config at {}; pass --config FILE, or --db FILE to read a database directly",
+            config.display()
+        );
+        return Err(exit::USAGE);
+    }
+    Ok(Some(super::load_config(config)?))
+}
+
+/// `--db`, else the config's `[scheduler] database`.
+fn database_path(db: Option<&Path>, cfg: Option<&Config>) -> Result<std::path::PathBuf, i32> {
+    match (db, cfg) {
+        (Some(p), _) => Ok(p.to_path_buf()),
+        (None, Some(c)) => Ok(c.scheduler.database.clone()),
+        // The config is always loaded when `--db` is absent (config_for_cli).
+        (None, None) => Err(exit::USAGE),
+    }
+}
+
+/// The embedded ledger at `path`; a PostgreSQL URL is refused (the verbs
+/// that read one use [`open_ledger_for_cli`]).
+fn open_store(path: &Path, write: bool) -> Result<Store, i32> {
+    if let Some(why) = crate::store::pg::not_yet(path) {
         eprintln!("agentcron: {why}");
         return Err(exit::USAGE);
     }
@@ -103,17 +106,14 @@ pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(St
         return Err(exit::USAGE);
     }
     let opened = if write {
-        Store::open(&path)
+        Store::open(path)
     } else {
-        Store::open_read_only(&path)
+        Store::open_read_only(path)
     };
-    match opened {
-        Ok(store) => Ok((store, cfg)),
-        Err(e) => {
-            eprintln!("agentcron: {e}");
-            Err(exit::USAGE)
-        }
-    }
+    opened.map_err(|e| {
+        eprintln!("agentcron: {e}");
+        exit::USAGE
+    })
 }
 
 /// The config when `--db` already names the database: used for time zones only,

@@ -1,4 +1,4 @@
-//! What the read verbs (`runs`, `events`, `show`, `explain`) ask of a
+//! What the read verbs (`runs`, `events`, `show`, `explain`, `status`) ask of a
 //! ledger, answered the same by the embedded store ([`Tx`]) and by a
 //! PostgreSQL ledger ([`crate::store::pg::PgReader`]): the first part of the
 //! store interface both implement. The queries, the listing rules (a
@@ -34,7 +34,13 @@ pub trait LedgerRead {
     fn posted_event(&self, name: &str, event_id: &str) -> Result<Option<PostedEvent>>;
     /// The schedules the ledger has a state row for (every schedule ever
     /// evaluated), by name.
-    fn schedule_names(&self) -> Result<Vec<String>>;
+    fn schedule_names(&self) -> Result<Vec<String>> {
+        Ok(self
+            .all_schedule_states()?
+            .into_iter()
+            .map(|s| s.schedule)
+            .collect())
+    }
     /// The id of the newest event, 0 when there is none.
     fn max_event_id(&self) -> Result<i64>;
     /// A schedule's catch-up windows not queued yet, if any.
@@ -85,12 +91,6 @@ impl LedgerRead for Tx<'_> {
     }
     fn posted_event(&self, name: &str, event_id: &str) -> Result<Option<PostedEvent>> {
         Tx::posted_event(self, name, event_id)
-    }
-    fn schedule_names(&self) -> Result<Vec<String>> {
-        Ok(Tx::all_schedule_states(self)?
-            .into_iter()
-            .map(|s| s.schedule)
-            .collect())
     }
     fn max_event_id(&self) -> Result<i64> {
         Tx::max_event_id(self)

@@ -235,13 +235,6 @@ impl LedgerRead for PgReader {
             posted_from_cols,
         )?))
     }
-    fn schedule_names(&self) -> Result<Vec<String>> {
-        self.mapped(
-            "SELECT schedule FROM schedule_state ORDER BY schedule",
-            vec![],
-            |r| r.col(0),
-        )
-    }
     fn max_event_id(&self) -> Result<i64> {
         let rows = self.mapped(crate::store::events::MAX_EVENT_ID, vec![], |r| r.col(0))?;
         Ok(first(rows).unwrap_or(0))
