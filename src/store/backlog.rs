@@ -5,7 +5,8 @@
 use super::sql::{Ms, ts};
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
+use super::exec::Row;
+use rusqlite::params;
 
 /// Windows of `schedule` due from `next` to `until` (inclusive) wait to be queued.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,7 +17,7 @@ pub struct Backlog {
     pub planned_at: DateTime<Utc>,
 }
 
-fn backlog_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Backlog> {
+fn backlog_from_row(r: &Row<'_>) -> rusqlite::Result<Backlog> {
     backlog_from_cols(r)
 }
 
@@ -36,9 +37,7 @@ pub(crate) const ONE: &str =
 impl Tx<'_> {
     /// Every schedule's backlog, by schedule.
     pub fn backlogs(&self) -> Result<Vec<Backlog>> {
-        let mut stmt = self.cached(ALL)?;
-        let rows = stmt.query_map([], backlog_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(ALL, params![], backlog_from_row)
     }
 
     /// The backlog of `schedule`, if it has one.
@@ -47,34 +46,25 @@ impl Tx<'_> {
             // Tests (debug builds) prove the kept row is the stored one.
             #[cfg(debug_assertions)]
             {
-                let stored = self
-                    .cached(ONE)?
-                    .query_row([schedule], backlog_from_row)
-                    .optional()?;
+                let stored = self.opt(ONE, params![schedule], backlog_from_row)?;
                 assert_eq!(stored, kept, "the backlog kept differs from its row");
             }
             return Ok(kept);
         }
-        let mut stmt = self.cached(ONE)?;
-        let b = stmt.query_row([schedule], backlog_from_row).optional()?;
+        let b = self.opt(ONE, params![schedule], backlog_from_row)?;
         self.states.keep_backlog(schedule, b.clone());
         Ok(b)
     }
 
     /// Sets (or replaces) the backlog of `b.schedule`.
     pub fn put_backlog(&self, b: &Backlog) -> Result<()> {
-        self.cached(
+        self.exec(
             "INSERT INTO catchup_backlog (schedule, next_at, until_at, planned_at) \
                  VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule) DO UPDATE SET \
                  next_at = excluded.next_at, until_at = excluded.until_at, \
                  planned_at = excluded.planned_at",
-        )?
-        .execute(rusqlite::params![
-            b.schedule,
-            Ms(b.next),
-            Ms(b.until),
-            Ms(b.planned_at)
-        ])?;
+            params![b.schedule, Ms(b.next), Ms(b.until), Ms(b.planned_at)],
+        )?;
         self.states.keep_backlog(&b.schedule, Some(b.clone()));
         Ok(())
     }
@@ -82,9 +72,10 @@ impl Tx<'_> {
     /// The backlog of `schedule` now starts at `next` (its windows before
     /// it are queued). `false` if it has no backlog.
     pub fn advance_backlog(&self, schedule: &str, next: DateTime<Utc>) -> Result<bool> {
-        let changed = self
-            .cached("UPDATE catchup_backlog SET next_at = ?2 WHERE schedule = ?1")?
-            .execute(rusqlite::params![schedule, Ms(next)])?;
+        let changed = self.exec(
+            "UPDATE catchup_backlog SET next_at = ?2 WHERE schedule = ?1",
+            params![schedule, Ms(next)],
+        )?;
         match self.states.backlog(schedule) {
             Some(Some(b)) if changed == 1 => self.states.keep_backlog(schedule, Some(Backlog { next, ..b })),
             _ => self.states.forget_backlog(schedule),
@@ -94,8 +85,7 @@ impl Tx<'_> {
 
     /// The backlog of `schedule` is all queued.
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
-        self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
-            .execute([schedule])?;
+        self.exec("DELETE FROM catchup_backlog WHERE schedule = ?1", params![schedule])?;
         self.states.keep_backlog(schedule, None);
         Ok(())
     }
@@ -106,13 +96,13 @@ impl Tx<'_> {
     pub fn unfinished_catchup(&self, schedule: &str, older_than: DateTime<Utc>) -> Result<usize> {
         // Waiting catch-up runs of windows younger than the backlog (an on-time
         // window missed since) do not hold its place: older windows go first.
-        let waiting: i64 = self
-            .cached(
-                "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
-                 WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill' \
-                 AND window_start < ?2",
-            )?
-            .query_row(rusqlite::params![schedule, Ms(older_than)], |r| r.get(0))?;
+        let waiting: i64 = self.one(
+            "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
+             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill' \
+             AND window_start < ?2",
+            params![schedule, Ms(older_than)],
+            |r| r.get(0),
+        )?;
         // Running: from the counts kept in memory (one pass over the running
         // runs when another connection has written since).
         let counts = self.running_by_schedule()?;

@@ -23,6 +23,7 @@ pub(crate) mod attempts;
 pub(crate) mod backlog;
 pub(crate) mod config_versions;
 mod db;
+pub(crate) mod exec;
 pub(crate) mod engine_queries;
 pub(crate) mod events;
 mod fxmap;
