@@ -257,6 +257,10 @@ pub struct Store {
     states: StateCache,
     /// Set by [`Store::checkpoint_in_background`]: told after each commit.
     checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
+    /// A PostgreSQL ledger's session; `conn` is then an empty database in
+    /// memory that holds no ledger (a statement that reached it by mistake
+    /// fails: no such table).
+    pg: Option<super::pg::session::PgSession>,
 }
 
 /// The background checkpointer copies the WAL into the database once it has
@@ -327,12 +331,14 @@ impl RunCounts {
 
     /// Writes the changes into `run_counts` (inside the transaction) and
     /// forgets them.
-    fn flush(&self, conn: &Connection) -> Result<()> {
+    fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         let d = std::mem::take(&mut *self.deltas());
         for (state, n) in RunState::ALL.iter().zip(d) {
             if n != 0 {
-                conn.prepare_cached("UPDATE run_counts SET n = n + ?2 WHERE state = ?1")?
-                    .execute(rusqlite::params![state, n])?;
+                conn.exec(
+                    "UPDATE run_counts SET n = n + ?2 WHERE state = ?1",
+                    rusqlite::params![state, n],
+                )?;
             }
         }
         Ok(())
@@ -512,7 +518,16 @@ impl StateCache {
     /// At the start of a transaction (its snapshot is taken by this very
     /// statement): forget everything if another connection committed since
     /// the last look.
-    fn validate(&self, conn: &Connection) -> rusqlite::Result<()> {
+    fn validate(&self, conn: super::exec::Conn<'_>) -> rusqlite::Result<()> {
+        if conn.pg.is_some() {
+            // PostgreSQL has no `data_version`, and other schedulers commit
+            // all the time: nothing kept outlives its transaction.
+            let mut c = self.inner();
+            c.forget_all();
+            c.seen = None;
+            return Ok(());
+        }
+        let conn = conn.lite;
         let version: i64 = conn
             .prepare_cached("PRAGMA data_version")?
             .query_row([], |r| r.get(0))?;
@@ -699,8 +714,13 @@ impl StateCache {
 
     /// Inserts the held attempt row, if any (held again if that fails).
     pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
+        self.flush_attempt_on(super::exec::Conn { lite: conn, stmts, pg: None })
+    }
+
+    /// Inserts the held attempt row, if any (held again if that fails).
+    pub(crate) fn flush_attempt_on(&self, conn: super::exec::Conn<'_>) -> rusqlite::Result<()> {
         if let Some(a) = self.take_held_attempt()
-            && let Err(failed) = self.put_attempt(conn, stmts, a, None)
+            && let Err(failed) = self.put_attempt(conn.lite, conn.stmts, a, None)
         {
             let (e, a) = *failed;
             self.hold_attempt(a);
@@ -1053,26 +1073,29 @@ const ROLLBACK: &str = "ROLLBACK";
 /// unless committed (a panic unwinding through it included), as rusqlite's
 /// `Transaction`, but on the store's kept statements.
 struct Open<'s> {
-    stmts: &'s Statements,
-    conn: &'s Connection,
+    conn: super::exec::Conn<'s>,
 }
 
 impl<'s> Open<'s> {
     /// `BEGIN IMMEDIATE` (`immediate`) or `BEGIN DEFERRED`. An immediate
     /// begin that finds the database locked beyond busy_timeout is retried a
     /// few times with growing backoff, then [`StoreError::Locked`].
-    fn begin(stmts: &'s Statements, conn: &'s Connection, immediate: bool) -> Result<Open<'s>> {
+    fn begin(conn: super::exec::Conn<'s>, immediate: bool) -> Result<Open<'s>> {
+        if conn.pg.is_some() {
+            control(conn, if immediate { BEGIN_IMMEDIATE } else { BEGIN_DEFERRED })?;
+            return Ok(Open { conn });
+        }
         if !immediate {
-            control(stmts, conn, BEGIN_DEFERRED)?;
-            return Ok(Open { stmts, conn });
+            control(conn, BEGIN_DEFERRED)?;
+            return Ok(Open { conn });
         }
         let started = Instant::now();
         let mut retries = 0;
         let mut backoff = LOCK_BACKOFF;
         loop {
-            match control(stmts, conn, BEGIN_IMMEDIATE) {
-                Ok(()) => return Ok(Open { stmts, conn }),
-                Err(e) if is_busy(&e) => {
+            match control(conn, BEGIN_IMMEDIATE) {
+                Ok(()) => return Ok(Open { conn }),
+                Err(StoreError::Sqlite(e)) if is_busy(&e) => {
                     if retries == LOCK_RETRIES {
                         return Err(StoreError::Locked {
                             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -1083,14 +1106,14 @@ impl<'s> Open<'s> {
                     std::thread::sleep(backoff);
                     backoff *= 2;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
     }
 
     /// `COMMIT`; on an error the transaction is rolled back (as it is dropped).
-    fn commit(self) -> rusqlite::Result<()> {
-        control(self.stmts, self.conn, COMMIT)?;
+    fn commit(self) -> Result<()> {
+        control(self.conn, COMMIT)?;
         std::mem::forget(self);
         Ok(())
     }
@@ -1099,15 +1122,30 @@ impl<'s> Open<'s> {
 impl Drop for Open<'_> {
     fn drop(&mut self) {
         // A failed COMMIT may have ended the transaction already.
-        if !self.conn.is_autocommit() {
-            let _ = control(self.stmts, self.conn, ROLLBACK);
+        if self.conn.pg.is_some() || !self.conn.lite.is_autocommit() {
+            let _ = control(self.conn, ROLLBACK);
         }
     }
 }
 
-/// Runs one of the transaction-control statements above.
-fn control(stmts: &Statements, conn: &Connection, sql: &'static str) -> rusqlite::Result<()> {
-    stmts.get(conn, sql)?.execute([]).map(drop)
+/// Whether `e` is SQLite's "the database is locked".
+fn busy(e: &StoreError) -> bool {
+    matches!(e, StoreError::Sqlite(e) if is_busy(e))
+}
+
+/// Runs one of the transaction-control statements above. On PostgreSQL a
+/// writing transaction first takes the ledger's write lock (see
+/// [`super::pg::session::WRITE_LOCK`]); a reading one reads one snapshot.
+fn control(conn: super::exec::Conn<'_>, sql: &'static str) -> Result<()> {
+    if let Some(pg) = conn.pg {
+        return pg.batch(match sql {
+            BEGIN_IMMEDIATE => super::pg::session::BEGIN_WRITE,
+            BEGIN_DEFERRED => super::pg::session::BEGIN_READ,
+            other => other,
+        });
+    }
+    conn.stmts.get(conn.lite, sql)?.execute([])?;
+    Ok(())
 }
 
 /// A handle inside one transaction; every query lives here so callers can batch
@@ -1198,6 +1236,9 @@ impl Drop for Cached<'_> {
 pub struct Tx<'a> {
     pub(crate) conn: &'a Connection,
     pub(crate) stmts: &'a Statements,
+    /// The PostgreSQL session this transaction runs on, if the ledger is
+    /// PostgreSQL's (then `conn` holds no ledger: see [`Store::open`]).
+    pub(crate) pg: Option<&'a super::pg::session::PgSession>,
     pub(crate) counts: &'a RunCounts,
     pub(crate) states: &'a StateCache,
 }
@@ -1376,6 +1417,7 @@ impl Store {
             counts: RunCounts::default(),
             states: StateCache::default(),
             checkpointer: std::sync::OnceLock::new(),
+            pg: None,
         }
     }
 
@@ -1480,6 +1522,16 @@ impl Store {
         }
     }
 
+    /// The connection to run statements on: `lite`, or the PostgreSQL
+    /// session.
+    fn on<'s>(&'s self, lite: &'s Connection) -> super::exec::Conn<'s> {
+        super::exec::Conn {
+            lite,
+            stmts: &self.stmts,
+            pg: self.pg.as_ref(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Box<Connection>> {
         // A panic inside `write`/`read` unwound through the transaction guard,
         // which rolled back; the connection itself is still sound.
@@ -1509,8 +1561,8 @@ impl Store {
         }
         let guard = self.lock();
         self.write_deferred_on(&guard)?;
-        let open = Open::begin(&self.stmts, &guard, true)?;
-        if let Err(e) = self.states.validate(&guard) {
+        let open = Open::begin(self.on(&guard), true)?;
+        if let Err(e) = self.states.validate(self.on(&guard)) {
             return Err(E::from(e.into()));
         }
         let conn: *const Connection = &**guard;
@@ -1530,7 +1582,7 @@ impl Store {
         if out.is_ok()
             && let Err(e) = self
                 .counts
-                .flush(&guard)
+                .flush(self.on(&guard))
                 .and_then(|()| self.states.flush(&guard, &self.stmts))
         {
             out = Err(E::from(e));
@@ -1549,7 +1601,7 @@ impl Store {
             }
             Err(e) => {
                 self.states.clear();
-                Err(E::from(if is_busy(&e) {
+                Err(E::from(if busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
                 } else {
                     e.into()
@@ -1598,7 +1650,7 @@ impl Store {
             return Ok(0);
         }
         let rows = self.states.take_deferred();
-        let written = Open::begin(&self.stmts, conn, true).and_then(|open| {
+        let written = Open::begin(self.on(conn), true).and_then(|open| {
             for row in &rows {
                 row.write(conn, &self.stmts, &self.states)?;
             }
@@ -1641,6 +1693,7 @@ impl Store {
             let conn = unsafe { &*conn };
             return f(&Tx {
                 conn,
+                pg: self.pg.as_ref(),
                 stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
@@ -1652,17 +1705,18 @@ impl Store {
         let locked = |started: Instant| StoreError::Locked {
             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
-        let open = Open::begin(&self.stmts, &conn, true)?;
+        let open = Open::begin(self.on(&conn), true)?;
         let tx: &Connection = &conn;
-        self.states.validate(tx)?;
+        self.states.validate(self.on(tx))?;
         let forget = ForgetOnPanic(self);
         let out = f(&Tx {
             conn: tx,
+            pg: self.pg.as_ref(),
             stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
         })
-        .and_then(|v| self.counts.flush(tx).map(|()| v))
+        .and_then(|v| self.counts.flush(self.on(tx)).map(|()| v))
         .and_then(|v| self.states.flush(tx, &self.stmts).map(|()| v));
         drop(forget);
         self.counts.clear();
@@ -1678,7 +1732,7 @@ impl Store {
                 }
                 Err(e) => {
                     self.states.clear();
-                    Err(if is_busy(&e) { locked(started) } else { e.into() })
+                    Err(if busy(&e) { locked(started) } else { e })
                 }
             },
             // Dropping `open` rolls back.
@@ -1694,6 +1748,7 @@ impl Store {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
             return f(&Tx {
                 conn: unsafe { &*conn },
+                pg: self.pg.as_ref(),
                 stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
@@ -1701,9 +1756,9 @@ impl Store {
         }
         let conn = self.lock();
         let started = Instant::now();
-        let open = Open::begin(&self.stmts, &conn, false)?;
+        let open = Open::begin(self.on(&conn), false)?;
         let tx: &Connection = &conn;
-        if let Err(e) = self.states.validate(tx) {
+        if let Err(e) = self.states.validate(self.on(tx)) {
             return Err(if is_busy(&e) {
                 StoreError::Locked {
                     waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -1714,6 +1769,7 @@ impl Store {
         }
         match f(&Tx {
             conn: tx,
+            pg: self.pg.as_ref(),
             stmts: &self.stmts,
             counts: &self.counts,
             states: &self.states,
@@ -1731,18 +1787,27 @@ impl Store {
 }
 
 impl<'a> Tx<'a> {
+    /// The connection this transaction runs on.
+    pub(crate) fn conn(&self) -> super::exec::Conn<'a> {
+        super::exec::Conn {
+            lite: self.conn,
+            stmts: self.stmts,
+            pg: self.pg,
+        }
+    }
+
     /// The prepared statement for `sql`, one of the store's fixed statements
     /// (see [`Statements`]).
     /// A statement of text made at run time (kept in the connection's own
     /// cache); a held attempt row is inserted first, as by [`Tx::cached`].
     pub(crate) fn prepared(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
-        self.states.flush_attempt(self.conn, self.stmts)?;
+        self.states.flush_attempt_on(self.conn())?;
         self.conn.prepare_cached(sql)
     }
 
     /// A held attempt row is inserted first, so every statement sees it.
     pub(crate) fn cached(&self, sql: &'static str) -> rusqlite::Result<Cached<'a>> {
-        self.states.flush_attempt(self.conn, self.stmts)?;
+        self.states.flush_attempt_on(self.conn())?;
         self.stmts.get(self.conn, sql)
     }
 }

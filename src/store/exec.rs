@@ -81,20 +81,151 @@ impl Row<'_> {
     }
 }
 
-impl<'a> Tx<'a> {
+/// A connection as the store's code writes through it: SQLite's (with the
+/// store's kept statements) or a PostgreSQL session's. What [`Tx`]'s
+/// methods run on, and what the rows a transaction kept back are written
+/// with at its commit.
+#[derive(Clone, Copy)]
+pub(crate) struct Conn<'a> {
+    pub(crate) lite: &'a rusqlite::Connection,
+    pub(crate) stmts: &'a super::db::Statements,
+    pub(crate) pg: Option<&'a super::pg::session::PgSession>,
+}
+
+/// A PostgreSQL answer: its rows as values, and how many rows it changed.
+fn on_pg(
+    pg: &super::pg::session::PgSession,
+    sql: Sql<'_>,
+    params: Params<'_>,
+    returning_id: bool,
+) -> Result<super::pg::session::Rows> {
+    let said = pg.said(sql, returning_id);
+    let values = params
+        .iter()
+        .map(|p| super::pg::session::value_of(*p))
+        .collect::<Result<Vec<_>>>()?;
+    pg.query(said, values)
+}
+
+impl<'a> Conn<'a> {
     /// Runs a statement that returns no rows: how many rows it changed.
     pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
-        Ok(match sql.into() {
-            Sql::Fixed(s) => self.cached(s)?.execute(params)?,
-            Sql::Text(s) => self.prepared(s)?.execute(params)?,
+        let sql = sql.into();
+        if let Some(pg) = self.pg {
+            return Ok(usize::try_from(on_pg(pg, sql, params, false)?.1).unwrap_or(usize::MAX));
+        }
+        Ok(match sql {
+            Sql::Fixed(s) => self.stmts.get(self.lite, s)?.execute(params)?,
+            Sql::Text(s) => self.lite.prepare_cached(s)?.execute(params)?,
         })
     }
 
-    /// Runs an `INSERT`: how many rows it inserted and the id of the last
-    /// one (SQLite's rowid; meaningful only when it inserted one).
+    /// Runs an `INSERT` into a table with an `id`: how many rows it inserted
+    /// and the id of the last one (meaningful only when it inserted one).
     pub(crate) fn insert<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<(usize, i64)> {
+        let sql = sql.into();
+        if let Some(pg) = self.pg {
+            let (rows, n) = on_pg(pg, sql, params, true)?;
+            let id = match rows.last().and_then(|r| r.first()) {
+                Some(Value::Integer(id)) => *id,
+                _ => 0,
+            };
+            return Ok((usize::try_from(n).unwrap_or(usize::MAX), id));
+        }
         let changed = self.exec(sql, params)?;
-        Ok((changed, self.conn.last_insert_rowid()))
+        Ok((changed, self.lite.last_insert_rowid()))
+    }
+
+    /// Calls `f` on each row of a query in order until it answers `false`.
+    pub(crate) fn each<'s>(
+        &self,
+        sql: impl Into<Sql<'s>>,
+        params: Params<'_>,
+        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+    ) -> Result<()> {
+        let sql = sql.into();
+        if let Some(pg) = self.pg {
+            for r in on_pg(pg, sql, params, false)?.0 {
+                if !f(&Row::Values(&r))? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        let mut walk = |stmt: &mut rusqlite::Statement<'_>| -> rusqlite::Result<()> {
+            let mut rows = stmt.query(params)?;
+            while let Some(r) = rows.next()? {
+                if !f(&Row::Lite(r))? {
+                    break;
+                }
+            }
+            Ok(())
+        };
+        match sql {
+            Sql::Fixed(s) => walk(&mut *self.stmts.get(self.lite, s)?)?,
+            Sql::Text(s) => walk(&mut *self.lite.prepare_cached(s)?)?,
+        }
+        Ok(())
+    }
+
+    /// The first row of a query, mapped, if there is one.
+    pub(crate) fn opt<'s, T>(
+        &self,
+        sql: impl Into<Sql<'s>>,
+        params: Params<'_>,
+        map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>> {
+        let sql = sql.into();
+        if let Some(pg) = self.pg {
+            let rows = on_pg(pg, sql, params, false)?.0;
+            return Ok(match rows.first() {
+                Some(r) => Some(map(&Row::Values(r))?),
+                None => None,
+            });
+        }
+        Ok(match sql {
+            Sql::Fixed(s) => self
+                .stmts
+                .get(self.lite, s)?
+                .query_row(params, |r| map(&Row::Lite(r)))
+                .optional()?,
+            Sql::Text(s) => self
+                .lite
+                .prepare_cached(s)?
+                .query_row(params, |r| map(&Row::Lite(r)))
+                .optional()?,
+        })
+    }
+
+    /// How many rows this connection's statements have changed since it
+    /// opened (SQLite's `total_changes`): unmoved, nothing was written.
+    pub(crate) fn total_changes(&self) -> u64 {
+        match self.pg {
+            Some(pg) => pg.total_changes(),
+            None => self.lite.total_changes(),
+        }
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// The connection, once a held attempt row is written (every statement
+    /// sees it).
+    fn flushed(&self) -> Result<Conn<'a>> {
+        let conn = self.conn();
+        self.states.flush_attempt_on(conn)?;
+        Ok(conn)
+    }
+
+    /// Runs a statement that returns no rows: how many rows it changed.
+    pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
+        self.flushed()?.exec(sql, params)
+    }
+
+    /// Runs an `INSERT` into a table with an `id`: how many rows it
+    /// inserted and the id of the last one (meaningful only when it
+    /// inserted one).
+    pub(crate) fn insert<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<(usize, i64)> {
+        self.flushed()?.insert(sql, params)
     }
 
     /// The first row of a query, mapped; none is an error
@@ -105,10 +236,8 @@ impl<'a> Tx<'a> {
         params: Params<'_>,
         map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        Ok(match sql.into() {
-            Sql::Fixed(s) => self.cached(s)?.query_row(params, |r| map(&Row::Lite(r)))?,
-            Sql::Text(s) => self.prepared(s)?.query_row(params, |r| map(&Row::Lite(r)))?,
-        })
+        self.opt(sql, params, map)?
+            .ok_or(super::StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows))
     }
 
     /// The first row of a query, mapped, if there is one.
@@ -118,16 +247,7 @@ impl<'a> Tx<'a> {
         params: Params<'_>,
         map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Option<T>> {
-        Ok(match sql.into() {
-            Sql::Fixed(s) => self
-                .cached(s)?
-                .query_row(params, |r| map(&Row::Lite(r)))
-                .optional()?,
-            Sql::Text(s) => self
-                .prepared(s)?
-                .query_row(params, |r| map(&Row::Lite(r)))
-                .optional()?,
-        })
+        self.flushed()?.opt(sql, params, map)
     }
 
     /// Every row of a query, mapped, in order.
@@ -150,21 +270,8 @@ impl<'a> Tx<'a> {
         &self,
         sql: impl Into<Sql<'s>>,
         params: Params<'_>,
-        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+        f: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
     ) -> Result<()> {
-        let mut walk = |stmt: &mut rusqlite::Statement<'_>| -> rusqlite::Result<()> {
-            let mut rows = stmt.query(params)?;
-            while let Some(r) = rows.next()? {
-                if !f(&Row::Lite(r))? {
-                    break;
-                }
-            }
-            Ok(())
-        };
-        match sql.into() {
-            Sql::Fixed(s) => walk(&mut *self.cached(s)?)?,
-            Sql::Text(s) => walk(&mut *self.prepared(s)?)?,
-        }
-        Ok(())
+        self.flushed()?.each(sql, params, f)
     }
 }

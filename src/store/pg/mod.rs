@@ -23,6 +23,7 @@
 
 pub mod copy;
 mod read;
+pub(crate) mod session;
 mod schema;
 
 pub use read::PgReader;

@@ -4,6 +4,7 @@
 //! CLI is: a runtime of its own drives the one connection. Never migrates: a
 //! ledger of another schema is refused.
 
+use super::session::{dollar_placeholders, values};
 use super::{PG_SCHEMA_VERSION, PgError, config};
 use crate::store::read::LedgerRead;
 use crate::store::sql::Cols;
@@ -117,20 +118,6 @@ impl PgReader {
     }
 }
 
-/// `?N` placeholders (SQLite's) as `$N` (PostgreSQL's).
-fn dollar_placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-            out.push('$');
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn param(v: Value) -> Box<dyn ToSql + Sync + Send> {
     match v {
         Value::Null => Box::new(None::<String>),
@@ -139,37 +126,6 @@ fn param(v: Value) -> Box<dyn ToSql + Sync + Send> {
         Value::Text(t) => Box::new(t),
         Value::Blob(b) => Box::new(b),
     }
-}
-
-/// A PostgreSQL row as SQLite values, column by column.
-fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
-    let bad = |e: tokio_postgres::Error| StoreError::Pg(e.to_string());
-    (0..row.len())
-        .map(|i| {
-            let ty = row.columns()[i].type_();
-            Ok(if *ty == Type::INT8 {
-                row.try_get::<_, Option<i64>>(i)
-                    .map_err(bad)?
-                    .map_or(Value::Null, Value::Integer)
-            } else if *ty == Type::INT4 {
-                row.try_get::<_, Option<i32>>(i)
-                    .map_err(bad)?
-                    .map_or(Value::Null, |v| Value::Integer(v.into()))
-            } else if *ty == Type::FLOAT8 {
-                row.try_get::<_, Option<f64>>(i)
-                    .map_err(bad)?
-                    .map_or(Value::Null, Value::Real)
-            } else if *ty == Type::BOOL {
-                row.try_get::<_, Option<bool>>(i)
-                    .map_err(bad)?
-                    .map_or(Value::Null, |v| Value::Integer(v.into()))
-            } else {
-                row.try_get::<_, Option<String>>(i)
-                    .map_err(bad)?
-                    .map_or(Value::Null, Value::Text)
-            })
-        })
-        .collect()
 }
 
 fn first<T>(mut v: Vec<T>) -> Option<T> {

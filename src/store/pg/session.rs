@@ -1,0 +1,401 @@
+//! A PostgreSQL connection the embedded store's code can drive as it drives
+//! SQLite: synchronously, statement by statement, inside one transaction at
+//! a time. The connection lives on a thread of its own with a runtime of its
+//! own, so a caller may block on it from anywhere, a tokio worker included
+//! (where `block_on` would panic). Statements are the store's SQLite text,
+//! said in PostgreSQL's words once ([`translate`]) and prepared once per
+//! connection; parameters and rows travel as SQLite values, converted to and
+//! from the types PostgreSQL inferred.
+
+use super::{PgError, Tls, config};
+use crate::store::{Result, StoreError};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::mpsc;
+use tokio_postgres::types::{ToSql, Type};
+
+/// The advisory lock every writing transaction holds: writers on one ledger
+/// take turns, as SQLite's `BEGIN IMMEDIATE` makes them on one file, so the
+/// store's read-then-write steps see what they change. Claims, renewals,
+/// completions and takeovers repeat their expected state in their `WHERE`
+/// besides, so a writer acting on something it read before its turn changes
+/// nothing.
+pub(crate) const WRITE_LOCK: i64 = 0x6167_656e_7463_7277; // "agentcrw"
+
+/// How a writing transaction begins: it waits its turn (see [`WRITE_LOCK`]).
+pub(crate) const BEGIN_WRITE: &str = "BEGIN; SELECT pg_advisory_xact_lock(7018690069353689719)";
+/// How a reading transaction begins: one snapshot for all its statements.
+pub(crate) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+type Job = Box<dyn FnOnce(&mut Worker) + Send>;
+
+/// The thread that owns the connection.
+struct Worker {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+    prepared: HashMap<String, tokio_postgres::Statement>,
+    shown: String,
+}
+
+/// One connection to a ledger, driven synchronously.
+pub(crate) struct PgSession {
+    jobs: mpsc::Sender<Job>,
+    shown: String,
+    /// Statements as PostgreSQL reads them, by the address of the store's
+    /// fixed SQLite text.
+    said: std::sync::Mutex<HashMap<(usize, usize, bool), std::sync::Arc<str>>>,
+    /// Rows changed by this session's statements (SQLite's `total_changes`).
+    changes: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for PgSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSession").field("db", &self.shown).finish()
+    }
+}
+
+/// A result: the rows (each its columns' values) and how many rows changed.
+pub(crate) type Rows = (Vec<Vec<Value>>, u64);
+
+impl PgSession {
+    /// Connects to `url` and brings its schema to this build's (or refuses a
+    /// newer or foreign one, changing nothing).
+    pub(crate) fn connect(url: &str, password_file: Option<&Path>) -> std::result::Result<PgSession, PgError> {
+        let (cfg, shown, tls) = config(url, password_file)?;
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<std::result::Result<(), PgError>>(1);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let name = shown.clone();
+        std::thread::Builder::new()
+            .name("agentcron-pg".into())
+            .spawn(move || {
+                let connect_error = |e: &dyn std::error::Error| PgError::Connect {
+                    shown: name.clone(),
+                    message: super::with_causes(e),
+                };
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(connect_error(&e)));
+                        return;
+                    }
+                };
+                let client = rt.block_on(async {
+                    let mut client = match tls {
+                        Tls::None => {
+                            let (client, conn) = cfg.connect(tokio_postgres::NoTls).await.map_err(|e| connect_error(&e))?;
+                            tokio::spawn(conn);
+                            client
+                        }
+                        Tls::Rustls(tls) => {
+                            let (client, conn) = cfg.connect(tls).await.map_err(|e| connect_error(&e))?;
+                            tokio::spawn(conn);
+                            client
+                        }
+                    };
+                    super::schema::migrate(&mut client, &name).await?;
+                    Ok::<_, PgError>(client)
+                });
+                let client = match client {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let mut worker = Worker {
+                    rt,
+                    client,
+                    prepared: HashMap::new(),
+                    shown: name,
+                };
+                while let Ok(job) = queue.recv() {
+                    job(&mut worker);
+                }
+            })
+            .map_err(|e| PgError::Connect {
+                shown: shown.clone(),
+                message: e.to_string(),
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(PgSession {
+                jobs,
+                shown,
+                said: Default::default(),
+                changes: Default::default(),
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(PgError::Connect {
+                shown,
+                message: "the connection's thread ended".into(),
+            }),
+        }
+    }
+
+    /// The database as shown to operators (no password).
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn run<T: Send + 'static>(&self, job: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static) -> Result<T> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let sent = self.jobs.send(Box::new(move |w: &mut Worker| {
+            let _ = reply.send(job(w));
+        }));
+        if sent.is_err() {
+            return Err(StoreError::Pg(format!("{}: the connection's thread ended", self.shown)));
+        }
+        answer
+            .recv()
+            .map_err(|_| StoreError::Pg(format!("{}: the connection's thread ended", self.shown)))?
+    }
+
+    /// Runs statements without parameters (`BEGIN`, `COMMIT`, …).
+    pub(crate) fn batch(&self, sql: &'static str) -> Result<()> {
+        self.run(move |w| {
+            let (rt, client) = (&w.rt, &w.client);
+            rt.block_on(client.batch_execute(sql)).map_err(|e| w.error(&e))
+        })
+    }
+
+    /// The statement `sql` (the store's SQLite text) as PostgreSQL reads it
+    /// (with `RETURNING id` when `returning_id`: SQLite's last rowid); a
+    /// fixed statement's is worked out once.
+    pub(crate) fn said(&self, sql: crate::store::exec::Sql<'_>, returning_id: bool) -> std::sync::Arc<str> {
+        let say = |s: &str| {
+            let mut t = translate(s);
+            if returning_id {
+                t.push_str(" RETURNING id");
+            }
+            std::sync::Arc::<str>::from(t)
+        };
+        match sql {
+            crate::store::exec::Sql::Fixed(s) => {
+                let key = (s.as_ptr() as usize, s.len(), returning_id);
+                let mut said = self.said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                said.entry(key).or_insert_with(|| say(s)).clone()
+            }
+            crate::store::exec::Sql::Text(s) => say(s),
+        }
+    }
+
+    /// Runs one statement with `params`: its rows and how many it changed.
+    pub(crate) fn query(&self, sql: std::sync::Arc<str>, params: Vec<Value>) -> Result<Rows> {
+        let out = self.run(move |w| w.query(&sql, params))?;
+        self.changes.fetch_add(out.1, std::sync::atomic::Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Rows changed by this session's statements so far (queries count
+    /// their rows too: more than SQLite counts, never fewer).
+    pub(crate) fn total_changes(&self) -> u64 {
+        self.changes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Worker {
+    fn error(&self, e: &tokio_postgres::Error) -> StoreError {
+        StoreError::Pg(format!("{}: {}", self.shown, super::with_causes(e)))
+    }
+
+    fn query(&mut self, sql: &str, params: Vec<Value>) -> Result<Rows> {
+        let stmt = match self.prepared.get(sql) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self
+                    .rt
+                    .block_on(self.client.prepare(sql))
+                    .map_err(|e| StoreError::Pg(format!("{}: {} in: {sql}", self.shown, super::with_causes(&e))))?;
+                self.prepared.insert(sql.to_string(), s.clone());
+                s
+            }
+        };
+        let boxed = params
+            .into_iter()
+            .zip(stmt.params())
+            .map(|(v, ty)| param(v, ty))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref() as _).collect();
+        if stmt.columns().is_empty() {
+            let n = self
+                .rt
+                .block_on(self.client.execute(&stmt, &refs))
+                .map_err(|e| self.error(&e))?;
+            return Ok((Vec::new(), n));
+        }
+        let rows = self
+            .rt
+            .block_on(self.client.query(&stmt, &refs))
+            .map_err(|e| self.error(&e))?;
+        let n = rows.len() as u64;
+        let rows = rows.iter().map(values).collect::<Result<Vec<_>>>()?;
+        Ok((rows, n))
+    }
+}
+
+/// A parameter as SQLite would bind it, as a value of the type PostgreSQL
+/// inferred for its place.
+pub(crate) fn value_of(p: &dyn rusqlite::ToSql) -> Result<Value> {
+    Ok(match p.to_sql()? {
+        ToSqlOutput::Borrowed(v) => Value::from(v),
+        ToSqlOutput::Owned(v) => v,
+        other => {
+            return Err(StoreError::Invariant(format!(
+                "a parameter PostgreSQL cannot take: {other:?}"
+            )));
+        }
+    })
+}
+
+fn param(v: Value, ty: &Type) -> Result<Box<dyn ToSql + Sync + Send>> {
+    let mismatch = |v: &Value| {
+        StoreError::Invariant(format!("a {:?} parameter where PostgreSQL expects {ty}", ValueRef::from(v).data_type()))
+    };
+    Ok(match (v, ty) {
+        (Value::Null, t) if *t == Type::INT8 => Box::new(None::<i64>),
+        (Value::Null, t) if *t == Type::INT4 => Box::new(None::<i32>),
+        (Value::Null, t) if *t == Type::FLOAT8 => Box::new(None::<f64>),
+        (Value::Null, t) if *t == Type::BOOL => Box::new(None::<bool>),
+        (Value::Null, t) if *t == Type::BYTEA => Box::new(None::<Vec<u8>>),
+        (Value::Null, _) => Box::new(None::<String>),
+        (Value::Integer(i), t) if *t == Type::INT8 => Box::new(i),
+        (Value::Integer(i), t) if *t == Type::INT4 => {
+            Box::new(i32::try_from(i).map_err(|_| mismatch(&Value::Integer(i)))?)
+        }
+        (Value::Integer(i), t) if *t == Type::FLOAT8 => Box::new(i as f64),
+        (Value::Integer(i), t) if *t == Type::BOOL => Box::new(i != 0),
+        (Value::Integer(i), t) if *t == Type::TEXT || *t == Type::VARCHAR => Box::new(i.to_string()),
+        (Value::Real(f), t) if *t == Type::FLOAT8 => Box::new(f),
+        (Value::Real(f), t) if *t == Type::TEXT => Box::new(f.to_string()),
+        (Value::Text(s), t) if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::UNKNOWN => Box::new(s),
+        (Value::Blob(b), t) if *t == Type::BYTEA => Box::new(b),
+        (v, _) => return Err(mismatch(&v)),
+    })
+}
+
+/// A PostgreSQL row as SQLite values, column by column.
+pub(crate) fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
+    let bad = |e: tokio_postgres::Error| StoreError::Pg(e.to_string());
+    (0..row.len())
+        .map(|i| {
+            let ty = row.columns()[i].type_();
+            Ok(if *ty == Type::INT8 {
+                row.try_get::<_, Option<i64>>(i).map_err(bad)?.map_or(Value::Null, Value::Integer)
+            } else if *ty == Type::INT4 {
+                row.try_get::<_, Option<i32>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, |v| Value::Integer(v.into()))
+            } else if *ty == Type::INT2 {
+                row.try_get::<_, Option<i16>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, |v| Value::Integer(v.into()))
+            } else if *ty == Type::FLOAT8 {
+                row.try_get::<_, Option<f64>>(i).map_err(bad)?.map_or(Value::Null, Value::Real)
+            } else if *ty == Type::BOOL {
+                row.try_get::<_, Option<bool>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, |v| Value::Integer(v.into()))
+            } else if *ty == Type::BYTEA {
+                row.try_get::<_, Option<Vec<u8>>>(i).map_err(bad)?.map_or(Value::Null, Value::Blob)
+            } else if *ty == Type::NUMERIC {
+                row.try_get::<_, Option<Numeric>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, |n| n.0)
+            } else {
+                row.try_get::<_, Option<String>>(i).map_err(bad)?.map_or(Value::Null, Value::Text)
+            })
+        })
+        .collect()
+}
+
+/// A `numeric` (what `SUM` of integers gives): an integer when it is whole
+/// and fits, else a real.
+struct Numeric(Value);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let word = |i: usize| -> std::result::Result<i16, Box<dyn std::error::Error + Sync + Send>> {
+            raw.get(i..i + 2)
+                .map(|b| i16::from_be_bytes([b[0], b[1]]))
+                .ok_or_else(|| "short numeric".into())
+        };
+        let (ndigits, weight, sign, dscale) = (word(0)?, word(2)?, word(4)? as u16, word(6)?);
+        if sign == 0xC000 {
+            return Ok(Numeric(Value::Real(f64::NAN)));
+        }
+        let mut whole: i128 = 0;
+        let mut real = 0f64;
+        let mut fits = dscale == 0;
+        for d in 0..ndigits.max(0) as usize {
+            let digit = word(8 + 2 * d)? as i128;
+            let power = weight as i32 - d as i32;
+            real += digit as f64 * 10000f64.powi(power);
+            if power < 0 {
+                fits = fits && digit == 0;
+            } else {
+                whole = whole.saturating_add(digit.saturating_mul(10000i128.saturating_pow(power as u32)));
+            }
+        }
+        let negative = sign == 0x4000;
+        if fits && let Ok(i) = i64::try_from(if negative { -whole } else { whole }) {
+            return Ok(Numeric(Value::Integer(i)));
+        }
+        Ok(Numeric(Value::Real(if negative { -real } else { real })))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+}
+
+/// The store's SQLite statement as PostgreSQL reads it: `?N` placeholders
+/// as `$N`, and SQLite's index hints (`INDEXED BY name`) left out
+/// (PostgreSQL's planner picks its own).
+pub(crate) fn translate(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find("INDEXED BY ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "INDEXED BY ".len()..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        rest = after[end..].trim_start_matches(' ');
+    }
+    out.push_str(rest);
+    dollar_placeholders(&out)
+}
+
+/// `?N` placeholders (SQLite's) as `$N` (PostgreSQL's).
+pub(crate) fn dollar_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_lock_is_the_one_named() {
+        assert!(BEGIN_WRITE.contains(&WRITE_LOCK.to_string()));
+    }
+
+    #[test]
+    fn translate_says_placeholders_and_drops_index_hints() {
+        assert_eq!(
+            translate("SELECT COUNT(*) FROM runs INDEXED BY runs_waiting WHERE schedule = ?1 AND x < ?12"),
+            "SELECT COUNT(*) FROM runs WHERE schedule = $1 AND x < $12"
+        );
+        assert_eq!(translate("SELECT ? FROM t"), "SELECT ? FROM t");
+    }
+}
