@@ -6,13 +6,13 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_row, stored};
+use super::sql::{Ms, attempt_cols, attempt_from_cols, stored};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::agent::log::BoundedLog;
 use crate::core::event::Event;
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
+use rusqlite::params;
 
 /// The one statement that decides a claim; the fencing token is the counter
 /// plus one, and the counter is moved to it in the same transaction. No
@@ -255,16 +255,10 @@ impl Tx<'_> {
         }
         // The claim takes the counter's next value from its row.
         self.states.flush(self.conn, self.stmts)?;
-        let mut stmt = self.cached(CLAIM)?;
-        let claimed = stmt.execute(rusqlite::params![
-            run_id,
-            from,
-            owner,
-            Ms(lease_until),
-            reason,
-            Ms(now)
-        ])?;
-        drop(stmt);
+        let claimed = self.exec(
+            CLAIM,
+            params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
+        )?;
         let run = if claimed == 1 { self.try_run(run_id)? } else { None };
         let Some(run) = run else {
             return Ok(None);
@@ -334,35 +328,36 @@ impl Tx<'_> {
             Some(t) => t,
             None => {
                 let t = self
-                    .cached(FENCING_TOKEN)?
-                    .query_row([], |r| r.get::<_, i64>(0))
-                    .optional()?
+                    .opt(FENCING_TOKEN, params![], |r| r.get::<i64>(0))?
                     .unwrap_or(0);
                 self.states.keep_fencing(t);
                 t
             }
         } + 1;
-        let inserted = self.cached(INSERT_CLAIMED_RUN)?.execute(rusqlite::params![
-            new.tenant,
-            new.schedule,
-            new.window_key,
-            Ms(new.window_start),
-            Ms(new.window_end),
-            Ms(new.due_at),
-            reason,
-            new.pool,
-            owner,
-            Ms(lease_until),
-            token,
-            Ms(run.created_at),
-            Ms(now),
-        ])?;
+        let (inserted, id) = self.insert(
+            INSERT_CLAIMED_RUN,
+            params![
+                new.tenant,
+                new.schedule,
+                new.window_key,
+                Ms(new.window_start),
+                Ms(new.window_end),
+                Ms(new.due_at),
+                reason,
+                new.pool,
+                owner,
+                Ms(lease_until),
+                token,
+                Ms(run.created_at),
+                Ms(now),
+            ],
+        )?;
         if inserted != 1 {
             return Ok(None);
         }
         // The row as written, built here (as insert_run and claim_row
         // would leave it), not read back.
-        run.id = self.conn.last_insert_rowid();
+        run.id = id;
         run.state = RunState::Running;
         run.reason = reason;
         run.state_reason = None;
@@ -405,9 +400,7 @@ impl Tx<'_> {
     pub fn fencing_counter(&self) -> Result<i64> {
         self.states.flush(self.conn, self.stmts)?;
         Ok(self
-            .cached(FENCING_TOKEN)?
-            .query_row([], |r| r.get::<_, i64>(0))
-            .optional()?
+            .opt(FENCING_TOKEN, params![], |r| r.get::<i64>(0))?
             .unwrap_or(0))
     }
 
@@ -415,29 +408,28 @@ impl Tx<'_> {
     /// the run is running; `false` = stale (the attempt lost its claim).
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
         self.states.forget_claimed(run_id);
-        let mut stmt = self.cached(RENEW_LEASE)?;
-        Ok(stmt.execute(rusqlite::params![run_id, token, Ms(until)])? == 1)
+        Ok(self.exec(RENEW_LEASE, params![run_id, token, Ms(until)])? == 1)
     }
 
     /// Asks the scheduler running the attempt with `token` to cancel it: a
     /// newer window (`why`, its key) superseded it. No-op once it has ended.
     pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
         self.states.forget_claimed(run_id);
-        let mut stmt = self.cached(
+        Ok(self.exec(
             "UPDATE runs SET cancel_requested = ?3 WHERE id = ?1 AND fencing_token = ?2 \
              AND state = 'running' AND cancel_requested IS NULL",
-        )?;
-        Ok(stmt.execute(rusqlite::params![run_id, token, why])? == 1)
+            params![run_id, token, why],
+        )? == 1)
     }
 
     /// The cancel requests for attempts `owner` runs: (run, token, why).
     pub fn cancel_requests(&self, owner: &str) -> Result<Vec<(i64, i64, String)>> {
-        let mut stmt = self.cached(
+        self.all(
             "SELECT id, fencing_token, cancel_requested FROM runs INDEXED BY runs_lease \
              WHERE state = 'running' AND lease_owner = ?1 AND cancel_requested IS NOT NULL",
-        )?;
-        let rows = stmt.query_map([owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            params![owner],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
@@ -466,8 +458,7 @@ impl Tx<'_> {
         if self.states.deferring() && self.states.deferred_envelope(run_id, attempt, &envelope) {
             return Ok(());
         }
-        let mut stmt = self.cached(SET_ENVELOPE)?;
-        stmt.execute(rusqlite::params![run_id, attempt, envelope.text()])?;
+        self.exec(SET_ENVELOPE, params![run_id, attempt, envelope.text()])?;
         Ok(())
     }
 
@@ -479,19 +470,20 @@ impl Tx<'_> {
     /// touched: that is [`Tx::transition`]'s job.
     pub fn end_attempt(&self, run_id: i64, token: i64, end: &AttemptEnd, now: DateTime<Utc>) -> Result<bool> {
         let status = end.status.unwrap_or_else(|| inferred_status(end));
-        let mut stmt = self.cached(END_ATTEMPT)?;
-        let changed = stmt.execute(rusqlite::params![
-            run_id,
-            token,
-            Ms(now),
-            status,
-            end.error_class,
-            end.exit_code,
-            end.summary,
-            end.processed,
-            end.message,
-        ])?;
-        drop(stmt);
+        let changed = self.exec(
+            END_ATTEMPT,
+            params![
+                run_id,
+                token,
+                Ms(now),
+                status,
+                end.error_class,
+                end.exit_code,
+                end.summary,
+                end.processed,
+                end.message,
+            ],
+        )?;
         if changed == 0 {
             return Ok(false);
         }
@@ -529,8 +521,22 @@ impl Tx<'_> {
             reason: run.reason,
             started_at: run.updated_at,
         };
-        self.states.flush_attempt(self.conn, self.stmts)?;
-        if !row.insert_deferred(self.conn, self.stmts, None)? {
+        // `HeldAttempt::insert_deferred` without an envelope (a held row is
+        // inserted first, as before any statement).
+        let inserted = self.exec(
+            INSERT_UNWRITTEN_ATTEMPT,
+            params![
+                row.run_id,
+                row.n,
+                row.token,
+                row.tenant,
+                row.schedule,
+                row.owner,
+                row.reason,
+                Ms(row.started_at),
+            ],
+        )?;
+        if inserted != 1 {
             return Ok(false);
         }
         let note = "its attempt row and its claim's trace row were not written before its scheduler stopped";
@@ -546,9 +552,7 @@ impl Tx<'_> {
 
     /// The run's attempts, first first.
     pub fn attempts(&self, run_id: i64) -> Result<Vec<Attempt>> {
-        let mut stmt = self.cached(ATTEMPTS_OF_RUN)?;
-        let rows = stmt.query_map([run_id], attempt_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(ATTEMPTS_OF_RUN, params![run_id], |r| attempt_from_cols(r))
     }
 
     /// Adds reported usage to the attempt with this fencing token and returns
@@ -562,14 +566,13 @@ impl Tx<'_> {
         tokens: i64,
         cost_usd: f64,
     ) -> Result<Option<(i64, f64)>> {
-        let changed = self
-            .cached(ADD_USAGE)?
-            .execute(rusqlite::params![run_id, token, tokens, cost_usd])?;
+        let changed = self.exec(ADD_USAGE, params![run_id, token, tokens, cost_usd])?;
         if changed == 0 {
             return Ok(None);
         }
-        let mut stmt = self.cached(RUN_USAGE)?;
-        Ok(Some(stmt.query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?))
+        Ok(Some(self.one(RUN_USAGE, params![run_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?))
     }
 
     /// Sum of `cost_usd` of the schedule's attempts started in `[from, to)`.
@@ -580,12 +583,9 @@ impl Tx<'_> {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<f64> {
-        let mut stmt = self.cached(SCHEDULE_COST)?;
-        Ok(
-            stmt.query_row(rusqlite::params![tenant, schedule, Ms(from), Ms(to)], |r| {
-                r.get(0)
-            })?,
-        )
+        self.one(SCHEDULE_COST, params![tenant, schedule, Ms(from), Ms(to)], |r| {
+            r.get(0)
+        })
     }
 
     /// Appends non-protocol output to the log of the attempt with this fencing
@@ -597,17 +597,9 @@ impl Tx<'_> {
         if text.is_empty() {
             return Ok(());
         }
-        let mut stmt = self.cached(LOG_OF_ATTEMPT)?;
-        let current = stmt
-            .query_row(rusqlite::params![run_id, token], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            })
-            .optional()?;
-        drop(stmt);
+        let current = self.opt(LOG_OF_ATTEMPT, params![run_id, token], |r| {
+            Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?))
+        })?;
         let Some((head, tail, dropped)) = current else {
             return Ok(());
         };
@@ -615,8 +607,7 @@ impl Tx<'_> {
         log.push(text);
         let (head, tail, dropped) = log.into_parts();
         let dropped = i64::try_from(dropped).unwrap_or(i64::MAX);
-        self.cached(SET_LOG)?
-            .execute(rusqlite::params![token, head, tail, dropped])?;
+        self.exec(SET_LOG, params![token, head, tail, dropped])?;
         Ok(())
     }
 
@@ -634,16 +625,10 @@ impl Tx<'_> {
         side_effect: bool,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let mut stmt = self.cached(RECORD_STEP)?;
-        let changed = stmt.execute(rusqlite::params![
-            run_id,
-            token,
-            attempt,
-            name,
-            status,
-            side_effect,
-            Ms(now)
-        ])?;
+        let changed = self.exec(
+            RECORD_STEP,
+            params![run_id, token, attempt, name, status, side_effect, Ms(now)],
+        )?;
         Ok(changed == 1)
     }
 
@@ -663,25 +648,25 @@ impl Tx<'_> {
         side_effect: bool,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let mut stmt = self.cached(RECORD_STEP_FENCED)?;
-        let changed = stmt.execute(rusqlite::params![
-            run_id,
-            token,
-            attempt,
-            name,
-            status,
-            side_effect,
-            Ms(now),
-            Ms(now)
-        ])?;
+        let changed = self.exec(
+            RECORD_STEP_FENCED,
+            params![
+                run_id,
+                token,
+                attempt,
+                name,
+                status,
+                side_effect,
+                Ms(now),
+                Ms(now)
+            ],
+        )?;
         Ok(changed == 1)
     }
 
     /// The run's step journal across attempts, in the order written.
     pub fn steps(&self, run_id: i64) -> Result<Vec<Step>> {
-        let mut stmt = self.cached(STEPS_OF_RUN)?;
-        let rows = stmt.query_map([run_id], |r| super::sql::step_from_cols(r))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(STEPS_OF_RUN, params![run_id], |r| super::sql::step_from_cols(r))
     }
 
     /// Names of steps with a `done` entry in any attempt, in first-done order.

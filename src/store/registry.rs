@@ -3,11 +3,12 @@
 //! lost) is [`crate::core::registry`]'s to say; this module only reads and
 //! writes rows.
 
+use super::exec::Row;
 use super::sql::{Ms, ts, ts_opt};
 use super::{Result, Tx};
 use crate::core::registry::SchedulerRecord;
 use chrono::{DateTime, TimeDelta, Utc};
-use rusqlite::Row;
+use rusqlite::params;
 
 /// A process starting again under an owner name it had before (a reused pid)
 /// starts afresh: stopped and lost marks are cleared.
@@ -58,30 +59,32 @@ pub(crate) fn from_row_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Re
 impl Tx<'_> {
     /// Writes (or rewrites) this scheduler's row at its start.
     pub fn register_scheduler(&self, rec: &SchedulerRecord) -> Result<()> {
-        self.cached(FORGET)?
-            .execute([Ms(rec.started_at - FORGET_AFTER)])?;
-        self.cached(REGISTER)?.execute(rusqlite::params![
-            rec.owner,
-            rec.host,
-            rec.pid,
-            rec.version,
-            rec.config_hash,
-            rec.heartbeat_ms,
-            Ms(rec.started_at),
-            Ms(rec.last_seen),
-        ])?;
+        self.exec(FORGET, params![Ms(rec.started_at - FORGET_AFTER)])?;
+        self.exec(
+            REGISTER,
+            params![
+                rec.owner,
+                rec.host,
+                rec.pid,
+                rec.version,
+                rec.config_hash,
+                rec.heartbeat_ms,
+                Ms(rec.started_at),
+                Ms(rec.last_seen),
+            ],
+        )?;
         Ok(())
     }
 
     /// Refreshes `last_seen`; `false` when the row is missing or stopped
     /// (someone deleted it: register again).
     pub fn scheduler_seen(&self, owner: &str, now: DateTime<Utc>) -> Result<bool> {
-        Ok(self.cached(SEEN)?.execute(rusqlite::params![owner, Ms(now)])? == 1)
+        Ok(self.exec(SEEN, params![owner, Ms(now)])? == 1)
     }
 
     /// A clean stop.
     pub fn scheduler_stopped(&self, owner: &str, now: DateTime<Utc>) -> Result<()> {
-        self.cached(STOPPED)?.execute(rusqlite::params![owner, Ms(now)])?;
+        self.exec(STOPPED, params![owner, Ms(now)])?;
         Ok(())
     }
 
@@ -94,16 +97,11 @@ impl Tx<'_> {
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self
-            .cached(MARK_LOST)?
-            .execute(rusqlite::params![owner, Ms(last_seen), Ms(now), by])?
-            == 1)
+        Ok(self.exec(MARK_LOST, params![owner, Ms(last_seen), Ms(now), by])? == 1)
     }
 
     /// Every registered scheduler, oldest start first.
     pub fn schedulers(&self) -> Result<Vec<SchedulerRecord>> {
-        let mut stmt = self.cached(ALL)?;
-        let rows = stmt.query_map([], from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(ALL, params![], from_row)
     }
 }

@@ -6,7 +6,7 @@ use super::sql::ts;
 use super::{Result, Tx};
 use crate::core::records::RunState;
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
+use rusqlite::params;
 
 /// No index on `state` (the console reads the same lists by full scan); these
 /// run at a status request, not per tick.
@@ -24,25 +24,21 @@ pub type Oldest = (i64, String, DateTime<Utc>);
 impl Tx<'_> {
     /// The run that has been in `state` longest, if any.
     pub fn oldest_in_state(&self, state: RunState) -> Result<Option<Oldest>> {
-        Ok(self
-            .cached(OLDEST_IN_STATE)?
-            .query_row([state.as_str()], |r| Ok((r.get(0)?, r.get(1)?, ts(r, 2)?)))
-            .optional()?)
+        self.opt(OLDEST_IN_STATE, params![state.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, ts(r, 2)?))
+        })
     }
 
     /// Catch-up runs queued and not yet finished (pending or retry-waiting in
     /// the backfill pool).
     pub fn backfill_pending(&self) -> Result<u64> {
-        let n: i64 = self.cached(BACKFILL_PENDING)?.query_row([], |r| r.get(0))?;
+        let n: i64 = self.one(BACKFILL_PENDING, params![], |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// (tokens, cost in USD) one attempt reported.
     pub fn attempt_usage(&self, run_id: i64, n: u32) -> Result<Option<(i64, f64)>> {
-        Ok(self
-            .cached(ATTEMPT_USAGE)?
-            .query_row(rusqlite::params![run_id, n], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?)
+        self.opt(ATTEMPT_USAGE, params![run_id, n], |r| Ok((r.get(0)?, r.get(1)?)))
     }
 
     /// The schema version of the file (`PRAGMA user_version`).
