@@ -3,10 +3,11 @@
 //! change means (added, removed, changed, which runs it touches) is
 //! `crate::control`'s to say; this module only reads and writes rows.
 
+use super::exec::Row;
 use super::sql::{Ms, ts, ts_opt};
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row};
+use rusqlite::params;
 use std::collections::BTreeMap;
 
 /// What became of a stored configuration.
@@ -136,19 +137,18 @@ pub(crate) fn schedule_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlit
 impl Tx<'_> {
     /// The version the database runs (none before the first config is stored).
     pub fn current_config(&self) -> Result<Option<ConfigVersion>> {
-        Ok(self
-            .prepared(CURRENT_CONFIG)?
-            .query_row([], config_from_row)
-            .optional()?)
+        self.opt(CURRENT_CONFIG, params![], config_from_row)
     }
 
     /// The applied version's number and the reload counter: what every
     /// scheduler watches (one row, read every loop).
     pub fn config_watch(&self) -> Result<(Option<i64>, i64)> {
         Ok(self
-            .cached("SELECT version, reload_seq FROM config_current WHERE id = 1")?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
+            .opt(
+                "SELECT version, reload_seq FROM config_current WHERE id = 1",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?
             .unwrap_or((None, 0)))
     }
 
@@ -156,32 +156,28 @@ impl Tx<'_> {
     /// the hash of the version the database runs, and the newest version
     /// waiting for `approve-config`.
     pub fn config_glance(&self) -> Result<(Option<String>, Option<i64>)> {
-        let hash = self
-            .cached(
-                "SELECT hash FROM config_versions \
+        let hash = self.opt(
+            "SELECT hash FROM config_versions \
                  WHERE version = (SELECT version FROM config_current WHERE id = 1)",
-            )?
-            .query_row([], |r| r.get(0))
-            .optional()?;
-        let waiting = self
-            .cached("SELECT MAX(version) FROM config_versions WHERE status = ?1")?
-            .query_row([ConfigStatus::Waiting.as_str()], |r| r.get(0))?;
+            params![],
+            |r| r.get(0),
+        )?;
+        let waiting = self.one(
+            "SELECT MAX(version) FROM config_versions WHERE status = ?1",
+            params![ConfigStatus::Waiting.as_str()],
+            |r| r.get(0),
+        )?;
         Ok((hash, waiting))
     }
 
     pub fn config_version(&self, version: i64) -> Result<Option<ConfigVersion>> {
         let sql = format!("SELECT {CONFIG_COLS} FROM config_versions WHERE version = ?1");
-        Ok(self
-            .prepared(&sql)?
-            .query_row([version], config_from_row)
-            .optional()?)
+        self.opt(&sql, params![version], config_from_row)
     }
 
     /// Every stored configuration, oldest first.
     pub fn config_versions(&self) -> Result<Vec<ConfigVersion>> {
-        let mut stmt = self.prepared(CONFIG_VERSIONS)?;
-        let rows = stmt.query_map([], config_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(CONFIG_VERSIONS, params![], config_from_row)
     }
 
     /// Stores a configuration as the next version; returns its number.
@@ -196,25 +192,19 @@ impl Tx<'_> {
         status: ConfigStatus,
         note: Option<&str>,
     ) -> Result<i64> {
-        self.cached(
+        let (_, version) = self.insert(
             "INSERT INTO config_versions (hash, path, text, loaded_at, loaded_by, status, note) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(rusqlite::params![
-            hash,
-            path,
-            text,
-            Ms(at),
-            by,
-            status.as_str(),
-            note
-        ])?;
-        Ok(self.conn.last_insert_rowid())
+            params![hash, path, text, Ms(at), by, status.as_str(), note],
+        )?;
+        Ok(version)
     }
 
     pub fn set_config_status(&self, version: i64, status: ConfigStatus) -> Result<()> {
-        self.cached("UPDATE config_versions SET status = ?2 WHERE version = ?1")?
-            .execute(rusqlite::params![version, status.as_str()])?;
+        self.exec(
+            "UPDATE config_versions SET status = ?2 WHERE version = ?1",
+            params![version, status.as_str()],
+        )?;
         Ok(())
     }
 
@@ -226,25 +216,29 @@ impl Tx<'_> {
         reason: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.cached(
+        self.exec(
             "UPDATE config_versions SET approved_by = ?2, approval_reason = ?3, approved_at = ?4 \
                  WHERE version = ?1",
-        )?
-        .execute(rusqlite::params![version, by, reason, Ms(at)])?;
+            params![version, by, reason, Ms(at)],
+        )?;
         Ok(())
     }
 
     /// Makes `version` the one the database runs.
     pub fn set_current_config(&self, version: i64) -> Result<()> {
-        self.cached("UPDATE config_current SET version = ?1 WHERE id = 1")?
-            .execute([version])?;
+        self.exec(
+            "UPDATE config_current SET version = ?1 WHERE id = 1",
+            params![version],
+        )?;
         Ok(())
     }
 
     /// `agentcron reload`: every scheduler on the database re-reads its file.
     pub fn request_reload(&self) -> Result<i64> {
-        self.cached("UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1")?
-            .execute([])?;
+        self.exec(
+            "UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1",
+            params![],
+        )?;
         Ok(self.config_watch()?.1)
     }
 
@@ -259,59 +253,59 @@ impl Tx<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let mut stmt = self.prepared(&sql)?;
-        let rows = stmt.query_map([], schedule_from_row)?;
         let mut out = BTreeMap::new();
-        for row in rows {
-            let v = row?;
+        for v in self.all(&sql, params![], schedule_from_row)? {
             out.insert(v.schedule.clone(), v);
         }
         Ok(out)
     }
 
     pub fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<ScheduleVersion>> {
-        Ok(self
-            .prepared(SCHEDULE_VERSION)?
-            .query_row(rusqlite::params![schedule, version], schedule_from_row)
-            .optional()?)
+        self.opt(SCHEDULE_VERSION, params![schedule, version], schedule_from_row)
     }
 
     /// The newest version number a schedule id ever had (0 if none).
     pub fn last_schedule_version(&self, schedule: &str) -> Result<i64> {
-        Ok(self
-            .cached("SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1")?
-            .query_row([schedule], |r| r.get(0))?)
+        self.one(
+            "SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1",
+            params![schedule],
+            |r| r.get(0),
+        )
     }
 
     /// Stores a schedule version and makes it the schedule's current one.
     pub fn put_schedule_version(&self, v: &ScheduleVersion) -> Result<()> {
         let settings = serde_json::to_string(&v.settings).unwrap_or_else(|_| "{}".into());
-        self.cached(
+        self.exec(
             "INSERT OR REPLACE INTO schedule_versions \
                  (schedule, version, hash, settings, config_version, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(rusqlite::params![
-            v.schedule,
-            v.version,
-            v.hash,
-            settings,
-            v.config_version,
-            Ms(v.created_at)
-        ])?;
+            params![
+                v.schedule,
+                v.version,
+                v.hash,
+                settings,
+                v.config_version,
+                Ms(v.created_at)
+            ],
+        )?;
         self.set_schedule_current(&v.schedule, v.version)
     }
 
     pub fn set_schedule_current(&self, schedule: &str, version: i64) -> Result<()> {
-        self.cached("INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)")?
-            .execute(rusqlite::params![schedule, version])?;
+        self.exec(
+            "INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)",
+            params![schedule, version],
+        )?;
         Ok(())
     }
 
     /// A removed schedule has no current version (its history stays).
     pub fn drop_schedule_current(&self, schedule: &str) -> Result<()> {
-        self.cached("DELETE FROM schedule_current WHERE schedule = ?1")?
-            .execute([schedule])?;
+        self.exec(
+            "DELETE FROM schedule_current WHERE schedule = ?1",
+            params![schedule],
+        )?;
         Ok(())
     }
 
@@ -355,13 +349,12 @@ impl Tx<'_> {
             ),
             ("DELETE FROM schedule_current WHERE schedule = ?1", false),
         ] {
-            let mut stmt = self.cached(sql)?;
             if both {
-                stmt.execute([old, new])?;
+                self.exec(sql, params![old, new])?;
             } else if sql.starts_with("DELETE FROM schedule_current") {
-                stmt.execute([old])?;
+                self.exec(sql, params![old])?;
             } else {
-                stmt.execute([new])?;
+                self.exec(sql, params![new])?;
             }
         }
         Ok(())
@@ -377,15 +370,19 @@ impl Tx<'_> {
 
     /// A scheduler that reloaded runs another config: its registry row says so.
     pub fn set_scheduler_config_hash(&self, owner: &str, hash: &str) -> Result<()> {
-        self.cached("UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1")?
-            .execute([owner, hash])?;
+        self.exec(
+            "UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1",
+            params![owner, hash],
+        )?;
         Ok(())
     }
 
     /// Catch-up windows of `schedule` not yet queued are dropped.
     pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
-        self.cached("DELETE FROM catchup_backlog WHERE schedule = ?1")?
-            .execute([schedule])?;
+        self.exec(
+            "DELETE FROM catchup_backlog WHERE schedule = ?1",
+            params![schedule],
+        )?;
         self.states.keep_backlog(schedule, None);
         Ok(())
     }
@@ -394,12 +391,9 @@ impl Tx<'_> {
     /// attempt number).
     pub fn run_versions(&self, run_id: i64) -> Result<RunVersionRows> {
         let opened = self
-            .cached(RUN_OPENED_VERSION)?
-            .query_row([run_id], |r| r.get::<_, Option<i64>>(0))
-            .optional()?
+            .opt(RUN_OPENED_VERSION, params![run_id], |r| r.get::<Option<i64>>(0))?
             .flatten();
-        let mut stmt = self.cached(ATTEMPT_VERSIONS)?;
-        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok((opened, rows.collect::<rusqlite::Result<Vec<_>>>()?))
+        let attempts = self.all(ATTEMPT_VERSIONS, params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((opened, attempts))
     }
 }

@@ -1,12 +1,13 @@
 //! The append-only trace (`events`) and the posted named events that feed
 //! `on_event` / `after_event` triggers.
 
-use super::sql::{Ms, event_from_row, json_text, json_value, limit, ts, with_limit};
+use super::exec::{self, Row};
+use super::sql::{Ms, event_from_cols, json_text, json_value, limit, ts, with_limit};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
-use rusqlite::types::Value;
+use rusqlite::params;
+use rusqlite::types::{ToSql, Value};
 
 const INSERT_EVENT: &str = "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -246,9 +247,11 @@ impl Tx<'_> {
             self.states.defer_event(ev, Vec::new());
             return Ok(0);
         }
-        let mut stmt = self.cached(INSERT_EVENT)?;
-        stmt.execute(rusqlite::params![Ms(at), kind, tenant, schedule, run_id, detail])?;
-        Ok(self.conn.last_insert_rowid())
+        let (_, id) = self.insert(
+            INSERT_EVENT,
+            params![Ms(at), kind, tenant, schedule, run_id, detail],
+        )?;
+        Ok(id)
     }
 
     /// Holds `claimed` (its run's tenant, schedule and id set) with the
@@ -324,11 +327,8 @@ impl Tx<'_> {
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         self.states.flush(self.conn, self.stmts)?;
         list_events(filter, |sql, params| {
-            let mut stmt = self.prepared(sql)?;
-            let rows = stmt
-                .query_map(rusqlite::params_from_iter(params), event_from_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
+            let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
+            self.all(exec::Sql::Text(sql), &params, |r: &Row<'_>| event_from_cols(r))
         })
     }
 
@@ -342,8 +342,7 @@ impl Tx<'_> {
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
         self.states.flush(self.conn, self.stmts)?;
-        let mut stmt = self.cached(MAX_EVENT_ID)?;
-        Ok(stmt.query_row([], |r| r.get(0))?)
+        self.one(MAX_EVENT_ID, params![], |r| r.get(0))
     }
 
     /// Records a posted named event once per (name, event id): `Some(seq)` if
@@ -355,19 +354,17 @@ impl Tx<'_> {
         payload: &serde_json::Value,
         at: DateTime<Utc>,
     ) -> Result<Option<i64>> {
-        let mut stmt = self.cached(POST_EVENT)?;
-        Ok(stmt
-            .query_row(
-                rusqlite::params![name, event_id, json_text(payload), Ms(at)],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.opt(
+            POST_EVENT,
+            params![name, event_id, json_text(payload), Ms(at)],
+            |r| r.get(0),
+        )
     }
 
     /// Posted events with `seq > after_seq`, oldest first, at most `limit_to`.
     pub fn posted_events_after(&self, after_seq: i64, limit_to: usize) -> Result<Vec<PostedEvent>> {
-        let mut stmt = self.prepared(&with_limit(POSTED_AFTER, "?2", limit_to))?;
-        let rows = stmt.query_map(rusqlite::params![after_seq], |r| {
+        let sql = with_limit(POSTED_AFTER, "?2", limit_to);
+        self.all(&sql, params![after_seq], |r| {
             Ok(PostedEvent {
                 seq: r.get(0)?,
                 name: r.get(1)?,
@@ -375,8 +372,7 @@ impl Tx<'_> {
                 payload: json_value(r.get(3)?),
                 arrived_at: ts(r, 4)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 }
 

@@ -2,12 +2,13 @@
 //! (last evaluated instant, circuit, pause, concurrency divisor), switches,
 //! approvals and ad-hoc maintenance windows.
 
+use super::exec::Row;
 use super::sql::{Ms, json_value, ms_opt, stored, ts, ts_opt};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::core::event::Event;
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row};
+use rusqlite::params;
 
 macro_rules! schedule_state_cols {
     () => {
@@ -125,8 +126,7 @@ impl Tx<'_> {
         if let Some(st) = self.states.get(schedule) {
             return Ok(st);
         }
-        let mut stmt = self.cached(SCHEDULE_STATE)?;
-        let st = stmt.query_row([schedule], schedule_state_from_row).optional()?;
+        let st = self.opt(SCHEDULE_STATE, params![schedule], schedule_state_from_row)?;
         let st = st.unwrap_or_else(|| ScheduleState::new(schedule));
         self.states.put(&st);
         Ok(st)
@@ -155,9 +155,7 @@ impl Tx<'_> {
 
     /// Every stored schedule state, by schedule name.
     pub fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
-        let mut stmt = self.cached(ALL_SCHEDULE_STATES)?;
-        let rows = stmt.query_map([], schedule_state_from_row)?;
-        let all = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        let all = self.all(ALL_SCHEDULE_STATES, params![], schedule_state_from_row)?;
         for st in &all {
             self.states.put(st);
         }
@@ -169,15 +167,12 @@ impl Tx<'_> {
         // Only the last success moved from the state kept as stored (a run's
         // success, most of the time): that column alone.
         if self.states.differs_in_last_success_only(st)
-            && self
-                .cached(UPDATE_LAST_SUCCESS)?
-                .execute(rusqlite::params![st.schedule, ms_opt(st.last_success)])?
-                == 1
+            && self.exec(UPDATE_LAST_SUCCESS, params![st.schedule, ms_opt(st.last_success)])? == 1
         {
             self.states.put(st);
             return Ok(());
         }
-        let params = rusqlite::params![
+        let params = params![
             st.schedule,
             ms_opt(st.last_evaluated),
             st.circuit,
@@ -189,8 +184,8 @@ impl Tx<'_> {
             ms_opt(st.last_start),
             ms_opt(st.last_success),
         ];
-        if self.cached(UPDATE_SCHEDULE_STATE)?.execute(params)? == 0 {
-            self.cached(PUT_SCHEDULE_STATE)?.execute(params)?;
+        if self.exec(UPDATE_SCHEDULE_STATE, params)? == 0 {
+            self.exec(PUT_SCHEDULE_STATE, params)?;
         }
         self.states.put(st);
         Ok(())
@@ -198,11 +193,11 @@ impl Tx<'_> {
 
     /// Records that an attempt of `schedule` started at `at`.
     pub fn set_last_start(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.cached(
+        self.exec(
             "INSERT INTO schedule_state (schedule, last_start) VALUES (?1, ?2) \
              ON CONFLICT (schedule) DO UPDATE SET last_start = excluded.last_start",
+            params![schedule, Ms(at)],
         )?;
-        stmt.execute(rusqlite::params![schedule, Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_start = Some(stored(at)));
         Ok(())
@@ -216,8 +211,11 @@ impl Tx<'_> {
     /// windows whose runs exist, which it opens no second time).
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
         if !self.states.defer_last_evaluated(schedule, at) {
-            self.states.flush_attempt(self.conn, self.stmts)?;
-            write_last_evaluated(self.conn, self.stmts, schedule, at)?;
+            // As `write_last_evaluated` (the deferred row's writer).
+            let params = params![schedule, Ms(at)];
+            if self.exec(UPDATE_LAST_EVALUATED, params)? == 0 {
+                self.exec(SET_LAST_EVALUATED, params)?;
+            }
         }
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
@@ -226,8 +224,7 @@ impl Tx<'_> {
 
     /// A schedule first evaluated at `at` (its birth), with its cursor.
     pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self.cached(SET_BORN)?;
-        stmt.execute(rusqlite::params![schedule, Ms(cursor), Ms(at)])?;
+        self.exec(SET_BORN, params![schedule, Ms(cursor), Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(cursor)));
         Ok(())
@@ -235,25 +232,20 @@ impl Tx<'_> {
 
     /// When the schedule was first evaluated, if it ever was.
     pub fn born_at(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
-        let mut stmt = self.cached(BORN_AT)?;
-        let at = stmt
-            .query_row([schedule], |r| r.get::<_, Option<Ms>>(0))
-            .optional()?
+        let at = self
+            .opt(BORN_AT, params![schedule], |r| r.get::<Option<Ms>>(0))?
             .flatten();
         Ok(at.map(|m| m.0))
     }
 
     /// The switch, if it was ever set.
     pub fn switch(&self, name: &str) -> Result<Option<Switch>> {
-        let mut stmt = self.cached(SWITCH)?;
-        Ok(stmt.query_row([name], switch_from_row).optional()?)
+        self.opt(SWITCH, params![name], switch_from_row)
     }
 
     /// Every switch ever set, by name.
     pub fn switches(&self) -> Result<Vec<Switch>> {
-        let mut stmt = self.cached(SWITCHES)?;
-        let rows = stmt.query_map([], switch_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(SWITCHES, params![], switch_from_row)
     }
 
     /// Turns a switch on or off (the global kill switch is `kill`) and appends
@@ -266,8 +258,7 @@ impl Tx<'_> {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<()> {
-        let mut stmt = self.cached(SET_SWITCH)?;
-        stmt.execute(rusqlite::params![name, on, actor, reason, Ms(now)])?;
+        self.exec(SET_SWITCH, params![name, on, actor, reason, Ms(now)])?;
         let changed = crate::core::planner::switch_changed(name, None, on, actor, reason);
         self.append_event(&NewEvent::of(now, changed))?;
         Ok(())
@@ -277,28 +268,20 @@ impl Tx<'_> {
     /// the caller's transition carries `approved` / `rejected`. Unknown run →
     /// `RunNotFound`.
     pub fn record_approval(&self, a: &Approval) -> Result<()> {
-        let exists = self
-            .cached(RUN_EXISTS)?
-            .query_row([a.run_id], |_| Ok(()))
-            .optional()?;
+        let exists = self.opt(RUN_EXISTS, params![a.run_id], |_| Ok(()))?;
         if exists.is_none() {
             return Err(StoreError::RunNotFound(a.run_id));
         }
-        self.cached(INSERT_APPROVAL)?.execute(rusqlite::params![
-            a.run_id,
-            a.approved,
-            a.actor,
-            a.reason,
-            a.resume_after,
-            Ms(a.at),
-        ])?;
+        self.exec(
+            INSERT_APPROVAL,
+            params![a.run_id, a.approved, a.actor, a.reason, a.resume_after, Ms(a.at)],
+        )?;
         Ok(())
     }
 
     /// The run's approval decisions, oldest first.
     pub fn approvals(&self, run_id: i64) -> Result<Vec<Approval>> {
-        let mut stmt = self.cached(APPROVALS_OF_RUN)?;
-        let rows = stmt.query_map([run_id], |r| {
+        self.all(APPROVALS_OF_RUN, params![run_id], |r| {
             Ok(Approval {
                 run_id: r.get(0)?,
                 approved: r.get(1)?,
@@ -307,8 +290,7 @@ impl Tx<'_> {
                 resume_after: r.get(4)?,
                 at: ts(r, 5)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Adds an ad-hoc maintenance window `[from, to)` for `schedules` (empty =
@@ -324,9 +306,10 @@ impl Tx<'_> {
         now: DateTime<Utc>,
     ) -> Result<i64> {
         let list = serde_json::Value::from(schedules.to_vec()).to_string();
-        let mut stmt = self.cached(INSERT_MAINTENANCE)?;
-        stmt.execute(rusqlite::params![Ms(from), Ms(to), reason, actor, list, Ms(now)])?;
-        let id = self.conn.last_insert_rowid();
+        let (_, id) = self.insert(
+            INSERT_MAINTENANCE,
+            params![Ms(from), Ms(to), reason, actor, list, Ms(now)],
+        )?;
         self.append_event(&NewEvent::of(
             now,
             Event::SwitchChanged {
@@ -346,16 +329,12 @@ impl Tx<'_> {
 
     /// Maintenance windows in force at `at` (`from <= at < to`).
     pub fn maintenance_at(&self, at: DateTime<Utc>) -> Result<Vec<Maintenance>> {
-        let mut stmt = self.cached(MAINTENANCE_AT)?;
-        let rows = stmt.query_map([Ms(at)], maintenance_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(MAINTENANCE_AT, params![Ms(at)], maintenance_from_row)
     }
 
     /// Every ad-hoc maintenance window, by start.
     pub fn maintenance_list(&self) -> Result<Vec<Maintenance>> {
-        let mut stmt = self.cached(MAINTENANCE_LIST)?;
-        let rows = stmt.query_map([], maintenance_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(MAINTENANCE_LIST, params![], maintenance_from_row)
     }
 }
 
