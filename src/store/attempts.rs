@@ -145,34 +145,18 @@ impl HeldAttempt {
     }
 
     /// Inserts the row (running, with `envelope` if given).
-    pub(crate) fn insert(
-        &self,
-        conn: &rusqlite::Connection,
-        stmts: &super::db::Statements,
-        envelope: Option<&str>,
-    ) -> rusqlite::Result<()> {
-        self.insert_as(conn, stmts, envelope, false).map(drop)
+    pub(crate) fn insert(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>) -> Result<()> {
+        self.insert_as(conn, envelope, false).map(drop)
     }
 
     /// Inserts the row unless the attempt has one already: a row a claim
     /// deferred, which another scheduler's lost-lease sweep may have written
     /// meanwhile, or the row that sweep writes; whether it was inserted.
-    pub(crate) fn insert_deferred(
-        &self,
-        conn: &rusqlite::Connection,
-        stmts: &super::db::Statements,
-        envelope: Option<&str>,
-    ) -> rusqlite::Result<bool> {
-        self.insert_as(conn, stmts, envelope, true)
+    pub(crate) fn insert_deferred(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>) -> Result<bool> {
+        self.insert_as(conn, envelope, true)
     }
 
-    fn insert_as(
-        &self,
-        conn: &rusqlite::Connection,
-        stmts: &super::db::Statements,
-        envelope: Option<&str>,
-        unless_there: bool,
-    ) -> rusqlite::Result<bool> {
+    fn insert_as(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>, unless_there: bool) -> Result<bool> {
         let p = rusqlite::params![
             self.run_id,
             self.n,
@@ -184,8 +168,8 @@ impl HeldAttempt {
             Ms(self.started_at),
         ];
         let inserted = match (envelope, unless_there) {
-            (None, false) => stmts.get(conn, INSERT_ATTEMPT)?.execute(p)?,
-            (None, true) => stmts.get(conn, INSERT_UNWRITTEN_ATTEMPT)?.execute(p)?,
+            (None, false) => conn.exec(INSERT_ATTEMPT, p)?,
+            (None, true) => conn.exec(INSERT_UNWRITTEN_ATTEMPT, p)?,
             (Some(env), unless_there) => {
                 let mut all = p.to_vec();
                 all.push(&env);
@@ -194,7 +178,7 @@ impl HeldAttempt {
                 } else {
                     INSERT_ATTEMPT_ENVELOPE
                 };
-                stmts.get(conn, sql)?.execute(all.as_slice())?
+                conn.exec(sql, all.as_slice())?
             }
         };
         Ok(inserted == 1)
@@ -254,7 +238,7 @@ impl Tx<'_> {
             });
         }
         // The claim takes the counter's next value from its row.
-        self.states.flush(self.conn, self.stmts)?;
+        self.states.flush(self.conn())?;
         let claimed = self.exec(
             CLAIM,
             params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
@@ -295,7 +279,7 @@ impl Tx<'_> {
         };
         if let Some(before) = self.states.hold_attempt(held) {
             self.states
-                .put_attempt(self.conn, self.stmts, before, None)
+                .put_attempt(self.conn(), before, None)
                 .map_err(|failed| failed.0)?;
         }
         Ok(())
@@ -398,7 +382,7 @@ impl Tx<'_> {
 
     /// The fencing counter as stored: the newest token any claim took.
     pub fn fencing_counter(&self) -> Result<i64> {
-        self.states.flush(self.conn, self.stmts)?;
+        self.states.flush(self.conn())?;
         Ok(self
             .opt(FENCING_TOKEN, params![], |r| r.get::<i64>(0))?
             .unwrap_or(0))
@@ -446,11 +430,11 @@ impl Tx<'_> {
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
             if let Err(failed) = self
                 .states
-                .put_attempt(self.conn, self.stmts, held, Some(envelope))
+                .put_attempt(self.conn(), held, Some(envelope))
             {
                 let (e, held) = *failed;
                 self.states.hold_attempt(held);
-                return Err(e.into());
+                return Err(e);
             }
             return Ok(());
         }

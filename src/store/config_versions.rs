@@ -316,7 +316,7 @@ impl Tx<'_> {
         // Moves runs and schedule_state rows behind the kept states' back.
         // What this transaction kept unwritten (a held claim's event, the
         // fencing counter) is written before the kept reads are forgotten.
-        self.states.flush(self.conn, self.stmts)?;
+        self.states.flush(self.conn())?;
         self.states.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [

@@ -375,17 +375,17 @@ pub(crate) enum Deferred {
 }
 
 impl Deferred {
-    fn write(&self, conn: &Connection, stmts: &Statements, states: &StateCache) -> Result<()> {
+    fn write(&self, conn: super::exec::Conn<'_>, states: &StateCache) -> Result<()> {
         match self {
             Deferred::Attempt(a, envelope) => {
                 let text = envelope.as_ref().map(|e| e.text());
-                a.insert_deferred(conn, stmts, text.as_deref())?;
+                a.insert_deferred(conn, text.as_deref())?;
             }
             Deferred::Event(ev, folded) => {
                 super::events::write_event(conn, &ev.folding(folded))?;
             }
             Deferred::LastEvaluated(schedule, at) => {
-                super::operator::write_last_evaluated(conn, stmts, schedule, *at)?;
+                super::operator::write_last_evaluated(conn, schedule, *at)?;
                 // A copy of the row read meanwhile holds the older cursor:
                 // it must not write that back.
                 let at = super::sql::stored(*at);
@@ -671,8 +671,8 @@ impl StateCache {
     /// Writes what the open transaction kept unwritten (a held attempt
     /// row, the fencing counter, a held claim's event): before its commit, and before any
     /// statement that reads it.
-    pub(crate) fn flush(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
-        self.flush_attempt(conn, stmts)?;
+    pub(crate) fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
+        self.flush_attempt_on(conn)?;
         if let Some((claimed, folded)) = self.take_held_claim()
             && let Some((claimed, folded)) = self.defer_event(claimed, folded)
             && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
@@ -680,12 +680,15 @@ impl StateCache {
             self.hold_claim(claimed, folded);
             return Err(e);
         }
-        let mut c = self.inner();
-        if let Some((token, true)) = c.fencing {
-            conn.prepare_cached("UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1")?
-                .execute([token])?;
-            c.fencing = Some((token, false));
-        }
+        let token = match self.inner().fencing {
+            Some((token, true)) => token,
+            _ => return Ok(()),
+        };
+        conn.exec(
+            "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1",
+            rusqlite::params![token],
+        )?;
+        self.inner().fencing = Some((token, false));
         Ok(())
     }
 
@@ -713,14 +716,14 @@ impl StateCache {
     }
 
     /// Inserts the held attempt row, if any (held again if that fails).
-    pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> rusqlite::Result<()> {
+    pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
         self.flush_attempt_on(super::exec::Conn { lite: conn, stmts, pg: None })
     }
 
     /// Inserts the held attempt row, if any (held again if that fails).
-    pub(crate) fn flush_attempt_on(&self, conn: super::exec::Conn<'_>) -> rusqlite::Result<()> {
+    pub(crate) fn flush_attempt_on(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         if let Some(a) = self.take_held_attempt()
-            && let Err(failed) = self.put_attempt(conn.lite, conn.stmts, a, None)
+            && let Err(failed) = self.put_attempt(conn, a, None)
         {
             let (e, a) = *failed;
             self.hold_attempt(a);
@@ -733,11 +736,10 @@ impl StateCache {
     /// defer their rows (see `CachedStates::deferring`).
     pub(crate) fn put_attempt(
         &self,
-        conn: &Connection,
-        stmts: &Statements,
+        conn: super::exec::Conn<'_>,
         a: super::attempts::HeldAttempt,
         envelope: Option<super::types::EnvelopeText>,
-    ) -> std::result::Result<(), Box<(rusqlite::Error, super::attempts::HeldAttempt)>> {
+    ) -> std::result::Result<(), Box<(StoreError, super::attempts::HeldAttempt)>> {
         {
             let mut c = self.inner();
             if c.deferring {
@@ -748,8 +750,7 @@ impl StateCache {
         }
         let text = envelope.as_ref().map(|e| e.text());
         // The row given back (boxed: only a failed insert pays for it).
-        a.insert(conn, stmts, text.as_deref())
-            .map_err(|e| Box::new((e, a)))
+        a.insert(conn, text.as_deref()).map_err(|e| Box::new((e, a)))
     }
 
     /// Keeps a claim's trace row (`claimed`, or the `started` event that
@@ -1125,6 +1126,15 @@ impl Drop for Open<'_> {
         if self.conn.pg.is_some() || !self.conn.lite.is_autocommit() {
             let _ = control(self.conn, ROLLBACK);
         }
+    }
+}
+
+/// A store error where rusqlite's is expected (only SQLite's own reach
+/// the code that still runs rusqlite's statements).
+fn lite_error(e: StoreError) -> rusqlite::Error {
+    match e {
+        StoreError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
     }
 }
 
@@ -1583,7 +1593,7 @@ impl Store {
             && let Err(e) = self
                 .counts
                 .flush(self.on(&guard))
-                .and_then(|()| self.states.flush(&guard, &self.stmts))
+                .and_then(|()| self.states.flush(self.on(&guard)))
         {
             out = Err(E::from(e));
         }
@@ -1635,7 +1645,7 @@ impl Store {
             let conn = unsafe { &*conn };
             let rows = self.states.take_deferred_open();
             for row in &rows {
-                row.write(conn, &self.stmts, &self.states)?;
+                row.write(self.on(conn), &self.states)?;
             }
             let n = rows.len();
             self.states.recycle(rows, true);
@@ -1652,7 +1662,7 @@ impl Store {
         let rows = self.states.take_deferred();
         let written = Open::begin(self.on(conn), true).and_then(|open| {
             for row in &rows {
-                row.write(conn, &self.stmts, &self.states)?;
+                row.write(self.on(conn), &self.states)?;
             }
             open.commit()?;
             Ok(())
@@ -1717,7 +1727,7 @@ impl Store {
             states: &self.states,
         })
         .and_then(|v| self.counts.flush(self.on(tx)).map(|()| v))
-        .and_then(|v| self.states.flush(tx, &self.stmts).map(|()| v));
+        .and_then(|v| self.states.flush(self.on(tx)).map(|()| v));
         drop(forget);
         self.counts.clear();
         if out.is_err() {
@@ -1801,13 +1811,13 @@ impl<'a> Tx<'a> {
     /// A statement of text made at run time (kept in the connection's own
     /// cache); a held attempt row is inserted first, as by [`Tx::cached`].
     pub(crate) fn prepared(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
-        self.states.flush_attempt_on(self.conn())?;
+        self.states.flush_attempt_on(self.conn()).map_err(lite_error)?;
         self.conn.prepare_cached(sql)
     }
 
     /// A held attempt row is inserted first, so every statement sees it.
     pub(crate) fn cached(&self, sql: &'static str) -> rusqlite::Result<Cached<'a>> {
-        self.states.flush_attempt_on(self.conn())?;
+        self.states.flush_attempt_on(self.conn()).map_err(lite_error)?;
         self.stmts.get(self.conn, sql)
     }
 }

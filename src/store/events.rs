@@ -206,17 +206,19 @@ fn unfold(mut row: Event, out: &mut Vec<Event>) {
 }
 
 /// Writes one event row as given; its id.
-pub(crate) fn write_event(conn: &rusqlite::Connection, ev: &NewEvent) -> Result<i64> {
-    let mut stmt = conn.prepare_cached(INSERT_EVENT)?;
-    stmt.execute(rusqlite::params![
-        Ms(ev.at),
-        ev.kind,
-        ev.tenant,
-        ev.schedule,
-        ev.run_id,
-        ev.detail_text().as_ref()
-    ])?;
-    Ok(conn.last_insert_rowid())
+pub(crate) fn write_event(conn: super::exec::Conn<'_>, ev: &NewEvent) -> Result<i64> {
+    let (_, id) = conn.insert(
+        INSERT_EVENT,
+        rusqlite::params![
+            Ms(ev.at),
+            ev.kind,
+            ev.tenant,
+            ev.schedule,
+            ev.run_id,
+            ev.detail_text().as_ref()
+        ],
+    )?;
+    Ok(id)
 }
 
 impl Tx<'_> {
@@ -261,7 +263,7 @@ impl Tx<'_> {
         if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded)
             && let Some((before, folded_before)) = self.states.defer_event(before, folded_before)
         {
-            write_event(self.conn, &before.folding(&folded_before))?;
+            write_event(self.conn(), &before.folding(&folded_before))?;
         }
         Ok(())
     }
@@ -272,7 +274,7 @@ impl Tx<'_> {
         let Some((claimed, folded)) = self.states.defer_event(claimed, folded) else {
             return Ok(());
         };
-        if let Err(e) = write_event(self.conn, &claimed.folding(&folded)) {
+        if let Err(e) = write_event(self.conn(), &claimed.folding(&folded)) {
             self.states.hold_claim(claimed, folded);
             return Err(e);
         }
@@ -298,7 +300,7 @@ impl Tx<'_> {
             folded.push(claimed);
             return match self.states.defer_event(ev, folded) {
                 None => Ok(0),
-                Some((started, folded)) => write_event(self.conn, &started.folding(&folded)),
+                Some((started, folded)) => write_event(self.conn(), &started.folding(&folded)),
             };
         }
         self.append_event_text(&ev)
@@ -325,7 +327,7 @@ impl Tx<'_> {
     /// counts events; it does not cut one row's events in two unless that
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.states.flush(self.conn, self.stmts)?;
+        self.states.flush(self.conn())?;
         list_events(filter, |sql, params| {
             let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
             self.all(exec::Sql::Text(sql), &params, |r: &Row<'_>| event_from_cols(r))
@@ -341,7 +343,7 @@ impl Tx<'_> {
 
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
-        self.states.flush(self.conn, self.stmts)?;
+        self.states.flush(self.conn())?;
         self.one(MAX_EVENT_ID, params![], |r| r.get(0))
     }
 

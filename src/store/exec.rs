@@ -210,7 +210,7 @@ impl<'a> Conn<'a> {
 impl<'a> Tx<'a> {
     /// The connection, once a held attempt row is written (every statement
     /// sees it).
-    fn flushed(&self) -> Result<Conn<'a>> {
+    pub(crate) fn flushed(&self) -> Result<Conn<'a>> {
         let conn = self.conn();
         self.states.flush_attempt_on(conn)?;
         Ok(conn)

@@ -211,11 +211,7 @@ impl Tx<'_> {
     /// windows whose runs exist, which it opens no second time).
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
         if !self.states.defer_last_evaluated(schedule, at) {
-            // As `write_last_evaluated` (the deferred row's writer).
-            let params = params![schedule, Ms(at)];
-            if self.exec(UPDATE_LAST_EVALUATED, params)? == 0 {
-                self.exec(SET_LAST_EVALUATED, params)?;
-            }
+            write_last_evaluated(self.flushed()?, schedule, at)?;
         }
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
@@ -339,15 +335,10 @@ impl Tx<'_> {
 }
 
 /// Writes `schedule`'s cursor alone (the row made if missing).
-pub(crate) fn write_last_evaluated(
-    conn: &rusqlite::Connection,
-    stmts: &super::db::Statements,
-    schedule: &str,
-    at: DateTime<Utc>,
-) -> rusqlite::Result<()> {
+pub(crate) fn write_last_evaluated(conn: super::exec::Conn<'_>, schedule: &str, at: DateTime<Utc>) -> Result<()> {
     let params = rusqlite::params![schedule, Ms(at)];
-    if stmts.get(conn, UPDATE_LAST_EVALUATED)?.execute(params)? == 0 {
-        stmts.get(conn, SET_LAST_EVALUATED)?.execute(params)?;
+    if conn.exec(UPDATE_LAST_EVALUATED, params)? == 0 {
+        conn.exec(SET_LAST_EVALUATED, params)?;
     }
     Ok(())
 }
