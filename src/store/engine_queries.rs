@@ -1,11 +1,12 @@
 //! Small queries the engine's loop needs besides the core ledger API: waking
 //! runs held by a freed slot, the next lease to expire, one posted event.
 
+use super::exec::Row;
 use super::sql::{Ms, ts, with_limit};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
+use rusqlite::params;
 
 /// Holds an attempt's end may lift; see `HoldKind::woken_by_an_end`.
 macro_rules! slot_holds {
@@ -137,7 +138,7 @@ impl Tx<'_> {
         } else {
             WAITING_PROBE_BUT_QUOTA
         };
-        let waiting = self.cached(probe)?.exists(rusqlite::params![Ms(now), schedule])?;
+        let waiting = self.opt(probe, params![Ms(now), schedule], |_| Ok(()))?.is_some();
         let mut woken = 0;
         if waiting {
             // One statement per index: an UPDATE with ORs made SQLite scan every run.
@@ -146,21 +147,20 @@ impl Tx<'_> {
                  WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
                    AND next_check_at > ?1 AND {holds}"
             );
-            woken += self
-                .prepared(&own)?
-                .execute(rusqlite::params![Ms(now), schedule])?;
-            woken += self
-                .prepared(&with_limit(
+            woken += self.exec(&own, params![Ms(now), schedule])?;
+            woken += self.exec(
+                &with_limit(
                     &oldest("runs_waiting", &format!("schedule = ?2 AND {holds}")),
                     "?3",
                     backfill,
-                ))?
-                .execute(rusqlite::params![Ms(now), schedule])?;
+                ),
+                params![Ms(now), schedule],
+            )?;
         }
         let mut by_quota = 0;
         if quota {
-            by_quota += self
-                .prepared(&with_limit(
+            by_quota += self.exec(
+                &with_limit(
                     "UPDATE runs SET next_check_at = ?1 WHERE id IN ( \
                        SELECT id FROM runs INDEXED BY runs_due_on_time \
                        WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' \
@@ -168,15 +168,13 @@ impl Tx<'_> {
                        ORDER BY next_check_at, id LIMIT ?3)",
                     "?3",
                     backfill,
-                ))?
-                .execute(rusqlite::params![Ms(now)])?;
-            by_quota += self
-                .prepared(&with_limit(
-                    &oldest("runs_due_backfill", "hold = 'quota'"),
-                    "?3",
-                    backfill,
-                ))?
-                .execute(rusqlite::params![Ms(now)])?;
+                ),
+                params![Ms(now)],
+            )?;
+            by_quota += self.exec(
+                &with_limit(&oldest("runs_due_backfill", "hold = 'quota'"), "?3", backfill),
+                params![Ms(now)],
+            )?;
         }
         Ok((woken + by_quota, by_quota))
     }
@@ -191,9 +189,7 @@ impl Tx<'_> {
             Pool::Backfill => QUOTA_HELD_BACKFILL,
         };
         // The limit in the text too (a handful of distinct values).
-        let mut stmt = self.prepared(&with_limit(sql, "?1", n))?;
-        let rows = stmt.query_map([], |r| held_run(r, pool))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(&with_limit(sql, "?1", n), params![], |r| held_run(r, pool))
     }
 
     /// The waiting runs of `schedule` in `pool` held by a quota, longest
@@ -205,59 +201,55 @@ impl Tx<'_> {
             Pool::OnTime => QUOTA_HELD_OF_ON_TIME,
             Pool::Backfill => QUOTA_HELD_OF_BACKFILL,
         };
-        let mut stmt = self.prepared(&with_limit(sql, "?2", n))?;
-        let rows = stmt.query_map([schedule], |r| held_run(r, pool))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(&with_limit(sql, "?2", n), params![schedule], |r| {
+            held_run(r, pool)
+        })
     }
 
     /// Brings the next check of these waiting runs forward to `now`.
     pub fn wake_runs(&self, ids: &[i64], now: DateTime<Utc>) -> Result<usize> {
-        let mut stmt = self.cached(
-            "UPDATE runs SET next_check_at = ?1 WHERE id = ?2 \
-             AND state IN ('pending', 'retry_wait') AND next_check_at > ?1",
-        )?;
+        let sql = "UPDATE runs SET next_check_at = ?1 WHERE id = ?2 \
+             AND state IN ('pending', 'retry_wait') AND next_check_at > ?1";
         let mut n = 0;
         for id in ids {
-            n += stmt.execute(rusqlite::params![Ms(now), id])?;
+            n += self.exec(sql, params![Ms(now), id])?;
         }
         Ok(n)
     }
 
     /// The soonest lease expiry among running runs (for the zombie sweep's wake-up).
     pub fn next_lease_expiry(&self) -> Result<Option<DateTime<Utc>>> {
-        let mut stmt = self.cached(
+        let at = self.opt(
             "SELECT lease_expires FROM runs WHERE state = 'running' AND lease_expires IS NOT NULL \
              ORDER BY lease_expires LIMIT 1",
+            params![],
+            |r| r.get::<Ms>(0),
         )?;
-        Ok(stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?.map(|m| m.0))
+        Ok(at.map(|m| m.0))
     }
 
     /// One posted event by name and id.
     pub fn posted_event(&self, name: &str, event_id: &str) -> Result<Option<PostedEvent>> {
-        let mut stmt = self.cached(POSTED_EVENT)?;
-        Ok(stmt
-            .query_row(rusqlite::params![name, event_id], |r| {
-                super::sql::posted_from_cols(r)
-            })
-            .optional()?)
+        self.opt(POSTED_EVENT, params![name, event_id], |r| {
+            super::sql::posted_from_cols(r)
+        })
     }
 
     /// Pending runs of a schedule held by an overlap buffer, oldest first.
     pub fn buffered_runs(&self, tenant: &str, schedule: &str) -> Result<Vec<i64>> {
-        let mut stmt = self.cached(BUFFERED_RUNS)?;
-        let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<i64>>>()?)
+        self.all(BUFFERED_RUNS, params![tenant, schedule], |r| r.get(0))
     }
 
     /// The window key of a pending on-time window of the schedule, if one is
     /// waiting (catch-up runs of the schedule wait for it: on-time first).
     pub fn pending_on_time(&self, schedule: &str) -> Result<Option<String>> {
-        let mut stmt = self.cached(
+        self.opt(
             "SELECT window_key FROM runs INDEXED BY runs_waiting \
              WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND state = 'pending' \
              AND pool = 'on_time' ORDER BY next_check_at LIMIT 1",
-        )?;
-        Ok(stmt.query_row([schedule], |r| r.get(0)).optional()?)
+            params![schedule],
+            |r| r.get(0),
+        )
     }
 
     /// Running runs by schedule and tenant: counted in one pass over the
@@ -268,22 +260,24 @@ impl Tx<'_> {
         if let Some(kept) = self.states.running() {
             return Ok(kept);
         }
-        let mut stmt = self.cached("SELECT tenant, schedule, pool FROM runs WHERE state = 'running'")?;
-        let mut rows = stmt.query([])?;
         let mut counts = RunningCounts::default();
-        while let Some(row) = rows.next()? {
-            let (tenant, schedule, pool): (String, String, Pool) = (row.get(0)?, row.get(1)?, row.get(2)?);
-            counts.add(&tenant, &schedule, pool, true);
-        }
+        self.each(
+            "SELECT tenant, schedule, pool FROM runs WHERE state = 'running'",
+            params![],
+            |row| {
+                let (tenant, schedule, pool): (String, String, Pool) =
+                    (row.get(0)?, row.get(1)?, row.get(2)?);
+                counts.add(&tenant, &schedule, pool, true);
+                Ok(true)
+            },
+        )?;
         Ok(self.states.keep_running(counts))
     }
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).
     pub fn has_newer_run(&self, tenant: &str, schedule: &str, after: DateTime<Utc>) -> Result<bool> {
-        let mut stmt = self.cached(HAS_NEWER_RUN)?;
-        Ok(stmt
-            .query_row(rusqlite::params![tenant, schedule, Ms(after)], |_| Ok(()))
-            .optional()?
+        Ok(self
+            .opt(HAS_NEWER_RUN, params![tenant, schedule, Ms(after)], |_| Ok(()))?
             .is_some())
     }
 }
@@ -293,16 +287,16 @@ impl Tx<'_> {
     /// schedule (`None`: of all schedules) to `now`, after a resume or unkill.
     /// Does not touch their state; a retry still waits for its `not_before`.
     pub fn recheck_all(&self, schedule: Option<&str>, now: DateTime<Utc>) -> Result<usize> {
-        let mut stmt = self.cached(
+        self.exec(
             "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
              AND (?2 IS NULL OR schedule = ?2) AND next_check_at > ?1",
-        )?;
-        Ok(stmt.execute(rusqlite::params![Ms(now), schedule])?)
+            params![Ms(now), schedule],
+        )
     }
 }
 
 /// A [`HeldRun`] from its columns (id, schedule, due_at).
-fn held_run(r: &rusqlite::Row<'_>, pool: Pool) -> rusqlite::Result<HeldRun> {
+fn held_run(r: &Row<'_>, pool: Pool) -> rusqlite::Result<HeldRun> {
     Ok(HeldRun {
         id: r.get(0)?,
         schedule: r.get(1)?,

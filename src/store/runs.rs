@@ -1,12 +1,13 @@
 //! Runs: creation (deduped per window), lookups for the engine's hot paths, and
 //! [`Tx::transition`], the one function that changes a run's state.
 
-use super::sql::{Ms, limit, ms_opt, run_cols, run_from_row, stored, with_limit};
+use super::exec::{Params, Row, Sql};
+use super::sql::{Ms, limit, ms_opt, run_cols, run_from_cols, stored, with_limit};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
-use rusqlite::types::Value;
+use rusqlite::params;
+use rusqlite::types::{ToSql, Value};
 use std::collections::HashMap;
 
 /// States a run may be created in: a live window, or one already decided by
@@ -224,11 +225,13 @@ pub fn opened_run(new: &NewRun, id: i64, now: DateTime<Utc>) -> Run {
     }
 }
 
+fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
+    run_from_cols(r)
+}
+
 impl Tx<'_> {
-    fn query_runs(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<Run>> {
-        let mut stmt = self.prepared(sql)?;
-        let rows = stmt.query_map(params, run_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    fn query_runs(&self, sql: &str, params: Params<'_>) -> Result<Vec<Run>> {
+        self.all(Sql::Text(sql), params, run_from_row)
     }
 
     /// Creates the run for a window unless one exists (unique on tenant,
@@ -245,24 +248,25 @@ impl Tx<'_> {
             });
         }
         let next_check = first_check(new);
-        let mut stmt = self.cached(INSERT_RUN)?;
-        let inserted = stmt.execute(rusqlite::params![
-            new.tenant,
-            new.schedule,
-            new.window_key,
-            Ms(new.window_start),
-            Ms(new.window_end),
-            Ms(new.due_at),
-            new.state,
-            new.reason,
-            new.pool,
-            new.state_reason,
-            ms_opt(next_check),
-            Ms(now),
-        ])?;
-        drop(stmt);
+        let (inserted, id) = self.insert(
+            INSERT_RUN,
+            params![
+                new.tenant,
+                new.schedule,
+                new.window_key,
+                Ms(new.window_start),
+                Ms(new.window_end),
+                Ms(new.due_at),
+                new.state,
+                new.reason,
+                new.pool,
+                new.state_reason,
+                ms_opt(next_check),
+                Ms(now),
+            ],
+        )?;
         // The new row is exactly what was written: built here, not read back.
-        let run = (inserted == 1).then(|| opened_run(new, self.conn.last_insert_rowid(), now));
+        let run = (inserted == 1).then(|| opened_run(new, id, now));
         if let Some(r) = &run {
             self.counts.moved(None, r.state);
             if r.state.is_terminal() {
@@ -287,8 +291,7 @@ impl Tx<'_> {
             self.check_kept_claimed(&run)?;
             return Ok(Some(run));
         }
-        let mut stmt = self.cached(RUN_BY_ID)?;
-        let run = stmt.query_row([id], run_from_row).optional()?;
+        let run = self.opt(RUN_BY_ID, params![id], run_from_row)?;
         if let Some(r) = &run {
             self.states.read_run(changes, r);
         }
@@ -311,10 +314,7 @@ impl Tx<'_> {
     fn check_kept_claimed(&self, run: &Run) -> Result<()> {
         #[cfg(debug_assertions)]
         {
-            let stored = self
-                .cached(RUN_BY_ID)?
-                .query_row([run.id], run_from_row)
-                .optional()?;
+            let stored = self.opt(RUN_BY_ID, params![run.id], run_from_row)?;
             assert_eq!(
                 stored.as_ref(),
                 Some(run),
@@ -326,17 +326,15 @@ impl Tx<'_> {
     }
 
     pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
-        let mut stmt = self.cached(RUN_BY_WINDOW)?;
-        Ok(stmt
-            .query_row([tenant, schedule, window_key], run_from_row)
-            .optional()?)
+        self.opt(RUN_BY_WINDOW, params![tenant, schedule, window_key], run_from_row)
     }
 
     /// Runs matching the filter, by window start (oldest first unless
     /// `newest_first`), ties by id.
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
         list_runs(filter, |sql, params| {
-            self.query_runs(sql, rusqlite::params_from_iter(params))
+            let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
+            self.query_runs(sql, &params)
         })
     }
 
@@ -344,13 +342,10 @@ impl Tx<'_> {
     /// Each pool has its own due index: the two are read in check order and
     /// merged.
     pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
-        let mut due = self.query_runs(
-            &with_limit(DUE_ON_TIME, "?2", limit_to),
-            rusqlite::params![Ms(now)],
-        )?;
+        let mut due = self.query_runs(&with_limit(DUE_ON_TIME, "?2", limit_to), params![Ms(now)])?;
         due.extend(self.query_runs(
             &with_limit(DUE_BACKFILL_BY_CHECK, "?2", limit_to),
-            rusqlite::params![Ms(now)],
+            params![Ms(now)],
         )?);
         due.sort_by_key(|r| (r.next_check_at, r.id));
         due.truncate(limit_to);
@@ -364,7 +359,7 @@ impl Tx<'_> {
             Pool::OnTime => DUE_ON_TIME,
             Pool::Backfill => DUE_BACKFILL,
         };
-        self.query_runs(&with_limit(sql, "?2", limit_to), rusqlite::params![Ms(now)])
+        self.query_runs(&with_limit(sql, "?2", limit_to), params![Ms(now)])
     }
 
     /// How many catch-up runs due at `now` may take a free place of the
@@ -372,9 +367,11 @@ impl Tx<'_> {
     pub fn due_catchup_count(&self, now: DateTime<Utc>, at_most: usize) -> Result<usize> {
         // The limit in the text: bound, it made SQLite prepare the
         // statement again at every execution (a place takes a few values).
-        let n: i64 = self
-            .prepared(&with_limit(DUE_BACKFILL_COUNT, "?2", at_most))?
-            .query_row(rusqlite::params![Ms(now)], |r| r.get(0))?;
+        let n: i64 = self.one(
+            &with_limit(DUE_BACKFILL_COUNT, "?2", at_most),
+            params![Ms(now)],
+            |r| r.get(0),
+        )?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -384,8 +381,7 @@ impl Tx<'_> {
             Pool::OnTime => NEXT_DUE_ON_TIME,
             Pool::Backfill => NEXT_DUE_BACKFILL,
         };
-        let mut stmt = self.cached(sql)?;
-        let at = stmt.query_row([], |r| r.get::<_, Ms>(0)).optional()?;
+        let at = self.opt(sql, params![], |r| r.get::<Ms>(0))?;
         Ok(at.map(|m| m.0))
     }
 
@@ -401,10 +397,7 @@ impl Tx<'_> {
     pub fn previous_run(&self, tenant: &str, schedule: &str, before: DateTime<Utc>) -> Result<Option<Run>> {
         let mut newest = None::<Run>;
         for sql in [PREVIOUS_RUN, PREVIOUS_RUNNING] {
-            let run = self
-                .cached(sql)?
-                .query_row(rusqlite::params![tenant, schedule, Ms(before)], run_from_row)
-                .optional()?;
+            let run = self.opt(sql, params![tenant, schedule, Ms(before)], run_from_row)?;
             if let Some(run) = run
                 && newest
                     .as_ref()
@@ -419,12 +412,11 @@ impl Tx<'_> {
     /// How many runs are running per (tenant, schedule), in one pass over the
     /// running runs; pairs with none are absent.
     pub fn running_counts(&self) -> Result<HashMap<(String, String), u32>> {
-        let mut stmt = self.cached(RUNNING_PAIRS)?;
-        let mut rows = stmt.query([])?;
         let mut counts = HashMap::new();
-        while let Some(row) = rows.next()? {
+        self.each(RUNNING_PAIRS, params![], |row| {
             *counts.entry((row.get(0)?, row.get(1)?)).or_insert(0) += 1;
-        }
+            Ok(true)
+        })?;
         Ok(counts)
     }
 
@@ -435,33 +427,31 @@ impl Tx<'_> {
         tenant: Option<&str>,
         pool: Option<Pool>,
     ) -> Result<u32> {
-        let mut stmt = self.cached(COUNT_RUNNING)?;
-        let n: i64 = stmt.query_row(rusqlite::params![schedule, tenant, pool], |r| r.get(0))?;
+        let n: i64 = self.one(COUNT_RUNNING, params![schedule, tenant, pool], |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// Running runs (optionally of one schedule), the soonest lease expiry first.
     pub fn running_runs(&self, schedule: Option<&str>) -> Result<Vec<Run>> {
-        self.query_runs(RUNNING_RUNS, [schedule])
+        self.query_runs(RUNNING_RUNS, params![schedule])
     }
 
     /// Running runs whose lease expired before `now` (zombies), oldest lease first.
     pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {
-        self.query_runs(EXPIRED_LEASES, [Ms(now)])
+        self.query_runs(EXPIRED_LEASES, params![Ms(now)])
     }
 
     /// How many runs are in each state, for every state (zeros included), in
     /// [`RunState::ALL`] order.
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
-        let mut stmt = self.cached(COUNT_BY_STATE)?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?)))?;
         let mut stored: Vec<(RunState, i64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
-        for row in rows {
-            let (state, n) = row?;
+        self.each(COUNT_BY_STATE, params![], |r| {
+            let (state, n) = (r.get::<RunState>(0)?, r.get::<i64>(1)?);
             if let Some(slot) = stored.iter_mut().find(|(s, _)| *s == state) {
                 slot.1 = n;
             }
-        }
+            Ok(true)
+        })?;
         // With what this transaction changed and has not written yet.
         Ok(stored
             .into_iter()
@@ -473,27 +463,21 @@ impl Tx<'_> {
     /// [`RunState::ALL`] order: the console header's last 24 hours. A scan of
     /// the runs table (no index on `updated_at`), so callers read it rarely.
     pub fn count_by_state_since(&self, since: DateTime<Utc>) -> Result<Vec<(RunState, u64)>> {
-        let mut stmt = self.cached(COUNT_BY_STATE_SINCE)?;
-        let rows = stmt.query_map([Ms(since)], |r| {
-            Ok((r.get::<_, RunState>(0)?, r.get::<_, i64>(1)?))
-        })?;
         let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
-        for row in rows {
-            let (state, n) = row?;
+        self.each(COUNT_BY_STATE_SINCE, params![Ms(since)], |r| {
+            let (state, n) = (r.get::<RunState>(0)?, r.get::<i64>(1)?);
             if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
                 slot.1 = u64::try_from(n).unwrap_or(0);
             }
-        }
+            Ok(true)
+        })?;
         Ok(counts)
     }
 
     /// The last `n` finished (terminal) runs of a schedule, newest window first:
     /// the execution memory.
     pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
-        self.query_runs(
-            &with_limit(RECENT_RUNS, "?3", n),
-            rusqlite::params![tenant, schedule],
-        )
+        self.query_runs(&with_limit(RECENT_RUNS, "?3", n), params![tenant, schedule])
     }
 
     /// The newest `n` finished runs of a schedule as an envelope's execution
@@ -517,17 +501,19 @@ impl Tx<'_> {
     }
 
     fn read_execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
-        let mut stmt = self.prepared(&with_limit(EXECUTION_MEMORY, "?3", n))?;
-        let rows = stmt.query_map(rusqlite::params![tenant, schedule], |r| {
-            Ok(RunMemory {
-                run_id: r.get(0)?,
-                window_key: r.get::<_, String>(1)?.into(),
-                state: r.get(2)?,
-                summary: r.get::<_, Option<String>>(3)?.map(Into::into),
-                window_start: r.get::<_, Ms>(4)?.0,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.all(
+            &with_limit(EXECUTION_MEMORY, "?3", n),
+            params![tenant, schedule],
+            |r| {
+                Ok(RunMemory {
+                    run_id: r.get(0)?,
+                    window_key: r.get::<String>(1)?.into(),
+                    state: r.get(2)?,
+                    summary: r.get::<Option<String>>(3)?.map(Into::into),
+                    window_start: r.get::<Ms>(4)?.0,
+                })
+            },
+        )
     }
 
     /// THE state-changing function. Refuses what [`RunState::can_become`]
@@ -587,34 +573,40 @@ impl Tx<'_> {
         let ends =
             from == RunState::Running && to.is_terminal() && change.reason.is_none() && change.pool.is_none();
         let changed = if ends {
-            self.cached(END_RUN)?.execute(rusqlite::params![
-                run_id,
-                token,
-                to,
-                change.state_reason,
-                change.error_class,
-                change.last_error,
-                change.resume_after,
-                Ms(now),
-            ])?
+            self.exec(
+                END_RUN,
+                params![
+                    run_id,
+                    token,
+                    to,
+                    change.state_reason,
+                    change.error_class,
+                    change.last_error,
+                    change.resume_after,
+                    Ms(now),
+                ],
+            )?
         } else {
-            self.cached(TRANSITION)?.execute(rusqlite::params![
-                run_id,
-                from,
-                to,
-                change.state_reason,
-                ms_opt(change.not_before),
-                ms_opt(change.next_check_at),
-                change.error_class,
-                change.last_error,
-                change.resume_after,
-                change.reason,
-                change.pool,
-                clears_schedule,
-                leaves_running,
-                Ms(now),
-                token,
-            ])?
+            self.exec(
+                TRANSITION,
+                params![
+                    run_id,
+                    from,
+                    to,
+                    change.state_reason,
+                    ms_opt(change.not_before),
+                    ms_opt(change.next_check_at),
+                    change.error_class,
+                    change.last_error,
+                    change.resume_after,
+                    change.reason,
+                    change.pool,
+                    clears_schedule,
+                    leaves_running,
+                    Ms(now),
+                    token,
+                ],
+            )?
         };
         let run = match before {
             _ if changed != 1 => None,
@@ -629,8 +621,7 @@ impl Tx<'_> {
             _ => self.try_run(run_id)?,
         };
         let Some(run) = run else {
-            let mut stmt = self.cached(RUN_STATE)?;
-            let actual = stmt.query_row([run_id], |r| r.get::<_, RunState>(0)).optional()?;
+            let actual = self.opt(RUN_STATE, params![run_id], |r| r.get::<RunState>(0))?;
             return Err(match actual {
                 Some(actual) => StoreError::StateConflict {
                     run: run_id,
@@ -662,8 +653,7 @@ impl Tx<'_> {
     /// its hold reason) without changing its state. `false` if the run is no
     /// longer pending / retry_wait (it moved on) or does not exist.
     pub fn set_next_check(&self, run_id: i64, at: DateTime<Utc>, state_reason: Option<&str>) -> Result<bool> {
-        let mut stmt = self.cached(SET_NEXT_CHECK)?;
-        Ok(stmt.execute(rusqlite::params![run_id, Ms(at), state_reason])? == 1)
+        Ok(self.exec(SET_NEXT_CHECK, params![run_id, Ms(at), state_reason])? == 1)
     }
 
     /// A pending / retry_wait run waits: its next evaluation, why (prose) and
@@ -676,8 +666,7 @@ impl Tx<'_> {
         reason: &str,
         hold: Option<crate::core::decision::HoldKind>,
     ) -> Result<bool> {
-        let mut stmt = self.cached(HOLD)?;
-        Ok(stmt.execute(rusqlite::params![run_id, Ms(at), reason, hold])? == 1)
+        Ok(self.exec(HOLD, params![run_id, Ms(at), reason, hold])? == 1)
     }
 
     /// A plan's recheck of a run decided in `state`: next evaluation at `at`,
@@ -694,8 +683,7 @@ impl Tx<'_> {
             Some((reason, hold)) => (true, Some(reason), hold),
             None => (false, None, None),
         };
-        let mut stmt = self.cached(RECHECK)?;
-        Ok(stmt.execute(rusqlite::params![run_id, state, Ms(at), set, reason, hold])? == 1)
+        Ok(self.exec(RECHECK, params![run_id, state, Ms(at), set, reason, hold])? == 1)
     }
 
     /// Appends `ev` with the run's id, tenant and schedule where it has none.
