@@ -104,9 +104,64 @@ pub enum Kind {
     /// A rehearsal's shared in-memory database (`file:…?mode=memory&cache=shared`,
     /// 16 KiB pages).
     Shared,
+    /// A PostgreSQL ledger: a database of its own on the server named by
+    /// `AGENTCRON_TEST_PG_URL` (`.ci/with-postgres cargo test`).
+    Postgres,
+}
+
+/// A new, empty PostgreSQL database on the test server, as a URL; `None`
+/// (said on the terminal, past the harness's capture) without a server.
+pub fn pg_database(test: &str) -> Option<String> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let Ok(admin) = std::env::var("AGENTCRON_TEST_PG_URL") else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test} on PostgreSQL: no PostgreSQL server (run `.ci/with-postgres cargo test`, or set AGENTCRON_TEST_PG_URL)"
+        );
+        return None;
+    };
+    let db = format!(
+        "agentcron_c_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test server");
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+            .await
+            .expect("drop old test database");
+        client
+            .batch_execute(&format!("CREATE DATABASE {db}"))
+            .await
+            .expect("create test database");
+    });
+    let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+    Some(format!("{base}/{db}"))
 }
 
 /// A new, empty store of `kind`; the folder (if any) lives as long as it.
+/// `None` only for PostgreSQL without a test server (said loudly).
+pub fn open_kind(kind: Kind, test: &str) -> Option<(Option<tempfile::TempDir>, Store)> {
+    match kind {
+        Kind::Postgres => {
+            let url = pg_database(test)?;
+            Some((None, Store::open_postgres(&url, None).expect("PostgreSQL store")))
+        }
+        other => Some(open(other)),
+    }
+}
+
+/// A new, empty SQLite store of `kind`; the folder (if any) lives as long as it.
 pub fn open(kind: Kind) -> (Option<tempfile::TempDir>, Store) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static SHARED: AtomicUsize = AtomicUsize::new(0);
@@ -125,12 +180,13 @@ pub fn open(kind: Kind) -> (Option<tempfile::TempDir>, Store) {
             let uri = agentcron::rehearsal::driver::memory_database(&name);
             (None, Store::open(&uri).expect("shared in-memory store"))
         }
+        Kind::Postgres => panic!("a PostgreSQL store is opened with open_kind"),
     }
 }
 
 /// Runs each named `fn(&Store)` as a test on every [`Kind`] of store:
 /// `conformance!(a, b)` makes the tests `a::memory`, `a::file`,
-/// `a::shared`, and so on.
+/// `a::shared`, `a::postgres`, and so on.
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         $(
@@ -150,6 +206,14 @@ macro_rules! conformance {
                 fn shared() {
                     let (_dir, store) = open(Kind::Shared);
                     super::$name(&store);
+                }
+                #[test]
+                fn postgres() {
+                    if let Some((_dir, store)) =
+                        super::support::open_kind(Kind::Postgres, concat!(module_path!(), "::", stringify!($name)))
+                    {
+                        super::$name(&store);
+                    }
                 }
             }
         )*

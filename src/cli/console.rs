@@ -32,11 +32,7 @@ pub fn run(o: Options<'_>) -> i32 {
         cfg.scheduler.database = db.to_path_buf();
     }
     let db = cfg.scheduler.database.clone();
-    if let Some(why) = crate::store::pg::not_yet(&db) {
-        eprintln!("agentcron: {why}");
-        return exit::USAGE;
-    }
-    if o.attach && !db.exists() {
+    if o.attach && !db.exists() && !db.to_str().is_some_and(crate::store::pg::is_url) {
         eprintln!(
             "agentcron: no database at {}; start a scheduler first (`agentcron run --headless`) or pass --db",
             db.display()

@@ -91,14 +91,10 @@ fn database_path(db: Option<&Path>, cfg: Option<&Config>) -> Result<std::path::P
     }
 }
 
-/// The embedded ledger at `path`; a PostgreSQL URL is refused (the verbs
-/// that read one use [`open_ledger_for_cli`]).
+/// The ledger at `path`: a file, or a PostgreSQL URL.
 fn open_store(path: &Path, write: bool) -> Result<Store, i32> {
-    if let Some(why) = crate::store::pg::not_yet(path) {
-        eprintln!("agentcron: {why}");
-        return Err(exit::USAGE);
-    }
-    if !write && !path.exists() {
+    let is_url = path.to_str().is_some_and(crate::store::pg::is_url);
+    if !write && !is_url && !path.exists() {
         eprintln!(
             "agentcron: no database at {}; start the scheduler first or pass --db",
             path.display()

@@ -27,5 +27,7 @@ pub mod exit {
 /// Loads the config for a verb, printing problems; `Err` carries the exit code
 /// (1 invalid, 2 unreadable).
 pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
-    crate::config::load_file(path).map_err(|e| check::report_load_error(path, &e))
+    let cfg = crate::config::load_file(path).map_err(|e| check::report_load_error(path, &e))?;
+    crate::store::pg::use_password_file(cfg.scheduler.password_file.as_deref());
+    Ok(cfg)
 }

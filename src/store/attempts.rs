@@ -152,11 +152,20 @@ impl HeldAttempt {
     /// Inserts the row unless the attempt has one already: a row a claim
     /// deferred, which another scheduler's lost-lease sweep may have written
     /// meanwhile, or the row that sweep writes; whether it was inserted.
-    pub(crate) fn insert_deferred(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>) -> Result<bool> {
+    pub(crate) fn insert_deferred(
+        &self,
+        conn: super::exec::Conn<'_>,
+        envelope: Option<&str>,
+    ) -> Result<bool> {
         self.insert_as(conn, envelope, true)
     }
 
-    fn insert_as(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>, unless_there: bool) -> Result<bool> {
+    fn insert_as(
+        &self,
+        conn: super::exec::Conn<'_>,
+        envelope: Option<&str>,
+        unless_there: bool,
+    ) -> Result<bool> {
         let p = rusqlite::params![
             self.run_id,
             self.n,
@@ -428,10 +437,7 @@ impl Tx<'_> {
         // The attempt not inserted yet: inserted with its envelope (any
         // other held row is inserted by the update's statement).
         if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
-            if let Err(failed) = self
-                .states
-                .put_attempt(self.conn(), held, Some(envelope))
-            {
+            if let Err(failed) = self.states.put_attempt(self.conn(), held, Some(envelope)) {
                 let (e, held) = *failed;
                 self.states.hold_attempt(held);
                 return Err(e);

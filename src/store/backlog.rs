@@ -2,10 +2,10 @@
 //! planned for catch-up but not yet queued as runs (see schema V4). The engine
 //! queues them oldest first, as many as the schedule may run at once.
 
+use super::exec::Row;
 use super::sql::{Ms, ts};
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
-use super::exec::Row;
 use rusqlite::params;
 
 /// Windows of `schedule` due from `next` to `until` (inclusive) wait to be queued.
@@ -85,7 +85,10 @@ impl Tx<'_> {
 
     /// The backlog of `schedule` is all queued.
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
-        self.exec("DELETE FROM catchup_backlog WHERE schedule = ?1", params![schedule])?;
+        self.exec(
+            "DELETE FROM catchup_backlog WHERE schedule = ?1",
+            params![schedule],
+        )?;
         self.states.keep_backlog(schedule, None);
         Ok(())
     }

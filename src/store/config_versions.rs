@@ -277,9 +277,11 @@ impl Tx<'_> {
     pub fn put_schedule_version(&self, v: &ScheduleVersion) -> Result<()> {
         let settings = serde_json::to_string(&v.settings).unwrap_or_else(|_| "{}".into());
         self.exec(
-            "INSERT OR REPLACE INTO schedule_versions \
+            "INSERT INTO schedule_versions \
                  (schedule, version, hash, settings, config_version, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (schedule, version) DO UPDATE SET hash = excluded.hash, \
+                 settings = excluded.settings, config_version = excluded.config_version, \
+                 created_at = excluded.created_at",
             params![
                 v.schedule,
                 v.version,
@@ -294,7 +296,8 @@ impl Tx<'_> {
 
     pub fn set_schedule_current(&self, schedule: &str, version: i64) -> Result<()> {
         self.exec(
-            "INSERT OR REPLACE INTO schedule_current (schedule, version) VALUES (?1, ?2)",
+            "INSERT INTO schedule_current (schedule, version) VALUES (?1, ?2) \
+             ON CONFLICT (schedule) DO UPDATE SET version = excluded.version",
             params![schedule, version],
         )?;
         Ok(())
@@ -341,10 +344,12 @@ impl Tx<'_> {
                 true,
             ),
             (
-                "INSERT OR REPLACE INTO schedule_versions \
+                "INSERT INTO schedule_versions \
                  (schedule, version, hash, settings, config_version, created_at) \
                  SELECT ?2, version, hash, settings, config_version, created_at \
-                 FROM schedule_versions WHERE schedule = ?1",
+                 FROM schedule_versions WHERE schedule = ?1 ON CONFLICT (schedule, version) DO UPDATE SET hash = excluded.hash, \
+                 settings = excluded.settings, config_version = excluded.config_version, \
+                 created_at = excluded.created_at",
                 true,
             ),
             ("DELETE FROM schedule_current WHERE schedule = ?1", false),

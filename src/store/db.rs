@@ -716,11 +716,6 @@ impl StateCache {
     }
 
     /// Inserts the held attempt row, if any (held again if that fails).
-    pub(crate) fn flush_attempt(&self, conn: &Connection, stmts: &Statements) -> Result<()> {
-        self.flush_attempt_on(super::exec::Conn { lite: conn, stmts, pg: None })
-    }
-
-    /// Inserts the held attempt row, if any (held again if that fails).
     pub(crate) fn flush_attempt_on(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         if let Some(a) = self.take_held_attempt()
             && let Err(failed) = self.put_attempt(conn, a, None)
@@ -1083,7 +1078,14 @@ impl<'s> Open<'s> {
     /// few times with growing backoff, then [`StoreError::Locked`].
     fn begin(conn: super::exec::Conn<'s>, immediate: bool) -> Result<Open<'s>> {
         if conn.pg.is_some() {
-            control(conn, if immediate { BEGIN_IMMEDIATE } else { BEGIN_DEFERRED })?;
+            control(
+                conn,
+                if immediate {
+                    BEGIN_IMMEDIATE
+                } else {
+                    BEGIN_DEFERRED
+                },
+            )?;
             return Ok(Open { conn });
         }
         if !immediate {
@@ -1129,15 +1131,6 @@ impl Drop for Open<'_> {
     }
 }
 
-/// A store error where rusqlite's is expected (only SQLite's own reach
-/// the code that still runs rusqlite's statements).
-fn lite_error(e: StoreError) -> rusqlite::Error {
-    match e {
-        StoreError::Sqlite(e) => e,
-        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
-    }
-}
-
 /// Whether `e` is SQLite's "the database is locked".
 fn busy(e: &StoreError) -> bool {
     matches!(e, StoreError::Sqlite(e) if is_busy(e))
@@ -1145,7 +1138,7 @@ fn busy(e: &StoreError) -> bool {
 
 /// Runs one of the transaction-control statements above. On PostgreSQL a
 /// writing transaction first takes the ledger's write lock (see
-/// [`super::pg::session::WRITE_LOCK`]); a reading one reads one snapshot.
+/// [`super::pg::session::BEGIN_WRITE`]); a reading one reads one snapshot.
 fn control(conn: super::exec::Conn<'_>, sql: &'static str) -> Result<()> {
     if let Some(pg) = conn.pg {
         return pg.batch(match sql {
@@ -1334,8 +1327,8 @@ impl Store {
     /// program's database → [`StoreError::Corrupt`]; cannot create or open →
     /// [`StoreError::Open`].
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(why) = super::pg::not_yet(path) {
-            return Err(StoreError::Url(why));
+        if let Some(url) = path.to_str().filter(|p| super::pg::is_url(p)) {
+            return Self::open_postgres(url, super::pg::password_file());
         }
         configure_sqlite();
         let name = display(path);
@@ -1382,8 +1375,8 @@ impl Store {
     /// is right for it — nobody who could change it can have it open there
     /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
-        if let Some(why) = super::pg::not_yet(path) {
-            return Err(StoreError::Url(why));
+        if let Some(url) = path.to_str().filter(|p| super::pg::is_url(p)) {
+            return Self::open_postgres(url, super::pg::password_file());
         }
         configure_sqlite();
         let name = display(path);
@@ -1406,6 +1399,27 @@ impl Store {
             Err(e) => return Err(e),
         };
         Ok(Self::from_conn(conn, Some(path.to_path_buf())))
+    }
+
+    /// Connects to the PostgreSQL ledger at `url` (its password from the
+    /// URL, `PGPASSWORD` or `password_file`) and brings its schema up to
+    /// date; a newer or foreign schema is refused, the database untouched.
+    /// The store's statements run there, each writing transaction in its
+    /// turn (see [`super::pg::session::BEGIN_WRITE`]).
+    pub fn open_postgres(url: &str, password_file: Option<&Path>) -> Result<Store> {
+        let session = super::pg::session::PgSession::connect(url, password_file)
+            .map_err(|e| StoreError::Pg(e.to_string()))?;
+        // Holds no ledger: a statement sent here by mistake fails loudly.
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch("PRAGMA query_only = ON;")?;
+        let mut store = Self::from_conn(conn, None);
+        store.pg = Some(session);
+        Ok(store)
+    }
+
+    /// Whether the ledger is PostgreSQL's.
+    pub fn is_postgres(&self) -> bool {
+        self.pg.is_some()
     }
 
     /// A private database in memory, for tests and rehearsals.
@@ -1804,21 +1818,6 @@ impl<'a> Tx<'a> {
             stmts: self.stmts,
             pg: self.pg,
         }
-    }
-
-    /// The prepared statement for `sql`, one of the store's fixed statements
-    /// (see [`Statements`]).
-    /// A statement of text made at run time (kept in the connection's own
-    /// cache); a held attempt row is inserted first, as by [`Tx::cached`].
-    pub(crate) fn prepared(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
-        self.states.flush_attempt_on(self.conn()).map_err(lite_error)?;
-        self.conn.prepare_cached(sql)
-    }
-
-    /// A held attempt row is inserted first, so every statement sees it.
-    pub(crate) fn cached(&self, sql: &'static str) -> rusqlite::Result<Cached<'a>> {
-        self.states.flush_attempt_on(self.conn()).map_err(lite_error)?;
-        self.stmts.get(self.conn, sql)
     }
 }
 

@@ -289,7 +289,7 @@ impl Tx<'_> {
     pub fn recheck_all(&self, schedule: Option<&str>, now: DateTime<Utc>) -> Result<usize> {
         self.exec(
             "UPDATE runs SET next_check_at = ?1 WHERE state IN ('pending', 'retry_wait') \
-             AND (?2 IS NULL OR schedule = ?2) AND next_check_at > ?1",
+             AND (schedule = ?2 OR ?2 IS NULL) AND next_check_at > ?1",
             params![Ms(now), schedule],
         )
     }

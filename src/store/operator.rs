@@ -335,7 +335,11 @@ impl Tx<'_> {
 }
 
 /// Writes `schedule`'s cursor alone (the row made if missing).
-pub(crate) fn write_last_evaluated(conn: super::exec::Conn<'_>, schedule: &str, at: DateTime<Utc>) -> Result<()> {
+pub(crate) fn write_last_evaluated(
+    conn: super::exec::Conn<'_>,
+    schedule: &str,
+    at: DateTime<Utc>,
+) -> Result<()> {
     let params = rusqlite::params![schedule, Ms(at)];
     if conn.exec(UPDATE_LAST_EVALUATED, params)? == 0 {
         conn.exec(SET_LAST_EVALUATED, params)?;

@@ -91,13 +91,13 @@ const PREVIOUS_RUNNING: &str = concat!(
      ORDER BY window_start DESC, id DESC LIMIT 1"
 );
 const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
-     AND (?1 IS NULL OR schedule = ?1) AND (?2 IS NULL OR tenant = ?2) \
-     AND (?3 IS NULL OR pool = ?3)";
+     AND (schedule = ?1 OR ?1 IS NULL) AND (tenant = ?2 OR ?2 IS NULL) \
+     AND (pool = ?3 OR ?3 IS NULL)";
 const RUNNING_PAIRS: &str = "SELECT tenant, schedule FROM runs WHERE state = 'running'";
 const RUNNING_RUNS: &str = concat!(
     "SELECT ",
     run_cols!(),
-    " FROM runs WHERE state = 'running' AND (?1 IS NULL OR schedule = ?1) \
+    " FROM runs WHERE state = 'running' AND (schedule = ?1 OR ?1 IS NULL) \
      ORDER BY lease_expires, id"
 );
 const EXPIRED_LEASES: &str = concat!(
@@ -138,7 +138,7 @@ const TRANSITION: &str = "UPDATE runs SET state = ?3, \
      lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
      hold = CASE WHEN ?3 IN ('pending', 'retry_wait', 'running') THEN NULL ELSE hold END, \
      updated_at = ?14 \
-     WHERE id = ?1 AND state = ?2 AND (?15 IS NULL OR fencing_token = ?15)";
+     WHERE id = ?1 AND state = ?2 AND (fencing_token = ?15 OR ?15 IS NULL)";
 /// [`TRANSITION`] for a running run that ends (a terminal state, no new
 /// schedule, pool or reason): the same row, but SQLite maintains the indexes
 /// over pool, reason and hold only when a statement sets those columns, and
@@ -151,7 +151,7 @@ const END_RUN: &str = "UPDATE runs SET state = ?3, \
      resume_after = COALESCE(?7, resume_after), \
      not_before = NULL, next_check_at = NULL, lease_owner = NULL, lease_expires = NULL, \
      updated_at = ?8 \
-     WHERE id = ?1 AND state = 'running' AND (?2 IS NULL OR fencing_token = ?2)";
+     WHERE id = ?1 AND state = 'running' AND (fencing_token = ?2 OR ?2 IS NULL)";
 const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
 const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
      state_reason = COALESCE(?3, state_reason) \
@@ -283,7 +283,7 @@ impl Tx<'_> {
 
     /// The run, or `None` if there is no such id.
     pub fn try_run(&self, id: i64) -> Result<Option<Run>> {
-        let changes = self.conn.total_changes();
+        let changes = self.conn().total_changes();
         if let Some(run) = self.states.run_as_read(id, changes) {
             return Ok(Some(run));
         }

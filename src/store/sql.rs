@@ -127,7 +127,7 @@ pub(crate) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Column list of `runs`, in the order [`run_from_row`] reads it.
+/// Column list of `runs`, in the order [`run_from_cols`] reads it.
 macro_rules! run_cols {
     () => {
         "id, tenant, schedule, window_key, window_start, window_end, due_at, state, reason, pool, \
@@ -136,10 +136,6 @@ macro_rules! run_cols {
     };
 }
 pub(crate) use run_cols;
-
-pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<Run> {
-    run_from_cols(row)
-}
 
 pub(crate) fn run_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Run> {
     Ok(Run {
@@ -169,7 +165,7 @@ pub(crate) fn run_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Run> 
     })
 }
 
-/// Column list of `attempts`, in the order [`attempt_from_row`] reads it.
+/// Column list of `attempts`, in the order [`attempt_from_cols`] reads it.
 macro_rules! attempt_cols {
     () => {
         "run_id, n, fencing_token, owner, reason, started_at, ended_at, status, error_class, \
@@ -178,10 +174,6 @@ macro_rules! attempt_cols {
     };
 }
 pub(crate) use attempt_cols;
-
-pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Attempt> {
-    attempt_from_cols(row)
-}
 
 pub(crate) fn attempt_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Attempt> {
     let head: String = row.col(15)?;
@@ -206,10 +198,6 @@ pub(crate) fn attempt_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<A
         log: super::attempts::render_log(&head, &tail, dropped),
         envelope: row.col(18)?,
     })
-}
-
-pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
-    event_from_cols(row)
 }
 
 pub(crate) fn event_from_cols<R: Cols + ?Sized>(row: &R) -> rusqlite::Result<Event> {

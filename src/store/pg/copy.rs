@@ -14,7 +14,7 @@ use tokio_postgres::types::{ToSql, Type};
 /// The ledger's tables in an order that satisfies their references. Both
 /// schemas have each with the same columns (`run_counts` is the target's
 /// own: written from the copied runs; the embedded `fencing` row becomes the
-/// target's fencing sequence).
+/// target's).
 pub const TABLES: &[&str] = &[
     "runs",
     "attempts",
@@ -41,6 +41,7 @@ const IDENTITIES: &[(&str, &str)] = &[
     ("approvals", "id"),
     ("maintenance", "id"),
     ("posted_events", "seq"),
+    ("config_versions", "version"),
 ];
 
 /// Why a copy did not happen (or failed and was rolled back).
@@ -173,7 +174,7 @@ pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
         writer.finish().await.map_err(PgError::from)?;
         counts.push((*t, n));
     }
-    // The target's run counts from its runs; the fencing sequence and every
+    // The target's run counts from its runs; the fencing counter and every
     // identity continue after the copied values.
     tx.batch_execute(
         "UPDATE run_counts SET n = (SELECT count(*) FROM runs WHERE runs.state = run_counts.state)",
@@ -189,11 +190,9 @@ pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
         .map_err(PgError::from)?
         .get(0);
     let fence = fence.max(used);
-    if fence > 0 {
-        tx.execute("SELECT setval('fencing_seq', $1)", &[&fence])
-            .await
-            .map_err(PgError::from)?;
-    }
+    tx.execute("UPDATE fencing SET token = $1 WHERE id = 1", &[&fence])
+        .await
+        .map_err(PgError::from)?;
     for (t, c) in IDENTITIES {
         tx.batch_execute(&format!(
             "SELECT setval(pg_get_serial_sequence('{t}', '{c}'), COALESCE((SELECT MAX({c}) FROM {t}), 0) + 1, false)"

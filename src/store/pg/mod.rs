@@ -23,8 +23,8 @@
 
 pub mod copy;
 mod read;
-pub(crate) mod session;
 mod schema;
+pub(crate) mod session;
 
 pub use read::PgReader;
 
@@ -76,20 +76,22 @@ pub fn shown_url(url: &str) -> String {
         .unwrap_or_else(|_| "the PostgreSQL URL".into())
 }
 
-/// Why this build refuses `db` as a ledger, if it names a PostgreSQL one: the
-/// scheduler, CLI and console run on the embedded ledger only so far. Says
-/// where it points without its password.
-pub fn not_yet(db: &Path) -> Option<String> {
-    let text = db.to_str()?;
-    if !is_url(text) {
-        return None;
+/// The `[scheduler] password_file` of the config this process runs, for a
+/// ledger opened by its URL alone ([`crate::store::Store::open`]): one
+/// process runs one config. Set once, by the command line as it loads it.
+static PASSWORD_FILE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Uses `path` as the password file of ledgers opened by URL (the first
+/// call wins).
+pub fn use_password_file(path: Option<&Path>) {
+    if let Some(p) = path {
+        let _ = PASSWORD_FILE.set(p.to_path_buf());
     }
-    let shown = shown_url(text);
-    Some(format!(
-        "{shown} is a PostgreSQL ledger: this build's scheduler, console and writing verbs run on the \
-         embedded SQLite ledger only (`runs`, `events`, `show`, `explain` and `status` read a PostgreSQL one; the \
-         engine is not on it yet: see the README, \"Several schedulers on PostgreSQL\"); pass --db FILE"
-    ))
+}
+
+/// The password file set by [`use_password_file`], if any.
+pub(crate) fn password_file() -> Option<&'static Path> {
+    PASSWORD_FILE.get().map(|p| p.as_path())
 }
 
 /// An error with its causes, `a: b: c` (tokio-postgres says "error
@@ -462,7 +464,7 @@ impl PgStore {
                 "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
                  pool, attempts, fencing_token, lease_owner, lease_expires, created_at, updated_at, schedule_version) \
                  SELECT w.tenant, w.schedule, w.window_key, w.window_start, w.window_end, w.due_at, 'running', \
-                 w.reason, w.pool, 1, nextval('fencing_seq'), $9, agentcron_now_ms() + $10, agentcron_now_ms(), \
+                 w.reason, w.pool, 1, agentcron_next_fence(), $9, agentcron_now_ms() + $10, agentcron_now_ms(), \
                  agentcron_now_ms(), (SELECT version FROM schedule_current sc WHERE sc.schedule = w.schedule) \
                  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
                  $7::text[], $8::text[]) AS w(tenant, schedule, window_key, window_start, window_end, due_at, \
@@ -567,7 +569,7 @@ impl PgStore {
         let states: Vec<&str> = expected.iter().map(|s| s.as_str()).collect();
         let stmt = c
             .prepare_cached(
-                "UPDATE runs SET state = 'running', fencing_token = nextval('fencing_seq'), \
+                "UPDATE runs SET state = 'running', fencing_token = agentcron_next_fence(), \
                  attempts = attempts + 1, lease_owner = $3, lease_expires = agentcron_now_ms() + $4, \
                  next_check_at = NULL, hold = NULL, updated_at = agentcron_now_ms() \
                  WHERE id = $1 AND state = ANY($2) RETURNING fencing_token, lease_expires",
@@ -830,17 +832,6 @@ mod tests {
         }
         let (cfg, _, _) = config("postgres://ops@127.0.0.1/ledger", Some(&file)).expect("url");
         assert_eq!(cfg.get_password(), Some(&b"from-file"[..]));
-    }
-
-    #[test]
-    fn a_postgres_url_as_a_ledger_is_refused_without_its_password() {
-        let why = not_yet(Path::new("postgres://ops:s3cret@db.example/ledger")).expect("refused");
-        assert!(
-            why.starts_with("postgres://ops@db.example:5432/ledger is a PostgreSQL ledger"),
-            "{why}"
-        );
-        assert!(!why.contains("s3cret"), "{why}");
-        assert_eq!(not_yet(Path::new("/var/lib/agentcron/ledger.db")), None);
     }
 
     #[test]

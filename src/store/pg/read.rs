@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::types::Value;
 use std::path::Path;
 use tokio_postgres::NoTls;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 
 pub struct PgReader {
     rt: tokio::runtime::Runtime,

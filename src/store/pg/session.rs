@@ -15,15 +15,13 @@ use std::path::Path;
 use std::sync::mpsc;
 use tokio_postgres::types::{ToSql, Type};
 
-/// The advisory lock every writing transaction holds: writers on one ledger
-/// take turns, as SQLite's `BEGIN IMMEDIATE` makes them on one file, so the
-/// store's read-then-write steps see what they change. Claims, renewals,
-/// completions and takeovers repeat their expected state in their `WHERE`
-/// besides, so a writer acting on something it read before its turn changes
-/// nothing.
-pub(crate) const WRITE_LOCK: i64 = 0x6167_656e_7463_7277; // "agentcrw"
-
-/// How a writing transaction begins: it waits its turn (see [`WRITE_LOCK`]).
+/// How a writing transaction begins: it takes the advisory lock every
+/// writing transaction holds (`0x6167656e74637277`, "agentcrw"). Writers on
+/// one ledger take turns, as SQLite's `BEGIN IMMEDIATE` makes them on one
+/// file, so the store's read-then-write steps see what they change. Claims,
+/// renewals, completions and takeovers repeat their expected state in their
+/// `WHERE` besides, so a writer acting on something it read before its turn
+/// changes nothing.
 pub(crate) const BEGIN_WRITE: &str = "BEGIN; SELECT pg_advisory_xact_lock(7018690069353689719)";
 /// How a reading transaction begins: one snapshot for all its statements.
 pub(crate) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -61,7 +59,10 @@ pub(crate) type Rows = (Vec<Vec<Value>>, u64);
 impl PgSession {
     /// Connects to `url` and brings its schema to this build's (or refuses a
     /// newer or foreign one, changing nothing).
-    pub(crate) fn connect(url: &str, password_file: Option<&Path>) -> std::result::Result<PgSession, PgError> {
+    pub(crate) fn connect(
+        url: &str,
+        password_file: Option<&Path>,
+    ) -> std::result::Result<PgSession, PgError> {
         let (cfg, shown, tls) = config(url, password_file)?;
         let (ready_tx, ready_rx) = mpsc::sync_channel::<std::result::Result<(), PgError>>(1);
         let (jobs, queue) = mpsc::channel::<Job>();
@@ -83,7 +84,10 @@ impl PgSession {
                 let client = rt.block_on(async {
                     let mut client = match tls {
                         Tls::None => {
-                            let (client, conn) = cfg.connect(tokio_postgres::NoTls).await.map_err(|e| connect_error(&e))?;
+                            let (client, conn) = cfg
+                                .connect(tokio_postgres::NoTls)
+                                .await
+                                .map_err(|e| connect_error(&e))?;
                             tokio::spawn(conn);
                             client
                         }
@@ -133,18 +137,19 @@ impl PgSession {
         }
     }
 
-    /// The database as shown to operators (no password).
-    pub(crate) fn shown(&self) -> &str {
-        &self.shown
-    }
-
-    fn run<T: Send + 'static>(&self, job: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static) -> Result<T> {
+    fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let (reply, answer) = mpsc::sync_channel(1);
         let sent = self.jobs.send(Box::new(move |w: &mut Worker| {
             let _ = reply.send(job(w));
         }));
         if sent.is_err() {
-            return Err(StoreError::Pg(format!("{}: the connection's thread ended", self.shown)));
+            return Err(StoreError::Pg(format!(
+                "{}: the connection's thread ended",
+                self.shown
+            )));
         }
         answer
             .recv()
@@ -166,14 +171,18 @@ impl PgSession {
         let say = |s: &str| {
             let mut t = translate(s);
             if returning_id {
-                t.push_str(" RETURNING id");
+                t.push_str(" RETURNING ");
+                t.push_str(row_key(s));
             }
             std::sync::Arc::<str>::from(t)
         };
         match sql {
             crate::store::exec::Sql::Fixed(s) => {
                 let key = (s.as_ptr() as usize, s.len(), returning_id);
-                let mut said = self.said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut said = self
+                    .said
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 said.entry(key).or_insert_with(|| say(s)).clone()
             }
             crate::store::exec::Sql::Text(s) => say(s),
@@ -183,7 +192,8 @@ impl PgSession {
     /// Runs one statement with `params`: its rows and how many it changed.
     pub(crate) fn query(&self, sql: std::sync::Arc<str>, params: Vec<Value>) -> Result<Rows> {
         let out = self.run(move |w| w.query(&sql, params))?;
-        self.changes.fetch_add(out.1, std::sync::atomic::Ordering::Relaxed);
+        self.changes
+            .fetch_add(out.1, std::sync::atomic::Ordering::Relaxed);
         Ok(out)
     }
 
@@ -203,10 +213,9 @@ impl Worker {
         let stmt = match self.prepared.get(sql) {
             Some(s) => s.clone(),
             None => {
-                let s = self
-                    .rt
-                    .block_on(self.client.prepare(sql))
-                    .map_err(|e| StoreError::Pg(format!("{}: {} in: {sql}", self.shown, super::with_causes(&e))))?;
+                let s = self.rt.block_on(self.client.prepare(sql)).map_err(|e| {
+                    StoreError::Pg(format!("{}: {} in: {sql}", self.shown, super::with_causes(&e)))
+                })?;
                 self.prepared.insert(sql.to_string(), s.clone());
                 s
             }
@@ -250,7 +259,10 @@ pub(crate) fn value_of(p: &dyn rusqlite::ToSql) -> Result<Value> {
 
 fn param(v: Value, ty: &Type) -> Result<Box<dyn ToSql + Sync + Send>> {
     let mismatch = |v: &Value| {
-        StoreError::Invariant(format!("a {:?} parameter where PostgreSQL expects {ty}", ValueRef::from(v).data_type()))
+        StoreError::Invariant(format!(
+            "a {:?} parameter where PostgreSQL expects {ty}",
+            ValueRef::from(v).data_type()
+        ))
     };
     Ok(match (v, ty) {
         (Value::Null, t) if *t == Type::INT8 => Box::new(None::<i64>),
@@ -281,7 +293,9 @@ pub(crate) fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
         .map(|i| {
             let ty = row.columns()[i].type_();
             Ok(if *ty == Type::INT8 {
-                row.try_get::<_, Option<i64>>(i).map_err(bad)?.map_or(Value::Null, Value::Integer)
+                row.try_get::<_, Option<i64>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, Value::Integer)
             } else if *ty == Type::INT4 {
                 row.try_get::<_, Option<i32>>(i)
                     .map_err(bad)?
@@ -291,19 +305,25 @@ pub(crate) fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
                     .map_err(bad)?
                     .map_or(Value::Null, |v| Value::Integer(v.into()))
             } else if *ty == Type::FLOAT8 {
-                row.try_get::<_, Option<f64>>(i).map_err(bad)?.map_or(Value::Null, Value::Real)
+                row.try_get::<_, Option<f64>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, Value::Real)
             } else if *ty == Type::BOOL {
                 row.try_get::<_, Option<bool>>(i)
                     .map_err(bad)?
                     .map_or(Value::Null, |v| Value::Integer(v.into()))
             } else if *ty == Type::BYTEA {
-                row.try_get::<_, Option<Vec<u8>>>(i).map_err(bad)?.map_or(Value::Null, Value::Blob)
+                row.try_get::<_, Option<Vec<u8>>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, Value::Blob)
             } else if *ty == Type::NUMERIC {
                 row.try_get::<_, Option<Numeric>>(i)
                     .map_err(bad)?
                     .map_or(Value::Null, |n| n.0)
             } else {
-                row.try_get::<_, Option<String>>(i).map_err(bad)?.map_or(Value::Null, Value::Text)
+                row.try_get::<_, Option<String>>(i)
+                    .map_err(bad)?
+                    .map_or(Value::Null, Value::Text)
             })
         })
         .collect()
@@ -314,7 +334,10 @@ pub(crate) fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
 struct Numeric(Value);
 
 impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(
+        _: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         let word = |i: usize| -> std::result::Result<i16, Box<dyn std::error::Error + Sync + Send>> {
             raw.get(i..i + 2)
                 .map(|b| i16::from_be_bytes([b[0], b[1]]))
@@ -346,6 +369,21 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
 
     fn accepts(ty: &Type) -> bool {
         *ty == Type::NUMERIC
+    }
+}
+
+/// The column SQLite's rowid is in the table an `INSERT` writes: `version`
+/// for `config_versions`, `seq` for `posted_events`, else `id`.
+fn row_key(insert: &str) -> &'static str {
+    let table = insert
+        .split_whitespace()
+        .skip_while(|w| !w.eq_ignore_ascii_case("INTO"))
+        .nth(1)
+        .unwrap_or("");
+    match table {
+        "config_versions" => "version",
+        "posted_events" => "seq",
+        _ => "id",
     }
 }
 
@@ -387,7 +425,7 @@ mod tests {
 
     #[test]
     fn the_write_lock_is_the_one_named() {
-        assert!(BEGIN_WRITE.contains(&WRITE_LOCK.to_string()));
+        assert!(BEGIN_WRITE.contains(&0x6167_656e_7463_7277_i64.to_string()));
     }
 
     #[test]
@@ -397,5 +435,10 @@ mod tests {
             "SELECT COUNT(*) FROM runs WHERE schedule = $1 AND x < $12"
         );
         assert_eq!(translate("SELECT ? FROM t"), "SELECT ? FROM t");
+        assert_eq!(
+            row_key("INSERT INTO config_versions (hash) VALUES (?1)"),
+            "version"
+        );
+        assert_eq!(row_key("INSERT INTO events (at) VALUES (?1)"), "id");
     }
 }
