@@ -87,7 +87,8 @@ struct Args {
     runs: Option<usize>,
     history: Option<u64>,
     engine_only: bool,
-    /// `pg-protocol`: the PostgreSQL ledger to write (a database of its own).
+    /// `pg-protocol`, `lifecycles`, `lateness`: the PostgreSQL ledger to
+    /// write (an empty database of its own).
     db: Option<String>,
     /// `pg-protocol`: windows per statement.
     chunk: Option<usize>,
@@ -209,8 +210,15 @@ fn load(toml: &str, dir: &Path) -> Config {
     }
 }
 
-fn open_store(dir: &Path) -> Arc<Store> {
-    match Store::open(&dir.join("bench.db")) {
+/// The bench's ledger: a file in `dir`, or the PostgreSQL database `db`
+/// names (`--db postgres://…`, an empty database of its own: the windows'
+/// keys repeat from run to run).
+fn open_store(dir: &Path, db: Option<&str>) -> Arc<Store> {
+    let opened = match db {
+        Some(url) => Store::open_postgres(url, None),
+        None => Store::open(&dir.join("bench.db")),
+    };
+    match opened {
         Ok(s) => Arc::new(s),
         Err(e) => fail(&format!("cannot open the bench database: {e}")),
     }
@@ -269,7 +277,8 @@ fn lateness_bench(args: &Args) {
          (WAL), multi-thread runtime ({} CPUs), no-op in-process agent",
         cpus()
     );
-    let results: Vec<LatenessResult> = runs.iter().map(|(n, s)| lateness_run(*n, *s)).collect();
+    let db = args.db.as_deref();
+    let results: Vec<LatenessResult> = runs.iter().map(|(n, s)| lateness_run(*n, *s, db)).collect();
     if results.len() > 1 {
         println!();
         println!("-- lateness summary (agent start vs due, wall clock, ms) --");
@@ -305,7 +314,7 @@ fn lateness_bench(args: &Args) {
     }
 }
 
-fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
+fn lateness_run(schedules: usize, seconds: u64, db: Option<&str>) -> LatenessResult {
     println!();
     println!(
         "-- {} schedules × every 1s for {seconds} s of real time --",
@@ -314,7 +323,7 @@ fn lateness_run(schedules: usize, seconds: u64) -> LatenessResult {
     let dir = temp_dir();
     let load_started = Instant::now();
     let cfg = load(&every_second_config(schedules), dir.path());
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), db);
     let runner = NoopRunner::recording();
     let mut engine = Engine::new(
         Arc::new(cfg),
@@ -665,8 +674,9 @@ fn lifecycles_bench(args: &Args) {
          machine cannot inflate; 1-min load average now {})",
         load_average()
     );
-    let (done, engine) = engine_lifecycles(runs, args.schedules.unwrap_or(1_000));
-    if args.engine_only {
+    let (done, engine) = engine_lifecycles(runs, args.schedules.unwrap_or(1_000), args.db.as_deref());
+    // The rows below are SQLite's own (its store replayed, its floor).
+    if args.engine_only || args.db.is_some() {
         return;
     }
     let replay = store_replay(runs);
@@ -711,7 +721,7 @@ fn lifecycles_bench(args: &Args) {
 /// The real engine: `schedules` (1,000) every-1s schedules stepped one virtual second at a
 /// time until `runs` windows have been due; each second is ticked and drained
 /// until nothing is left due at that instant.
-fn engine_lifecycles(runs: usize, schedules: usize) -> (usize, Spent) {
+fn engine_lifecycles(runs: usize, schedules: usize, db: Option<&str>) -> (usize, Spent) {
     let seconds = runs.div_ceil(schedules);
     println!();
     println!(
@@ -721,7 +731,7 @@ fn engine_lifecycles(runs: usize, schedules: usize) -> (usize, Spent) {
     );
     let dir = temp_dir();
     let cfg = load(&every_second_config(schedules), dir.path());
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), db);
     let t0 = ok(
         DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z"),
         "start instant",
@@ -849,7 +859,7 @@ fn store_replay(runs: usize) -> Spent {
         thousands(runs as u64)
     );
     let dir = temp_dir();
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), None);
     let t0 = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
     let names = [
         "open: insert_run + window_opened + set_last_evaluated",
@@ -988,7 +998,7 @@ fn store_replay(runs: usize) -> Spent {
 /// (`batch` = 1: two write transactions per run).
 fn store_two_tx(runs: usize, batch: usize) -> Spent {
     let dir = temp_dir();
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), None);
     let t0 = Utc::now().with_nanosecond(0).unwrap_or_else(Utc::now);
     let mut spent = Spent::default();
     let mut n = 0;
@@ -1336,7 +1346,7 @@ fn end_succeed(tx: &agentcron::store::Tx, claim: &Claim, now: DateTime<Utc>) -> 
 /// The fixed cost of one write transaction on this file (lock, WAL commit).
 fn empty_transactions(n: usize) -> Spent {
     let dir = temp_dir();
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), None);
     let mut spent = Spent::default();
     for _ in 0..n {
         ok(spent.time(|| store.write(|_| Ok(()))), "empty transaction");
@@ -1395,7 +1405,7 @@ fn idle_bench(args: &Args) {
     let load_secs = loaded.elapsed().as_secs_f64();
     drop(toml);
     let rss_loaded = status_kb("VmRSS");
-    let store = open_store(dir.path());
+    let store = open_store(dir.path(), None);
     let mut engine = Engine::new(
         Arc::new(cfg),
         store.clone(),
