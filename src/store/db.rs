@@ -1628,7 +1628,7 @@ impl Store {
                 Err(E::from(if busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
                 } else {
-                    e.into()
+                    e
                 }))
             }
         }
