@@ -1,8 +1,9 @@
 //! The store keeps the schedule states it read or wrote between transactions
 //! and trusts them only while no other connection has committed. These tests
-//! change a state behind a store's back (another store on the same file, or
-//! on the same shared in-memory database as rehearsals use) and roll writes
-//! back, and check that what the store answers is always what is stored.
+//! change a state behind a store's back (another store on the same file, on
+//! the same shared in-memory database as rehearsals use, or on the same
+//! PostgreSQL ledger) and roll writes back, and check that what the store
+//! answers is always what is stored.
 
 #[path = "store_support.rs"]
 mod support;
@@ -63,6 +64,16 @@ fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
     let a = Store::open(&path).unwrap();
     let b = Store::open(&path).unwrap();
     two_stores_see_each_others_writes(&a, &b);
+}
+
+#[test]
+fn a_state_changed_by_another_store_on_postgresql_is_read_fresh() {
+    if let Some(url) =
+        pg_database("store_state_cache::a_state_changed_by_another_store_on_postgresql_is_read_fresh")
+    {
+        let url = Path::new(&url);
+        two_stores_see_each_others_writes(&Store::open(url).unwrap(), &Store::open(url).unwrap());
+    }
 }
 
 #[test]
@@ -199,10 +210,28 @@ fn kept(store: &Store) -> RunningCounts {
 
 #[test]
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
-    use RunState::*;
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
-    let b = Store::open(&path).unwrap();
+    kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
+        &Store::open(&path).unwrap(),
+        &Store::open(&path).unwrap(),
+    );
+}
+
+#[test]
+fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on_postgres() {
+    if let Some(url) =
+        pg_database("store_state_cache::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores")
+    {
+        let url = Path::new(&url);
+        kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
+            &Store::open(url).unwrap(),
+            &Store::open(url).unwrap(),
+        );
+    }
+}
+
+fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Store, b: &Store) {
+    use RunState::*;
     // Counted once (nothing runs), then kept up by claims in both pools.
     assert_eq!(kept(&a), RunningCounts::default());
     let (one, two) = a
@@ -250,10 +279,26 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
 
 #[test]
 fn a_run_read_again_is_what_the_database_holds() {
-    use RunState::*;
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
-    let b = Store::open(&path).unwrap();
+    a_run_read_again_is_what_the_database_holds_on(
+        &Store::open(&path).unwrap(),
+        &Store::open(&path).unwrap(),
+    );
+}
+
+#[test]
+fn a_run_read_again_is_what_the_database_holds_on_postgres() {
+    if let Some(url) = pg_database("store_state_cache::a_run_read_again_is_what_the_database_holds") {
+        let url = Path::new(&url);
+        a_run_read_again_is_what_the_database_holds_on(
+            &Store::open(url).unwrap(),
+            &Store::open(url).unwrap(),
+        );
+    }
+}
+
+fn a_run_read_again_is_what_the_database_holds_on(a: &Store, b: &Store) {
+    use RunState::*;
     let state = |s: &Store, id: i64| s.read(|tx| tx.run(id)).unwrap().state;
     let run = a.write(|tx| Ok(insert(tx, "s", "1", t0()))).unwrap();
     assert_eq!(state(&a, run.id), Pending);
@@ -318,13 +363,31 @@ fn finish(tx: &Tx, run: &Run, to: RunState, why: Option<&str>) -> Run {
 
 #[test]
 fn kept_execution_memory_is_what_the_database_holds() {
-    use RunState::*;
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
-    let b = Store::open(&path).unwrap();
+    kept_execution_memory_is_what_the_database_holds_on(
+        &path,
+        &Store::open(&path).unwrap(),
+        &Store::open(&path).unwrap(),
+    );
+}
+
+#[test]
+fn kept_execution_memory_is_what_the_database_holds_on_postgres() {
+    if let Some(url) = pg_database("store_state_cache::kept_execution_memory_is_what_the_database_holds") {
+        let url = Path::new(&url);
+        kept_execution_memory_is_what_the_database_holds_on(
+            url,
+            &Store::open(url).unwrap(),
+            &Store::open(url).unwrap(),
+        );
+    }
+}
+
+fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &Store, b: &Store) {
+    use RunState::*;
     let memory = |s: &Store| s.read(|tx| tx.execution_memory("acme", "s", 3)).unwrap();
     // What a store that never read it finds: the query itself.
-    let stored = || memory(&Store::open(&path).unwrap());
+    let stored = || memory(&Store::open(path).unwrap());
     let same = |step: &str| {
         let (kept, fresh) = (memory(&a), stored());
         assert_eq!(kept, fresh, "{step}");

@@ -519,24 +519,32 @@ impl StateCache {
     /// statement): forget everything if another connection committed since
     /// the last look.
     fn validate(&self, conn: super::exec::Conn<'_>) -> rusqlite::Result<()> {
-        if conn.pg.is_some() {
-            // PostgreSQL has no `data_version`, and other schedulers commit
-            // all the time: nothing kept outlives its transaction.
-            let mut c = self.inner();
-            c.forget_all();
-            c.seen = None;
-            return Ok(());
-        }
-        let conn = conn.lite;
-        let version: i64 = conn
-            .prepare_cached("PRAGMA data_version")?
-            .query_row([], |r| r.get(0))?;
+        let version: i64 = if conn.pg.is_some() {
+            // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
+            // by every transaction that changed rows (`Open::commit`).
+            conn.opt(super::pg::session::WRITE_SEQ, &[], |r| r.get::<i64>(0))
+                .map_err(|e| match e {
+                    StoreError::Sqlite(e) => e,
+                    other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+                })?
+                .unwrap_or(-1)
+        } else {
+            conn.lite
+                .prepare_cached("PRAGMA data_version")?
+                .query_row([], |r| r.get(0))?
+        };
         let mut c = self.inner();
         if c.seen != Some(version) {
             c.forget_all();
             c.seen = Some(version);
         }
         Ok(())
+    }
+
+    /// This connection's own commit left the ledger at `write_seq` `v`
+    /// (PostgreSQL): what it keeps is still true there.
+    fn saw(&self, v: i64) {
+        self.inner().seen = Some(v);
     }
 
     pub(crate) fn get(&self, schedule: &str) -> Option<crate::core::records::ScheduleState> {
@@ -1070,6 +1078,9 @@ const ROLLBACK: &str = "ROLLBACK";
 /// `Transaction`, but on the store's kept statements.
 struct Open<'s> {
     conn: super::exec::Conn<'s>,
+    /// PostgreSQL: the session's changed rows when the transaction began
+    /// (see [`Open::commit`]).
+    changes: u64,
 }
 
 impl<'s> Open<'s> {
@@ -1086,18 +1097,19 @@ impl<'s> Open<'s> {
                     BEGIN_DEFERRED
                 },
             )?;
-            return Ok(Open { conn });
+            let changes = conn.total_changes();
+            return Ok(Open { conn, changes });
         }
         if !immediate {
             control(conn, BEGIN_DEFERRED)?;
-            return Ok(Open { conn });
+            return Ok(Open { conn, changes: 0 });
         }
         let started = Instant::now();
         let mut retries = 0;
         let mut backoff = LOCK_BACKOFF;
         loop {
             match control(conn, BEGIN_IMMEDIATE) {
-                Ok(()) => return Ok(Open { conn }),
+                Ok(()) => return Ok(Open { conn, changes: 0 }),
                 Err(StoreError::Sqlite(e)) if is_busy(&e) => {
                     if retries == LOCK_RETRIES {
                         return Err(StoreError::Locked {
@@ -1115,9 +1127,21 @@ impl<'s> Open<'s> {
     }
 
     /// `COMMIT`; on an error the transaction is rolled back (as it is dropped).
-    fn commit(self) -> Result<()> {
+    /// On PostgreSQL a transaction that changed rows first moves the ledger's
+    /// `write_seq` on (SQLite's `data_version`, see [`StateCache::validate`]),
+    /// and `states` learns the value it left.
+    fn commit(self, states: &StateCache) -> Result<()> {
+        let mut left = None;
+        if self.conn.pg.is_some() && self.conn.total_changes() != self.changes {
+            left = self
+                .conn
+                .opt(super::pg::session::BUMP_WRITE_SEQ, &[], |r| r.get::<i64>(0))?;
+        }
         control(self.conn, COMMIT)?;
         std::mem::forget(self);
+        if let Some(v) = left {
+            states.saw(v);
+        }
         Ok(())
     }
 }
@@ -1617,7 +1641,7 @@ impl Store {
             drop(open); // rolls back
             return out;
         }
-        match open.commit() {
+        match open.commit(&self.states) {
             Ok(()) => {
                 self.states.deferred_committed();
                 self.committed();
@@ -1678,7 +1702,7 @@ impl Store {
             for row in &rows {
                 row.write(self.on(conn), &self.states)?;
             }
-            open.commit()?;
+            open.commit(&self.states)?;
             Ok(())
         });
         match written {
@@ -1748,7 +1772,7 @@ impl Store {
             self.states.clear();
         }
         match out {
-            Ok(v) => match open.commit() {
+            Ok(v) => match open.commit(&self.states) {
                 Ok(()) => {
                     self.states.deferred_committed();
                     self.committed();
@@ -1799,7 +1823,7 @@ impl Store {
             states: &self.states,
         }) {
             Ok(v) => {
-                open.commit()?;
+                open.commit(&self.states)?;
                 Ok(v)
             }
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(StoreError::Locked {

@@ -23,6 +23,13 @@ use tokio_postgres::types::{ToSql, Type};
 /// `WHERE` besides, so a writer acting on something it read before its turn
 /// changes nothing.
 pub(crate) const BEGIN_WRITE: &str = "BEGIN; SELECT pg_advisory_xact_lock(7018690069353689719)";
+/// The ledger's write sequence: moved on by every transaction that changed
+/// rows, so a connection can tell whether anyone else wrote since its own
+/// last commit (SQLite's `PRAGMA data_version`).
+pub(crate) const WRITE_SEQ: &str = "SELECT value FROM agentcron_meta WHERE key = 'write_seq'";
+pub(crate) const BUMP_WRITE_SEQ: &str =
+    "UPDATE agentcron_meta SET value = value + 1 WHERE key = 'write_seq' RETURNING value";
+
 /// How a reading transaction begins: one snapshot for all its statements.
 pub(crate) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -197,8 +204,7 @@ impl PgSession {
         Ok(out)
     }
 
-    /// Rows changed by this session's statements so far (queries count
-    /// their rows too: more than SQLite counts, never fewer).
+    /// Rows changed by this session's statements so far.
     pub(crate) fn total_changes(&self) -> u64 {
         self.changes.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -237,7 +243,12 @@ impl Worker {
             .rt
             .block_on(self.client.query(&stmt, &refs))
             .map_err(|e| self.error(&e))?;
-        let n = rows.len() as u64;
+        // A query's rows are rows changed only when it writes (`… RETURNING`).
+        let reads = sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("SELECT"));
+        let n = if reads { 0 } else { rows.len() as u64 };
         let rows = rows.iter().map(values).collect::<Result<Vec<_>>>()?;
         Ok((rows, n))
     }
