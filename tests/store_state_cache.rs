@@ -233,7 +233,7 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on_postgres
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Store, b: &Store) {
     use RunState::*;
     // Counted once (nothing runs), then kept up by claims in both pools.
-    assert_eq!(kept(&a), RunningCounts::default());
+    assert_eq!(kept(a), RunningCounts::default());
     let (one, two) = a
         .write(|tx| {
             let one = claim(tx, &insert(tx, "s", "1", t0())).run;
@@ -245,8 +245,8 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Stor
             Ok((one, two))
         })
         .unwrap();
-    let now = kept(&a);
-    assert_eq!(now, counted(&a));
+    let now = kept(a);
+    assert_eq!(now, counted(a));
     assert_eq!(
         (
             now.of_schedule("s"),
@@ -262,19 +262,19 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Stor
         Ok(())
     })
     .unwrap();
-    assert_eq!(kept(&a), counted(&a));
-    assert_eq!(kept(&a).of_schedule("s"), 0);
+    assert_eq!(kept(a), counted(a));
+    assert_eq!(kept(a).of_schedule("s"), 0);
     // A claim that rolls back is not counted.
     let failed: Result<()> = a.write(|tx| {
         claim(tx, &insert(tx, "s", "4", t0()));
         Err(StoreError::Invariant("made to fail".into()))
     });
     assert!(failed.is_err());
-    assert_eq!(kept(&a), counted(&a));
+    assert_eq!(kept(a), counted(a));
     // Another store's claim shows up in A's next transaction.
     b.write(|tx| Ok(claim(tx, &insert(tx, "u", "5", t0())))).unwrap();
-    assert_eq!(kept(&a).of_schedule("u"), 1);
-    assert_eq!(kept(&a), counted(&a));
+    assert_eq!(kept(a).of_schedule("u"), 1);
+    assert_eq!(kept(a), counted(a));
 }
 
 #[test]
@@ -301,10 +301,10 @@ fn a_run_read_again_is_what_the_database_holds_on(a: &Store, b: &Store) {
     use RunState::*;
     let state = |s: &Store, id: i64| s.read(|tx| tx.run(id)).unwrap().state;
     let run = a.write(|tx| Ok(insert(tx, "s", "1", t0()))).unwrap();
-    assert_eq!(state(&a, run.id), Pending);
+    assert_eq!(state(a, run.id), Pending);
     // Another store claims it: A's next read sees it running.
     b.write(|tx| Ok(claim(tx, &run))).unwrap();
-    assert_eq!(state(&a, run.id), Running, "a read after another store's commit");
+    assert_eq!(state(a, run.id), Running, "a read after another store's commit");
     // A's own write between two reads, in one transaction and across two.
     let running = a.read(|tx| tx.run(run.id)).unwrap();
     let (before, after) = a
@@ -324,7 +324,7 @@ fn a_run_read_again_is_what_the_database_holds_on(a: &Store, b: &Store) {
         Err(StoreError::Invariant("made to fail".into()))
     });
     assert!(failed.is_err());
-    assert_eq!(state(&a, run.id), Running, "a rolled-back write");
+    assert_eq!(state(a, run.id), Running, "a rolled-back write");
     let failed: Result<()> = a.batch(|| {
         a.write(|tx| {
             go(tx, &running, Succeeded);
@@ -333,7 +333,7 @@ fn a_run_read_again_is_what_the_database_holds_on(a: &Store, b: &Store) {
         Err(StoreError::Invariant("made to fail".into()))
     });
     assert!(failed.is_err());
-    assert_eq!(state(&a, run.id), Running, "a rolled-back batch");
+    assert_eq!(state(a, run.id), Running, "a rolled-back batch");
 }
 
 /// Ends the current attempt of running `run` with this summary and message.
@@ -389,7 +389,7 @@ fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &Store, b
     // What a store that never read it finds: the query itself.
     let stored = || memory(&Store::open(path).unwrap());
     let same = |step: &str| {
-        let (kept, fresh) = (memory(&a), stored());
+        let (kept, fresh) = (memory(a), stored());
         assert_eq!(kept, fresh, "{step}");
         kept
     };
