@@ -181,7 +181,11 @@ async fn schedulers_starting_at_once_on_an_empty_database_do_not_race_the_migrat
         s.await.expect("join").expect("every start succeeds");
     }
     let c = raw(&url).await;
-    let n: i64 = scalar(&c, "SELECT count(*) FROM agentcron_meta").await;
+    let n: i64 = scalar(
+        &c,
+        "SELECT count(*) FROM agentcron_meta WHERE key = 'schema_version'",
+    )
+    .await;
     assert_eq!(n, 1);
     let counts: i64 = scalar(&c, "SELECT count(*) FROM run_counts").await;
     assert_eq!(counts, 10, "the migration's rows were inserted once");

@@ -14,24 +14,15 @@ use chrono_tz::Tz;
 use std::path::Path;
 
 /// A ledger a read verb reads: the embedded file, or a PostgreSQL one.
-// One per command: its size does not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum Ledger {
-    Sqlite(Store),
-    Pg(crate::store::pg::PgReader),
-}
+pub struct Ledger(Store);
 
 impl Ledger {
-    /// Runs `f` on the ledger: in one read transaction of the embedded store,
-    /// or statement by statement on PostgreSQL.
+    /// Runs `f` on the ledger, in one read transaction.
     pub fn read<T>(
         &self,
         f: impl FnOnce(&dyn LedgerRead) -> crate::store::Result<T>,
     ) -> crate::store::Result<T> {
-        match self {
-            Ledger::Sqlite(store) => store.read(|tx| f(tx)),
-            Ledger::Pg(reader) => f(reader),
-        }
+        self.0.read(|tx| f(tx))
     }
 }
 
@@ -42,17 +33,7 @@ impl Ledger {
 pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, Option<Config>), i32> {
     let cfg = config_for_cli(config, db)?;
     let path = database_path(db, cfg.as_ref())?;
-    let Some(url) = path.to_str().filter(|p| crate::store::pg::is_url(p)) else {
-        return Ok((Ledger::Sqlite(open_store(&path, false)?), cfg));
-    };
-    let password_file = cfg.as_ref().and_then(|c| c.scheduler.password_file.as_deref());
-    match crate::store::pg::PgReader::open(url, password_file) {
-        Ok(reader) => Ok((Ledger::Pg(reader), cfg)),
-        Err(e) => {
-            eprintln!("agentcron: {e}");
-            Err(exit::USAGE)
-        }
-    }
+    Ok((Ledger(open_store(&path, false)?), cfg))
 }
 
 /// Opens the database for a CLI verb, printing a plain error and returning the
@@ -69,7 +50,9 @@ pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(St
 /// without it, since it names the database.
 fn config_for_cli(config: &Path, db: Option<&Path>) -> Result<Option<Config>, i32> {
     if db.is_some() {
-        return Ok(optional_config(config));
+        let cfg = optional_config(config);
+        crate::store::pg::use_password_file(cfg.as_ref().and_then(|c| c.scheduler.password_file.as_deref()));
+        return Ok(cfg);
     }
     if !config.exists() {
         eprintln!(

@@ -320,8 +320,12 @@ impl RunCounts {
     }
 
     /// The open transaction's change to the count of `state`, not yet in
-    /// `run_counts`.
-    pub(crate) fn pending(&self, state: RunState) -> i64 {
+    /// `run_counts` (on PostgreSQL its triggers have put it there already:
+    /// `pg`, nothing is pending).
+    pub(crate) fn pending(&self, state: RunState, pg: bool) -> i64 {
+        if pg {
+            return 0;
+        }
         self.deltas()[Self::slot(state)]
     }
 
@@ -333,6 +337,10 @@ impl RunCounts {
     /// forgets them.
     fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         let d = std::mem::take(&mut *self.deltas());
+        if conn.pg.is_some() {
+            // PostgreSQL's triggers keep `run_counts` (every writer's).
+            return Ok(());
+        }
         for (state, n) in RunState::ALL.iter().zip(d) {
             if n != 0 {
                 conn.exec(
@@ -1400,7 +1408,7 @@ impl Store {
     /// without that file.
     pub fn open_read_only(path: &Path) -> Result<Store> {
         if let Some(url) = path.to_str().filter(|p| super::pg::is_url(p)) {
-            return Self::open_postgres(url, super::pg::password_file());
+            return Self::connect_postgres(url, super::pg::password_file(), false);
         }
         configure_sqlite();
         let name = display(path);
@@ -1431,7 +1439,13 @@ impl Store {
     /// The store's statements run there, each writing transaction in its
     /// turn (see [`super::pg::session::BEGIN_WRITE`]).
     pub fn open_postgres(url: &str, password_file: Option<&Path>) -> Result<Store> {
-        let session = super::pg::session::PgSession::connect(url, password_file)
+        Self::connect_postgres(url, password_file, true)
+    }
+
+    /// [`Store::open_postgres`]; only reading (not `migrate`), a database
+    /// that is not a ledger of this build's schema is refused, untouched.
+    fn connect_postgres(url: &str, password_file: Option<&Path>, migrate: bool) -> Result<Store> {
+        let session = super::pg::session::PgSession::connect(url, password_file, migrate)
             .map_err(|e| StoreError::Pg(e.to_string()))?;
         // Holds no ledger: a statement sent here by mistake fails loudly.
         let conn = Connection::open_in_memory()?;

@@ -1,9 +1,8 @@
 //! What the read verbs (`runs`, `events`, `show`, `explain`, `status`) ask of a
-//! ledger, answered the same by the embedded store ([`Tx`]) and by a
-//! PostgreSQL ledger ([`crate::store::pg::PgReader`]): the first part of the
-//! store interface both implement. The queries, the listing rules (a
-//! schedule's runs read in two halves, folded trace rows unfolded and paged)
-//! and the row mappers are shared; each store only runs the statements.
+//! ledger: a transaction of either store ([`Tx`], on SQLite or PostgreSQL).
+//! The queries, the listing rules (a schedule's runs read in two halves,
+//! folded trace rows unfolded and paged) and the row mappers live in the
+//! store; this is the narrow view the explainers and the verbs take.
 
 use super::types::*;
 use super::{Result, StoreError, Tx};

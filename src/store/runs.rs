@@ -455,7 +455,12 @@ impl Tx<'_> {
         // With what this transaction changed and has not written yet.
         Ok(stored
             .into_iter()
-            .map(|(s, n)| (s, u64::try_from(n + self.counts.pending(s)).unwrap_or(0)))
+            .map(|(s, n)| {
+                (
+                    s,
+                    u64::try_from(n + self.counts.pending(s, self.pg.is_some())).unwrap_or(0),
+                )
+            })
             .collect())
     }
 

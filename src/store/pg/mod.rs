@@ -22,11 +22,8 @@
 //! "Several schedulers on PostgreSQL").
 
 pub mod copy;
-mod read;
 mod schema;
 pub(crate) mod session;
-
-pub use read::PgReader;
 
 pub use schema::PG_SCHEMA_VERSION;
 

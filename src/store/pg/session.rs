@@ -66,9 +66,13 @@ pub(crate) type Rows = (Vec<Vec<Value>>, u64);
 impl PgSession {
     /// Connects to `url` and brings its schema to this build's (or refuses a
     /// newer or foreign one, changing nothing).
+    /// Only reading (`migrate` false: read verbs, `--read-only` consoles), a
+    /// database that is not a ledger of this build's schema is refused, and
+    /// nothing is written to it.
     pub(crate) fn connect(
         url: &str,
         password_file: Option<&Path>,
+        migrate: bool,
     ) -> std::result::Result<PgSession, PgError> {
         let (cfg, shown, tls) = config(url, password_file)?;
         let (ready_tx, ready_rx) = mpsc::sync_channel::<std::result::Result<(), PgError>>(1);
@@ -104,7 +108,11 @@ impl PgSession {
                             client
                         }
                     };
-                    super::schema::migrate(&mut client, &name).await?;
+                    if migrate {
+                        super::schema::migrate(&mut client, &name).await?;
+                    } else {
+                        super::schema::check_current(&client, &name).await?;
+                    }
                     Ok::<_, PgError>(client)
                 });
                 let client = match client {
