@@ -6,6 +6,8 @@
 //!
 //! tmux is required (CI installs it): without it these tests fail and say so.
 
+#[path = "store_support.rs"]
+mod store_support;
 mod support;
 
 use agentcron::rehearsal::sim::{SimAttempt, SimEnd};
@@ -351,6 +353,56 @@ every = "2s"
     tm.keys(&["q"]);
     tm.wait_for("[exited 0]");
     let store = Store::open(&dir.path().join("test.db")).unwrap();
+    assert!(
+        runs(&store, "heartbeat")
+            .iter()
+            .any(|r| r.state == RunState::Succeeded)
+    );
+}
+
+/// `console --attach` on a PostgreSQL ledger a headless scheduler runs on:
+/// the same screen as on a file.
+#[test]
+fn attach_shows_the_runs_of_a_headless_scheduler_on_postgresql() {
+    let Some(url) = store_support::pg_database(
+        "console_tmux::attach_shows_the_runs_of_a_headless_scheduler_on_postgresql",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    config(
+        &dir,
+        &format!(
+            "{BASE}{}",
+            r#"
+[[schedule]]
+id = "heartbeat"
+agent = "sim"
+every = "2s"
+"#
+        ),
+    );
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .args(["--db", &url, "run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let _headless = Headless(child);
+    let cfg = dir.path().join("agentcron.toml").display().to_string();
+    let bin = bin().display().to_string();
+    let console = shell_words(&[&bin, "--config", &cfg, "--db", &url, "console", "--attach"]);
+    let tm = Tmux::start(dir.path(), &console);
+    tm.wait_for(" LIVE ");
+    let screen = tm.wait_for("✓ succeeded");
+    assert!(screen.contains("heartbeat"), "{screen}");
+    assert!(!screen.contains(".db"), "no file made of the URL: {screen}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+    let store = Store::open(Path::new(&url)).unwrap();
     assert!(
         runs(&store, "heartbeat")
             .iter()
