@@ -2,6 +2,8 @@
 //! Only one plan applies; the other finds the run moved on and drops its
 //! effects: one `failed`, one alert, one circuit count — not two.
 
+#[path = "store_support.rs"]
+mod store_support;
 mod support;
 
 use agentcron::core::layers::gates::GateOutcome;
@@ -41,8 +43,25 @@ impl Gate for RendezvousGate {
 #[test]
 fn a_run_failed_by_two_schedulers_at_once_alerts_and_counts_once() {
     let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    failed_once_by_two_schedulers(&dir, &db);
+}
+
+/// The same two schedulers on one PostgreSQL ledger (two connections).
+#[test]
+fn a_run_failed_by_two_schedulers_at_once_on_postgresql_alerts_and_counts_once() {
+    let Some(url) = store_support::pg_database(
+        "two_schedulers::a_run_failed_by_two_schedulers_at_once_on_postgresql_alerts_and_counts_once",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    failed_once_by_two_schedulers(&dir, std::path::Path::new(&url));
+}
+
+fn failed_once_by_two_schedulers(dir: &tempfile::TempDir, db: &std::path::Path) {
     let cfg = config(
-        &dir,
+        dir,
         &format!(
             r#"{}
 [[schedule]]
@@ -64,7 +83,6 @@ on_fail = "fail"
             )
         ),
     );
-    let db = dir.path().join("shared.db");
     let clock = VirtualClock::new(t("2026-06-06T00:59:00Z"));
     let barrier = Arc::new(Barrier::new(2));
     let engine = |owner: &str| {
@@ -75,7 +93,7 @@ on_fail = "fail"
         })]];
         Engine::with_gates(
             cfg.clone(),
-            Arc::new(Store::open(&db).unwrap()),
+            Arc::new(Store::open(db).unwrap()),
             clock,
             runner,
             EngineOptions {
@@ -98,7 +116,7 @@ on_fail = "fail"
         tb.join().unwrap();
     });
 
-    let store = Store::open(&db).unwrap();
+    let store = Store::open(db).unwrap();
     let run = run_by_key(&store, "report", "2026-06-06");
     assert_eq!(run.state, RunState::Failed);
     let kinds = kinds(&store, run.id);
