@@ -3,6 +3,8 @@
 //! the real engine and runner. Every case asserts run state, attempts, the
 //! event trail and the ledger of side effects.
 
+#[path = "store_support.rs"]
+mod store_support;
 mod support;
 
 use agentcron::config::model::ErrorClass;
@@ -437,7 +439,26 @@ circuit = {{ open_after = 3, cool_down = "25m" }}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_attempts_late_result_does_not_change_the_run() {
-    let mut h = Real::new(&daily("30s", false, RETRY_1M), "2026-06-06T09:00:00Z");
+    let h = Real::new(&daily("30s", false, RETRY_1M), "2026-06-06T09:00:00Z");
+    lost_attempts_late_result(h).await;
+}
+
+/// The same on a PostgreSQL ledger: scheduler b's sweep takes over the run
+/// scheduler a lost, through another connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_attempts_late_result_does_not_change_the_run_on_postgresql() {
+    let name = "recovery_flow::a_lost_attempts_late_result_does_not_change_the_run_on_postgresql";
+    let Some(url) = tokio::task::spawn_blocking(move || store_support::pg_database(name))
+        .await
+        .unwrap()
+    else {
+        return;
+    };
+    let h = Real::on_postgres(&daily("30s", false, RETRY_1M), "2026-06-06T09:00:00Z", &url);
+    lost_attempts_late_result(h).await;
+}
+
+async fn lost_attempts_late_result(mut h: Real) {
     // Attempt 1 (scheduler a) reports success, but only after its lease was lost.
     h.script(json!({"1": {"do": ["fetch"]}}));
     h.engine.tick().unwrap();

@@ -48,13 +48,16 @@ steps = [{{ name = "fetch" }}, {{ name = "deliver", side_effect = true }}]
     )
 }
 
-/// One engine on a virtual clock over a database in a temp folder.
+/// One engine on a virtual clock over a database in a temp folder (or a
+/// PostgreSQL ledger, [`Real::on_postgres`]).
 pub struct Real {
     pub dir: TempDir,
     pub cfg: Arc<Config>,
     pub clock: VirtualClock,
     pub store: Arc<Store>,
     pub engine: Engine,
+    /// The ledger: the folder's `test.db`, or a PostgreSQL URL.
+    pub db: std::path::PathBuf,
 }
 
 impl Real {
@@ -67,9 +70,24 @@ impl Real {
     pub fn new_with(toml: &str, start: &str, prepare: impl FnOnce(&std::path::Path)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         prepare(dir.path());
+        let db = dir.path().join("test.db");
+        Self::on(dir, toml, start, db)
+    }
+
+    /// Like [`Real::new`] on the PostgreSQL ledger at `url` (a fresh database).
+    pub fn on_postgres(toml: &str, start: &str, url: &str) -> Self {
+        Self::on(
+            tempfile::tempdir().unwrap(),
+            toml,
+            start,
+            std::path::PathBuf::from(url),
+        )
+    }
+
+    fn on(dir: TempDir, toml: &str, start: &str, db: std::path::PathBuf) -> Self {
         let cfg = config(&dir, toml);
         let clock = VirtualClock::new(t(start));
-        let store = Arc::new(Store::open(&dir.path().join("test.db")).unwrap());
+        let store = Arc::new(Store::open(&db).unwrap());
         let engine = Self::build(&cfg, &clock, store.clone(), "a");
         Self {
             dir,
@@ -77,6 +95,7 @@ impl Real {
             clock,
             store,
             engine,
+            db,
         }
     }
 
@@ -89,9 +108,9 @@ impl Real {
         Engine::new(cfg.clone(), store, clock, Arc::new(DefaultRunner), opts)
     }
 
-    /// Another scheduler process on the same database file and clock.
+    /// Another scheduler process on the same database and clock.
     pub fn second_engine(&self, owner: &str) -> Engine {
-        let store = Arc::new(Store::open(&self.dir.path().join("test.db")).unwrap());
+        let store = Arc::new(Store::open(&self.db).unwrap());
         Self::build(&self.cfg, &self.clock, store, owner)
     }
 
