@@ -1148,3 +1148,56 @@ fn db_copy_refuses_bad_input_plainly() {
     let (code, _) = agentcron(&["db", "copy", "--from", missing]);
     assert_eq!(code, Some(2));
 }
+
+/// A scheduler's connection that PostgreSQL drops (a restart, a failover, an
+/// idle timeout) is made again at the next transaction; a transaction it was
+/// inside is lost whole (an error, nothing of it committed), never finished
+/// on the new connection outside its lock.
+#[test]
+fn a_lost_connection_is_made_again_and_a_transaction_it_held_is_lost_whole() {
+    use agentcron::store::Store;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let Some(url) = rt.block_on(fresh_db("reconnect")) else {
+        return;
+    };
+    let store = Store::open(std::path::Path::new(&url)).expect("store");
+    let drop_others = || {
+        rt.block_on(async {
+            let c = raw(&url).await;
+            c.batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            .await
+            .expect("terminate");
+        })
+    };
+    let pause = |on: bool| {
+        store.write(|tx| {
+            tx.set_switch("pause:s", on, "test", "reconnect", chrono::Utc::now())
+                .map(drop)
+        })
+    };
+    pause(true).expect("first write");
+    drop_others();
+    pause(false).expect("a write after the connection was dropped");
+    let on = store.read(|tx| tx.switch("pause:s")).expect("read");
+    assert!(!on.expect("switch").on);
+
+    // Dropped inside a transaction: that transaction fails, nothing of it
+    // lands, and the next one runs on a new connection.
+    let failed = store.write(|tx| {
+        tx.set_switch("pause:s", true, "test", "lost", chrono::Utc::now())?;
+        drop_others();
+        tx.set_switch("pause:t", true, "test", "lost", chrono::Utc::now())
+    });
+    assert!(failed.is_err(), "{failed:?}");
+    let (s, t) = store
+        .read(|tx| Ok((tx.switch("pause:s")?, tx.switch("pause:t")?)))
+        .expect("read after");
+    assert!(
+        !s.expect("switch").on,
+        "the lost transaction's first write did not land"
+    );
+    assert!(t.is_none(), "nor its second");
+}

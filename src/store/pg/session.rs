@@ -41,6 +41,50 @@ struct Worker {
     client: tokio_postgres::Client,
     prepared: HashMap<String, tokio_postgres::Statement>,
     shown: String,
+    /// How to connect again when the connection is lost.
+    cfg: tokio_postgres::Config,
+    tls: Tls,
+    /// Inside a transaction (`BEGIN` sent, no `COMMIT` / `ROLLBACK` yet): a
+    /// connection lost now loses the transaction, and nothing may run on a
+    /// new connection until it is ended (the statements after would run
+    /// outside it, and outside the write lock).
+    in_tx: bool,
+}
+
+/// Whether `e` says the connection is gone: closed, or ended by the server
+/// (SQLSTATE class 08, connection exception, or 57P, operator intervention:
+/// an administrator's termination, a shutdown).
+fn lost(e: &tokio_postgres::Error) -> bool {
+    e.is_closed()
+        || e.code()
+            .is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57P"))
+}
+
+/// A new connection to `cfg`, its driver spawned on the current runtime.
+async fn open_client(
+    cfg: &tokio_postgres::Config,
+    tls: &Tls,
+    shown: &str,
+) -> std::result::Result<tokio_postgres::Client, PgError> {
+    let connect_error = |e: &dyn std::error::Error| PgError::Connect {
+        shown: shown.to_string(),
+        message: super::with_causes(e),
+    };
+    Ok(match tls {
+        Tls::None => {
+            let (client, conn) = cfg
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(|e| connect_error(&e))?;
+            tokio::spawn(conn);
+            client
+        }
+        Tls::Rustls(tls) => {
+            let (client, conn) = cfg.connect(tls.clone()).await.map_err(|e| connect_error(&e))?;
+            tokio::spawn(conn);
+            client
+        }
+    })
 }
 
 /// One connection to a ledger, driven synchronously.
@@ -81,33 +125,18 @@ impl PgSession {
         std::thread::Builder::new()
             .name("agentcron-pg".into())
             .spawn(move || {
-                let connect_error = |e: &dyn std::error::Error| PgError::Connect {
-                    shown: name.clone(),
-                    message: super::with_causes(e),
-                };
                 let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(connect_error(&e)));
+                        let _ = ready_tx.send(Err(PgError::Connect {
+                            shown: name.clone(),
+                            message: super::with_causes(&e),
+                        }));
                         return;
                     }
                 };
                 let client = rt.block_on(async {
-                    let mut client = match tls {
-                        Tls::None => {
-                            let (client, conn) = cfg
-                                .connect(tokio_postgres::NoTls)
-                                .await
-                                .map_err(|e| connect_error(&e))?;
-                            tokio::spawn(conn);
-                            client
-                        }
-                        Tls::Rustls(tls) => {
-                            let (client, conn) = cfg.connect(tls).await.map_err(|e| connect_error(&e))?;
-                            tokio::spawn(conn);
-                            client
-                        }
-                    };
+                    let mut client = open_client(&cfg, &tls, &name).await?;
                     if migrate {
                         super::schema::migrate(&mut client, &name).await?;
                     } else {
@@ -128,6 +157,9 @@ impl PgSession {
                     client,
                     prepared: HashMap::new(),
                     shown: name,
+                    cfg,
+                    tls,
+                    in_tx: false,
                 };
                 while let Ok(job) = queue.recv() {
                     job(&mut worker);
@@ -171,12 +203,10 @@ impl PgSession {
             .map_err(|_| StoreError::Pg(format!("{}: the connection's thread ended", self.shown)))?
     }
 
-    /// Runs statements without parameters (`BEGIN`, `COMMIT`, …).
+    /// Runs the transaction-control statements (`BEGIN …`, `COMMIT`,
+    /// `ROLLBACK`).
     pub(crate) fn batch(&self, sql: &'static str) -> Result<()> {
-        self.run(move |w| {
-            let (rt, client) = (&w.rt, &w.client);
-            rt.block_on(client.batch_execute(sql)).map_err(|e| w.error(&e))
-        })
+        self.run(move |w| w.control(sql))
     }
 
     /// The statement `sql` (the store's SQLite text) as PostgreSQL reads it
@@ -223,7 +253,66 @@ impl Worker {
         StoreError::Pg(format!("{}: {}", self.shown, super::with_causes(e)))
     }
 
+    /// The connection, connected again if it was lost outside a
+    /// transaction; lost inside one, the transaction is lost: an error
+    /// until it is ended.
+    fn ready(&mut self) -> Result<()> {
+        if !self.client.is_closed() {
+            return Ok(());
+        }
+        if self.in_tx {
+            return Err(StoreError::Pg(format!(
+                "{}: the connection was lost inside a transaction; nothing of it was committed",
+                self.shown
+            )));
+        }
+        self.reconnect()
+    }
+
+    /// A new connection in place of this one (its prepared statements go).
+    fn reconnect(&mut self) -> Result<()> {
+        let client = self
+            .rt
+            .block_on(open_client(&self.cfg, &self.tls, &self.shown))
+            .map_err(|e| StoreError::Pg(e.to_string()))?;
+        self.client = client;
+        self.prepared.clear();
+        Ok(())
+    }
+
+    fn control(&mut self, sql: &'static str) -> Result<()> {
+        let begins = sql.starts_with("BEGIN");
+        if !begins && self.client.is_closed() {
+            // The transaction went with the connection: a rollback is done,
+            // a commit failed.
+            let was = std::mem::replace(&mut self.in_tx, false);
+            return if sql == "ROLLBACK" || !was {
+                Ok(())
+            } else {
+                Err(StoreError::Pg(format!(
+                    "{}: the connection was lost inside a transaction; nothing of it was committed",
+                    self.shown
+                )))
+            };
+        }
+        if begins {
+            self.in_tx = false;
+            self.ready()?;
+        }
+        let mut out = self.rt.block_on(self.client.batch_execute(sql));
+        if begins && out.as_ref().is_err_and(|e| self.client.is_closed() || lost(e)) {
+            // Lost since the last statement (noticed only now): nothing
+            // had begun, so begin on a new connection.
+            self.reconnect()?;
+            out = self.rt.block_on(self.client.batch_execute(sql));
+        }
+        let out = out.map_err(|e| self.error(&e));
+        self.in_tx = begins && out.is_ok();
+        out
+    }
+
     fn query(&mut self, sql: &str, params: Vec<Value>) -> Result<Rows> {
+        self.ready()?;
         let stmt = match self.prepared.get(sql) {
             Some(s) => s.clone(),
             None => {
