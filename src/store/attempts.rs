@@ -317,7 +317,13 @@ impl Tx<'_> {
                 to: RunState::Running,
             });
         }
-        let token = match self.states.fencing() {
+        // PostgreSQL: the counter read from its row at every claim (under
+        // the write lock), never from what this connection kept.
+        if self.pg.is_some() {
+            self.states.flush(self.conn())?;
+        }
+        let kept = if self.pg.is_some() { None } else { self.states.fencing() };
+        let token = match kept {
             Some(t) => t,
             None => {
                 let t = self

@@ -70,7 +70,7 @@ async fn open_client(
         shown: shown.to_string(),
         message: super::with_causes(e),
     };
-    Ok(match tls {
+    let client = match tls {
         Tls::None => {
             let (client, conn) = cfg
                 .connect(tokio_postgres::NoTls)
@@ -84,8 +84,22 @@ async fn open_client(
             tokio::spawn(conn);
             client
         }
-    })
+    };
+    client
+        .batch_execute(SESSION_LIMITS)
+        .await
+        .map_err(|e| connect_error(&e))?;
+    Ok(client)
 }
+
+/// What one scheduler may hold up the others for. A session idle inside a
+/// transaction for 5 s (a process stopped, a host frozen, a partition) is
+/// ended by the server, which rolls its transaction back and frees the
+/// write lock; a transaction that waits 10 s for a lock gives up (the
+/// store says so, and the engine tries again at its next tick), as SQLite's
+/// busy timeout does. The engine does no slow work inside a transaction.
+const SESSION_LIMITS: &str =
+    "SET idle_in_transaction_session_timeout = '5s'; SET lock_timeout = '10s'";
 
 /// One connection to a ledger, driven synchronously.
 pub(crate) struct PgSession {
