@@ -118,6 +118,12 @@ impl Engine {
     /// attempts are stopped with [`CancelCause::OperatorQuit`] and recorded
     /// as retries ("stopped when the operator quit at …") instead of being
     /// left to lease expiry.
+    ///
+    /// A transient store error (the database locked by another process
+    /// beyond the busy timeout; a PostgreSQL ledger unreachable, or a
+    /// transaction lost with its connection or its wait for the write lock)
+    /// is logged and the loop goes on: nothing of the failed transaction was
+    /// written, and the next tick tries again.
     pub async fn run_live_until(
         &mut self,
         shutdown: impl std::future::Future<Output = ()>,
@@ -132,15 +138,8 @@ impl Engine {
                 self.note_clock_jump(from, to)?;
             }
             // SIGHUP, `agentcron reload`, or a version another process applied.
-            self.check_reload()?;
-            match self.tick_blocking() {
-                // Another process holds the database longer than the busy
-                // timeout: say so and try again; nothing is lost.
-                Err(super::EngineError::Store(crate::store::StoreError::Locked { waited_ms })) => {
-                    tracing::warn!(waited_ms, "database locked by another process; retrying");
-                }
-                other => other?,
-            }
+            passing(self.check_reload().map(drop))?;
+            passing(self.tick_blocking())?;
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
             let due = self
@@ -158,7 +157,9 @@ impl Engine {
                 }
                 report = self.recv_report() => {
                     if let Some(r) = report {
-                        self.handle(r)?;
+                        // Lost with its transaction: the run stays running
+                        // until its lease lapses and a sweep ends it.
+                        passing(self.handle(r))?;
                     }
                 }
             }
@@ -356,5 +357,22 @@ mod tests {
             d.observe(t("2026-06-01T19:00:03Z"), m0 + Duration::from_secs(3))
                 .is_some()
         );
+    }
+}
+
+/// `r`, with a transient store error logged and passed over (see
+/// [`Engine::run_live_until`]).
+fn passing(r: super::Result<()>) -> super::Result<()> {
+    match r {
+        Err(super::EngineError::Store(e)) if e.is_transient() => {
+            match &e {
+                crate::store::StoreError::Locked { waited_ms } => {
+                    tracing::warn!(waited_ms, "database locked by another process; retrying");
+                }
+                other => tracing::warn!(error = %other, "database unavailable; retrying"),
+            }
+            Ok(())
+        }
+        other => other,
     }
 }

@@ -322,7 +322,11 @@ impl Tx<'_> {
         if self.pg.is_some() {
             self.states.flush(self.conn())?;
         }
-        let kept = if self.pg.is_some() { None } else { self.states.fencing() };
+        let kept = if self.pg.is_some() {
+            None
+        } else {
+            self.states.fencing()
+        };
         let token = match kept {
             Some(t) => t,
             None => {

@@ -82,6 +82,20 @@ pub enum StoreError {
     /// A PostgreSQL ledger's error (its URL shown without the password).
     #[error("PostgreSQL {0}")]
     Pg(String),
+    /// The PostgreSQL ledger could not be reached, or the transaction was
+    /// lost with its connection or gave up waiting for the write lock:
+    /// nothing of it was committed, and the same work may be tried again.
+    #[error("PostgreSQL {0} (nothing of the transaction was committed; trying again)")]
+    Unavailable(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+impl StoreError {
+    /// Whether the same work may simply be tried again: another process held
+    /// the database too long, or a PostgreSQL ledger was unreachable or lost
+    /// the transaction. Nothing of the failed transaction was written.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Locked { .. } | StoreError::Unavailable(_))
+    }
+}

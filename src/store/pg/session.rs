@@ -60,6 +60,15 @@ fn lost(e: &tokio_postgres::Error) -> bool {
             .is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57P"))
 }
 
+/// Whether `e` leaves the work to be tried again: the connection lost, a
+/// lock not had in time (55P03), the session ended for idling in a
+/// transaction (25P03), a serialization failure or deadlock (40001, 40P01).
+fn transient(e: &tokio_postgres::Error) -> bool {
+    lost(e)
+        || e.code()
+            .is_some_and(|c| matches!(c.code(), "55P03" | "25P03" | "40001" | "40P01"))
+}
+
 /// A new connection to `cfg`, its driver spawned on the current runtime.
 async fn open_client(
     cfg: &tokio_postgres::Config,
@@ -98,8 +107,7 @@ async fn open_client(
 /// write lock; a transaction that waits 10 s for a lock gives up (the
 /// store says so, and the engine tries again at its next tick), as SQLite's
 /// busy timeout does. The engine does no slow work inside a transaction.
-const SESSION_LIMITS: &str =
-    "SET idle_in_transaction_session_timeout = '5s'; SET lock_timeout = '10s'";
+const SESSION_LIMITS: &str = "SET idle_in_transaction_session_timeout = '5s'; SET lock_timeout = '10s'";
 
 /// One connection to a ledger, driven synchronously.
 pub(crate) struct PgSession {
@@ -264,7 +272,12 @@ impl PgSession {
 
 impl Worker {
     fn error(&self, e: &tokio_postgres::Error) -> StoreError {
-        StoreError::Pg(format!("{}: {}", self.shown, super::with_causes(e)))
+        let text = format!("{}: {}", self.shown, super::with_causes(e));
+        if transient(e) || self.client.is_closed() {
+            StoreError::Unavailable(text)
+        } else {
+            StoreError::Pg(text)
+        }
     }
 
     /// The connection, connected again if it was lost outside a
@@ -275,7 +288,7 @@ impl Worker {
             return Ok(());
         }
         if self.in_tx {
-            return Err(StoreError::Pg(format!(
+            return Err(StoreError::Unavailable(format!(
                 "{}: the connection was lost inside a transaction; nothing of it was committed",
                 self.shown
             )));
@@ -288,7 +301,7 @@ impl Worker {
         let client = self
             .rt
             .block_on(open_client(&self.cfg, &self.tls, &self.shown))
-            .map_err(|e| StoreError::Pg(e.to_string()))?;
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
         self.client = client;
         self.prepared.clear();
         Ok(())
@@ -303,7 +316,7 @@ impl Worker {
             return if sql == "ROLLBACK" || !was {
                 Ok(())
             } else {
-                Err(StoreError::Pg(format!(
+                Err(StoreError::Unavailable(format!(
                     "{}: the connection was lost inside a transaction; nothing of it was committed",
                     self.shown
                 )))
