@@ -315,6 +315,23 @@ impl Engine {
     }
 }
 
+/// `r`, with a transient store error logged and passed over (see
+/// [`Engine::run_live_until`]).
+fn passing(r: super::Result<()>) -> super::Result<()> {
+    match r {
+        Err(super::EngineError::Store(e)) if e.is_transient() => {
+            match &e {
+                crate::store::StoreError::Locked { waited_ms } => {
+                    tracing::warn!(waited_ms, "database locked by another process; retrying");
+                }
+                other => tracing::warn!(error = %other, "database unavailable; retrying"),
+            }
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,22 +374,5 @@ mod tests {
             d.observe(t("2026-06-01T19:00:03Z"), m0 + Duration::from_secs(3))
                 .is_some()
         );
-    }
-}
-
-/// `r`, with a transient store error logged and passed over (see
-/// [`Engine::run_live_until`]).
-fn passing(r: super::Result<()>) -> super::Result<()> {
-    match r {
-        Err(super::EngineError::Store(e)) if e.is_transient() => {
-            match &e {
-                crate::store::StoreError::Locked { waited_ms } => {
-                    tracing::warn!(waited_ms, "database locked by another process; retrying");
-                }
-                other => tracing::warn!(error = %other, "database unavailable; retrying"),
-            }
-            Ok(())
-        }
-        other => other,
     }
 }
