@@ -1201,3 +1201,24 @@ fn a_lost_connection_is_made_again_and_a_transaction_it_held_is_lost_whole() {
     );
     assert!(t.is_none(), "nor its second");
 }
+
+/// A scheduler on a PostgreSQL ledger schedules on the database's clock: the
+/// offset it measures to this machine's is the round trip's error (here,
+/// both clocks are this machine's); an embedded ledger has none.
+#[test]
+fn the_database_clock_is_measured_against_this_machines() {
+    use agentcron::store::Store;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let Some(url) = rt.block_on(fresh_db("db_clock")) else {
+        return;
+    };
+    let store = Store::open(std::path::Path::new(&url)).expect("store");
+    let offset = store
+        .database_offset_ms()
+        .expect("measured")
+        .expect("PostgreSQL has one");
+    assert!(offset.abs() < 1_000, "{offset} ms");
+    let file = tempfile::tempdir().expect("dir");
+    let embedded = Store::open(&file.path().join("ledger.db")).expect("file");
+    assert_eq!(embedded.database_offset_ms().expect("none"), None);
+}

@@ -7,7 +7,6 @@ use crate::agent::runner::DefaultRunner;
 use crate::console::{self, ConsoleOptions, EmbeddedScheduler};
 use crate::engine::{Engine, EngineOptions};
 use crate::store::Store;
-use crate::time::SystemClock;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -192,13 +191,8 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
             };
             rt.block_on(async move {
                 let api = server.map(super::run::spawn_api);
-                let mut engine = Engine::new(
-                    cfg.clone(),
-                    store,
-                    Arc::new(SystemClock),
-                    Arc::new(DefaultRunner),
-                    opts,
-                );
+                let clock = super::run::scheduler_clock(&store);
+                let mut engine = Engine::new(cfg.clone(), store, clock, Arc::new(DefaultRunner), opts);
                 engine.set_config_version(version);
                 let shutdown = async {
                     let _ = stop_rx.await;

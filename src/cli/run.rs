@@ -27,6 +27,48 @@ pub fn init_logging(format: LogFormat) {
     };
 }
 
+/// How often a scheduler on a PostgreSQL ledger measures the database's
+/// clock again.
+const CLOCK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The clock a scheduler runs on: this machine's for an embedded ledger; for
+/// a PostgreSQL one, the database's (this machine's moved by the measured
+/// offset, measured again every [`CLOCK_EVERY`]), so that the schedulers
+/// sharing it agree on every lease and due time however their machines'
+/// clocks drift.
+pub(super) fn scheduler_clock(store: &Arc<Store>) -> Arc<dyn crate::time::Clock> {
+    let offset = match store.database_offset_ms() {
+        Ok(Some(ms)) => ms,
+        Ok(None) => return Arc::new(SystemClock),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the database's clock; using this machine's until it can");
+            0
+        }
+    };
+    if offset.abs() >= 1_000 {
+        tracing::warn!(
+            offset_ms = offset,
+            "this machine's clock is far from the database's; scheduling on the database's"
+        );
+    } else {
+        tracing::info!(offset_ms = offset, "scheduling on the database's clock");
+    }
+    let clock = crate::time::OffsetClock::new(offset);
+    let (measured, weak) = (clock.clone(), Arc::downgrade(store));
+    let _ = std::thread::Builder::new()
+        .name("database-clock".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(CLOCK_EVERY);
+                let Some(store) = weak.upgrade() else { return };
+                if let Ok(Some(ms)) = store.database_offset_ms() {
+                    measured.set_offset_ms(ms);
+                }
+            }
+        });
+    Arc::new(clock)
+}
+
 pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&str>) -> i32 {
     init_logging(format);
     let mut cfg = match super::load_config(config) {
@@ -79,10 +121,11 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
             }
             Err(e) => tracing::warn!(error = %e, "cannot catch SIGHUP; use `agentcron reload`"),
         }
+        let clock = scheduler_clock(&store);
         let mut engine = Engine::new(
             cfg.clone(),
             store,
-            Arc::new(SystemClock),
+            clock,
             Arc::new(DefaultRunner),
             EngineOptions {
                 owner,

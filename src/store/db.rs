@@ -1460,6 +1460,20 @@ impl Store {
         self.pg.is_some()
     }
 
+    /// How far the database's clock is ahead of this machine's, in ms
+    /// (`agentcron_now_ms()` against the middle of the round trip that read
+    /// it); `None` for an embedded ledger, whose clock is this machine's.
+    pub fn database_offset_ms(&self) -> Result<Option<i64>> {
+        if self.pg.is_none() {
+            return Ok(None);
+        }
+        let before = chrono::Utc::now();
+        let db: i64 = self.read(|tx| tx.one("SELECT agentcron_now_ms()", &[], |r| r.get(0)))?;
+        let after = chrono::Utc::now();
+        let middle = before.timestamp_millis() + (after - before).num_milliseconds() / 2;
+        Ok(Some(db - middle))
+    }
+
     /// A private database in memory, for tests and rehearsals.
     pub fn open_in_memory() -> Result<Store> {
         configure_sqlite();

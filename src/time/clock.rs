@@ -25,6 +25,37 @@ impl Clock for SystemClock {
     }
 }
 
+/// The machine's wall clock moved by an offset: the database's clock, for
+/// schedulers that share a PostgreSQL ledger (their leases and due times
+/// then agree however far apart their machines' clocks are). Cloning shares
+/// the offset; whoever measures it sets it.
+#[derive(Debug, Clone, Default)]
+pub struct OffsetClock {
+    offset_ms: Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl OffsetClock {
+    pub fn new(offset_ms: i64) -> Self {
+        let c = Self::default();
+        c.set_offset_ms(offset_ms);
+        c
+    }
+
+    pub fn set_offset_ms(&self, ms: i64) {
+        self.offset_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn offset_ms(&self) -> i64 {
+        self.offset_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + TimeDelta::milliseconds(self.offset_ms())
+    }
+}
+
 /// A clock that only moves when told to. Cloning shares the same instant.
 #[derive(Debug, Clone)]
 pub struct VirtualClock {
@@ -67,6 +98,19 @@ impl Clock for VirtualClock {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_offset_clock_runs_its_offset_ahead_of_the_machine() {
+        use super::{Clock, OffsetClock};
+        let c = OffsetClock::new(60_000);
+        let ahead = c.now() - chrono::Utc::now();
+        assert!(
+            ahead > chrono::TimeDelta::seconds(59) && ahead <= chrono::TimeDelta::seconds(60),
+            "{ahead}"
+        );
+        c.set_offset_ms(-5_000);
+        assert!(c.now() < chrono::Utc::now());
+    }
+
     use super::*;
 
     #[test]

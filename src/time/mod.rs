@@ -8,7 +8,7 @@ pub mod duration;
 pub mod fire;
 pub mod policy;
 
-pub use clock::{Clock, SystemClock, VirtualClock};
+pub use clock::{Clock, OffsetClock, SystemClock, VirtualClock};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
