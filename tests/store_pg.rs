@@ -10,6 +10,9 @@
 //! does). Without it every test here prints that it was skipped — to the
 //! terminal, past the test harness's capture — and passes nothing else.
 
+#[path = "store_support.rs"]
+mod store_support;
+
 use agentcron::store::pg::{LapsedLease, NewWindow, PG_SCHEMA_VERSION, PgError, PgStore, Refused};
 use agentcron::store::{Pool, RunState};
 use std::collections::{HashMap, HashSet};
@@ -22,29 +25,10 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// A fresh database for test `name`, or `None` (said loudly) without a server.
 async fn fresh_db(name: &str) -> Option<String> {
-    let Ok(admin) = std::env::var("AGENTCRON_TEST_PG_URL") else {
-        // Straight to the terminal: the harness captures only print!/eprint!.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED store_pg::{name}: no PostgreSQL server (run `.ci/with-postgres cargo test`, or set AGENTCRON_TEST_PG_URL)"
-        );
-        return None;
-    };
-    let (client, conn) = tokio_postgres::connect(&admin, NoTls)
+    let test = format!("store_pg::{name}");
+    tokio::task::spawn_blocking(move || store_support::pg_database(&test))
         .await
-        .expect("connect to the test server");
-    tokio::spawn(conn);
-    let db = format!("agentcron_t_{name}_{}", std::process::id());
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
-        .await
-        .expect("drop old test database");
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create test database");
-    let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
-    Some(format!("{base}/{db}"))
+        .expect("join")
 }
 
 /// A fresh database for test `name` with a migrated store on it and a plain
@@ -162,8 +146,8 @@ async fn a_fresh_database_is_migrated_once_and_reopened_as_is() {
         "{}",
         b.shown()
     );
-    let db = format!("/agentcron_t_migrate_{}", std::process::id());
-    assert!(b.shown().ends_with(&db), "{}", b.shown());
+    let db = url.rsplit('/').next().expect("database");
+    assert!(b.shown().ends_with(&format!("/{db}")), "{}", b.shown());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
