@@ -135,15 +135,19 @@ impl Engine {
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
         loop {
             if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
-                self.note_clock_jump(from, to)?;
+                passing(self.note_clock_jump(from, to))?;
             }
             // SIGHUP, `agentcron reload`, or a version another process applied.
             passing(self.check_reload().map(drop))?;
             passing(self.tick_blocking())?;
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
-            let due = self
-                .next_wakeup()?
+            // Unknown (the database away for a moment): look again after a poll.
+            let next = match self.next_wakeup() {
+                Err(super::EngineError::Store(e)) if e.is_transient() => None,
+                other => other?,
+            };
+            let due = next
                 .map(|t| (t - now).to_std().unwrap_or(Duration::ZERO))
                 .filter(|d| *d <= POLL);
             let wait = due.unwrap_or(POLL);
@@ -184,11 +188,11 @@ impl Engine {
             tokio::select! {
                 report = self.recv_report() => {
                     if let Some(r) = report {
-                        self.handle(r)?;
+                        passing(self.handle(r))?;
                     }
                 }
                 _ = changed => {}
-                _ = tokio::time::sleep(left.min(POLL)) => { self.tick_blocking()?; }
+                _ = tokio::time::sleep(left.min(POLL)) => { passing(self.tick_blocking())?; }
             }
         }
         if stop_now.is_some() && self.running_count() > 0 {

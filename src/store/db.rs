@@ -526,15 +526,11 @@ impl StateCache {
     /// At the start of a transaction (its snapshot is taken by this very
     /// statement): forget everything if another connection committed since
     /// the last look.
-    fn validate(&self, conn: super::exec::Conn<'_>) -> rusqlite::Result<()> {
+    fn validate(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         let version: i64 = if conn.pg.is_some() {
             // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
             // by every transaction that changed rows (`Open::commit`).
-            conn.opt(super::pg::session::WRITE_SEQ, &[], |r| r.get::<i64>(0))
-                .map_err(|e| match e {
-                    StoreError::Sqlite(e) => e,
-                    other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
-                })?
+            conn.opt(super::pg::session::WRITE_SEQ, &[], |r| r.get::<i64>(0))?
                 .unwrap_or(-1)
         } else {
             conn.lite
@@ -1639,7 +1635,7 @@ impl Store {
         self.write_deferred_on(&guard)?;
         let open = Open::begin(self.on(&guard), true)?;
         if let Err(e) = self.states.validate(self.on(&guard)) {
-            return Err(E::from(e.into()));
+            return Err(E::from(e));
         }
         let conn: *const Connection = &**guard;
         BATCH.with(|b| b.set(Some((me, conn))));
@@ -1835,12 +1831,12 @@ impl Store {
         let open = Open::begin(self.on(&conn), false)?;
         let tx: &Connection = &conn;
         if let Err(e) = self.states.validate(self.on(tx)) {
-            return Err(if is_busy(&e) {
+            return Err(if busy(&e) {
                 StoreError::Locked {
                     waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 }
             } else {
-                e.into()
+                e
             });
         }
         match f(&Tx {

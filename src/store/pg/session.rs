@@ -289,7 +289,7 @@ impl Worker {
         }
         if self.in_tx {
             return Err(StoreError::Unavailable(format!(
-                "{}: the connection was lost inside a transaction; nothing of it was committed",
+                "{}: the connection was lost inside a transaction",
                 self.shown
             )));
         }
@@ -317,7 +317,7 @@ impl Worker {
                 Ok(())
             } else {
                 Err(StoreError::Unavailable(format!(
-                    "{}: the connection was lost inside a transaction; nothing of it was committed",
+                    "{}: the connection was lost inside a transaction",
                     self.shown
                 )))
             };
