@@ -627,13 +627,39 @@ fn fencing_tokens_of_windows_opened_claimed_never_repeat(store: &Store) {
 #[test]
 fn two_connections_opening_windows_claimed_never_share_a_token() {
     let (_dir, path) = temp_db();
-    let one = Store::open(&path).expect("first connection");
-    let two = Store::open(&path).expect("second connection");
+    two_connections_never_share_a_token(&path, false);
+    let (_dir, path) = temp_db();
+    two_connections_never_share_a_token(&path, true);
+}
+
+/// The same on a PostgreSQL ledger.
+#[test]
+fn two_connections_opening_windows_claimed_never_share_a_token_on_postgresql() {
+    for deferring in [false, true] {
+        let name = "store_claims::two_connections_opening_windows_claimed_never_share_a_token_on_postgresql";
+        if let Some(url) = pg_database(name) {
+            two_connections_never_share_a_token(std::path::Path::new(&url), deferring);
+        }
+    }
+}
+
+/// Six windows opened claimed through two connections to `db` in turns, in
+/// batches as the engine claims (its attempt and trace rows deferred, when
+/// `deferring`).
+fn two_connections_never_share_a_token(db: &std::path::Path, deferring: bool) {
+    let one = Store::open(db).expect("first connection");
+    let two = Store::open(db).expect("second connection");
     let mut seen = BTreeSet::new();
     for i in 0..6 {
         let store = if i % 3 == 0 { &two } else { &one };
         let key = format!("w{i}");
-        let token = store.write(|tx| open_claimed_token(tx, &key)).expect("claimed");
+        let token = {
+            let _deferred = deferring.then(|| DeferClaimRows::on(store));
+            store
+                .batch(|| store.write(|tx| open_claimed_token(tx, &key)))
+                .expect("claimed")
+        };
+        store.write_deferred().expect("deferred rows");
         assert!(seen.insert(token), "token {token} given twice");
         assert_eq!(seen.last(), Some(&token), "tokens increase");
         assert_eq!(stored_counter(&one), token);
