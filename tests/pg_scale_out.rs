@@ -908,14 +908,11 @@ fn temp_dir(test: &str) -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn four_schedulers_share_one_ledger_without_double_fires() {
-    const TEST: &str = "four_schedulers_share_one_ledger_without_double_fires";
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(url) = fresh_database(TEST, "four") else {
-        return;
-    };
-    let dir = temp_dir(TEST);
+/// A fresh database (`None` without a server, said loudly), the config in a
+/// temp folder, and four schedulers started on them; when it began.
+fn four_started(test: &str, db: &str) -> Option<(String, tempfile::TempDir, Instant, Fleet)> {
+    let url = fresh_database(test, db)?;
+    let dir = temp_dir(test);
     write_config(dir.path());
     let began = Instant::now();
     let mut fleet = Fleet::new(dir.path(), &url);
@@ -925,6 +922,16 @@ fn four_schedulers_share_one_ledger_without_double_fires() {
     for i in 0..4 {
         fleet.wait_started(i);
     }
+    Some((url, dir, began, fleet))
+}
+
+#[test]
+fn four_schedulers_share_one_ledger_without_double_fires() {
+    const TEST: &str = "four_schedulers_share_one_ledger_without_double_fires";
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((url, dir, began, mut fleet)) = four_started(TEST, "four") else {
+        return;
+    };
     let running_since = Instant::now();
     fleet.run_until(running_since + run_time());
     let stopped_at = now_ms();
@@ -948,19 +955,9 @@ fn four_schedulers_share_one_ledger_without_double_fires() {
 fn a_killed_and_a_stopped_scheduler_lose_nothing_and_fire_nothing_twice() {
     const TEST: &str = "a_killed_and_a_stopped_scheduler_lose_nothing_and_fire_nothing_twice";
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(url) = fresh_database(TEST, "chaos") else {
+    let Some((url, dir, began, mut fleet)) = four_started(TEST, "chaos") else {
         return;
     };
-    let dir = temp_dir(TEST);
-    write_config(dir.path());
-    let began = Instant::now();
-    let mut fleet = Fleet::new(dir.path(), &url);
-    for _ in 0..4 {
-        fleet.start();
-    }
-    for i in 0..4 {
-        fleet.wait_started(i);
-    }
     let pg = Pg::connect(&url);
     let running_since = Instant::now();
     let d = run_time();

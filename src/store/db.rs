@@ -1082,8 +1082,8 @@ const ROLLBACK: &str = "ROLLBACK";
 /// `Transaction`, but on the store's kept statements.
 struct Open<'s> {
     conn: super::exec::Conn<'s>,
-    /// PostgreSQL: the session's changed rows when the transaction began
-    /// (see [`Open::commit`]).
+    /// The connection's changed rows when the transaction began (PostgreSQL
+    /// uses it, see [`Open::commit`]).
     changes: u64,
 }
 
@@ -1092,7 +1092,8 @@ impl<'s> Open<'s> {
     /// begin that finds the database locked beyond busy_timeout is retried a
     /// few times with growing backoff, then [`StoreError::Locked`].
     fn begin(conn: super::exec::Conn<'s>, immediate: bool) -> Result<Open<'s>> {
-        if conn.pg.is_some() {
+        // PostgreSQL's writer waits for its lock in the server: no retries here.
+        if conn.pg.is_some() || !immediate {
             control(
                 conn,
                 if immediate {
@@ -1101,19 +1102,22 @@ impl<'s> Open<'s> {
                     BEGIN_DEFERRED
                 },
             )?;
-            let changes = conn.total_changes();
-            return Ok(Open { conn, changes });
-        }
-        if !immediate {
-            control(conn, BEGIN_DEFERRED)?;
-            return Ok(Open { conn, changes: 0 });
+            return Ok(Open {
+                conn,
+                changes: conn.total_changes(),
+            });
         }
         let started = Instant::now();
         let mut retries = 0;
         let mut backoff = LOCK_BACKOFF;
         loop {
             match control(conn, BEGIN_IMMEDIATE) {
-                Ok(()) => return Ok(Open { conn, changes: 0 }),
+                Ok(()) => {
+                    return Ok(Open {
+                        conn,
+                        changes: conn.total_changes(),
+                    });
+                }
                 Err(StoreError::Sqlite(e)) if is_busy(&e) => {
                     if retries == LOCK_RETRIES {
                         return Err(StoreError::Locked {

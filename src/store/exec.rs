@@ -5,13 +5,10 @@
 //! carried out by another database than SQLite with the same text and
 //! mappers.
 
-// Used piece by piece as the store's files move onto it.
-#![allow(dead_code)]
-
 use super::sql::Cols;
 use super::{Result, Tx};
 use rusqlite::OptionalExtension;
-use rusqlite::types::{FromSql, ToSql, Value, ValueRef};
+use rusqlite::types::{FromSql, ToSql, Value};
 
 /// A statement's text: one of the store's fixed statements (prepared once
 /// and kept by its address, see [`super::db::Statements`]) or text made at
@@ -20,15 +17,6 @@ use rusqlite::types::{FromSql, ToSql, Value, ValueRef};
 pub(crate) enum Sql<'s> {
     Fixed(&'static str),
     Text(&'s str),
-}
-
-impl Sql<'_> {
-    pub(crate) fn text(&self) -> &str {
-        match self {
-            Sql::Fixed(s) => s,
-            Sql::Text(s) => s,
-        }
-    }
 }
 
 impl From<&'static str> for Sql<'static> {
@@ -67,17 +55,6 @@ impl Row<'_> {
     /// Column `idx` (as `rusqlite::Row::get`).
     pub(crate) fn get<T: FromSql>(&self, idx: usize) -> rusqlite::Result<T> {
         self.col(idx)
-    }
-
-    /// Column `idx` as the value it holds, whatever its type.
-    pub(crate) fn value(&self, idx: usize) -> rusqlite::Result<ValueRef<'_>> {
-        match self {
-            Row::Lite(r) => r.get_ref(idx),
-            Row::Values(v) => v
-                .get(idx)
-                .map(ValueRef::from)
-                .ok_or(rusqlite::Error::InvalidColumnIndex(idx)),
-        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! The durable ledger: one SQLite file (WAL) holding runs, attempts, steps,
-//! events, per-schedule state, switches, approvals, maintenance windows and posted
-//! events. [`Tx::transition`] is the one function that changes a run's state;
+//! The durable ledger: one SQLite file (WAL), or a PostgreSQL database several
+//! schedulers share, holding runs, attempts, steps, events, per-schedule
+//! state, switches, approvals, maintenance windows and posted events. [`Tx::transition`] is the one function that changes a run's state;
 //! [`Tx::claim`] is the only other writer of `runs.state`, and only for
 //! `pending`/`retry_wait` → `running`.
 //!
@@ -9,14 +9,20 @@
 //! read-then-write with SQLITE_BUSY; claims are single conditional statements
 //! whose changed-row count decides the winner.
 //!
-//! Layout: `db` (opening, transactions, lock retries), `schema` (versioned
+//! Every statement runs through `exec` (one SQL text and row mapper, carried
+//! out by SQLite or by a PostgreSQL session), so the store's code is one for
+//! both databases.
+//!
+//! Layout: `db` (opening, transactions, lock retries), `exec` (running a
+//! statement on either database), `schema` (versioned
 //! migrations), `sql` (value conversions and row mapping), `runs` (runs and the
 //! state transition), `attempts` (claims, leases, attempts, steps), `events`
 //! (the trace and posted events), `operator` (schedule state, switches,
 //! approvals, maintenance), `backlog` (catch-up windows not yet queued),
 //! `registry` (the scheduler registry), `config_versions` (stored
 //! configurations and schedule versions), `status` (reads for status and metrics),
-//! `read` (what the read verbs ask of either store), `pg` (the PostgreSQL ledger).
+//! `read` (what the read verbs ask of a ledger), `pg` (the PostgreSQL ledger:
+//! its session, schema, the protocol's own statements, `db copy`).
 
 mod apply;
 pub(crate) mod attempts;
@@ -52,10 +58,6 @@ pub use types::*;
 pub enum StoreError {
     #[error("cannot open database {path}: {message}")]
     Open { path: String, message: String },
-    /// A PostgreSQL URL where this build needs an embedded ledger (the why,
-    /// without the password).
-    #[error("{0}")]
-    Url(String),
     #[error(
         "database {path} was written by a newer agentcron (schema {found}, this build knows up to {known}); upgrade agentcron"
     )]

@@ -422,7 +422,7 @@ fn param(v: Value, ty: &Type) -> Result<Box<dyn ToSql + Sync + Send>> {
 }
 
 /// A PostgreSQL row as SQLite values, column by column.
-pub(crate) fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
+fn values(row: &tokio_postgres::Row) -> Result<Vec<Value>> {
     let bad = |e: tokio_postgres::Error| StoreError::Pg(e.to_string());
     (0..row.len())
         .map(|i| {
@@ -525,7 +525,7 @@ fn row_key(insert: &str) -> &'static str {
 /// The store's SQLite statement as PostgreSQL reads it: `?N` placeholders
 /// as `$N`, and SQLite's index hints (`INDEXED BY name`) left out
 /// (PostgreSQL's planner picks its own).
-pub(crate) fn translate(sql: &str) -> String {
+fn translate(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut rest = sql;
     while let Some(at) = rest.find("INDEXED BY ") {
@@ -541,7 +541,7 @@ pub(crate) fn translate(sql: &str) -> String {
 }
 
 /// `?N` placeholders (SQLite's) as `$N` (PostgreSQL's).
-pub(crate) fn dollar_placeholders(sql: &str) -> String {
+fn dollar_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
