@@ -169,7 +169,7 @@ enum Command {
     Trigger {
         schedule: String,
         /// Window key (default manual-<now>).
-        #[arg(long)]
+        #[arg(long, value_parser = key_arg("window key"))]
         window: Option<String>,
     },
     /// Named events for on_event / after_event triggers.
@@ -386,7 +386,7 @@ enum EventCommand {
     Post {
         name: String,
         /// Event id (default: generated); the window key of the runs it opens.
-        #[arg(long)]
+        #[arg(long, value_parser = key_arg("event id"))]
         id: Option<String>,
         /// JSON payload handed to the agent as payload.event.payload.
         #[arg(long)]
@@ -411,6 +411,11 @@ enum FoldArg {
     First,
     Last,
     Both,
+}
+
+/// A `--window` / `--id` value: one printable line (a usage error, exit 2, otherwise).
+fn key_arg(what: &'static str) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+    move |v: &str| agentcron::operator::check_key(what, v).map(|()| v.to_string())
 }
 
 fn main() {

@@ -446,3 +446,56 @@ fn who_acts_is_by_then_user_then_the_os_account() {
     };
     assert_eq!(actor("daily-report"), format!("by {account}: b"));
 }
+
+/// A window key or event id is one printable line (issue 44, item 11): a
+/// newline is a usage error (exit 2) on the command line, nothing is queued,
+/// and the operator function refuses it too (the API and console call it).
+#[test]
+fn a_window_key_or_event_id_with_a_newline_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        r#"
+[agents.a]
+kind = "command"
+command = ["true"]
+
+[[schedule]]
+id = "hourly"
+agent = "a"
+cron = "0 * * * *"
+
+[[schedule]]
+id = "on-go"
+agent = "a"
+on_event = "go"
+"#,
+    )
+    .unwrap();
+    let store = Store::open(&dir.path().join("test.db")).unwrap();
+    let (code, text) = run(&dir, &["trigger", "hourly", "--window", "2026-01-01\nevil"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("control character"), "{text}");
+    let (code, text) = run(&dir, &["event", "post", "go", "--id", "a\nb"]);
+    assert_eq!(code, Some(2), "{text}");
+    let (code, text) = run(&dir, &["event", "post", "go", "--id", "ok-1"]);
+    assert_eq!(code, Some(0), "{text}");
+    let runs = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
+    assert!(runs.iter().all(|r| !r.window_key.contains('\n')), "{runs:?}");
+    let cfg = agentcron::config::load_str(
+        &std::fs::read_to_string(dir.path().join("agentcron.toml")).unwrap(),
+        &dir.path().join("agentcron.toml"),
+    )
+    .unwrap();
+    let now = chrono::Utc::now();
+    let refused = agentcron::operator::trigger(&store, &cfg, "hourly", Some("x\ny"), "t", now);
+    assert!(matches!(
+        refused,
+        Err(agentcron::operator::ActionError::Refused(_))
+    ));
+    let refused = agentcron::operator::post_event(&store, "go", Some("x\r"), &serde_json::json!({}), now);
+    assert!(matches!(
+        refused,
+        Err(agentcron::operator::ActionError::Refused(_))
+    ));
+}

@@ -811,3 +811,65 @@ fn a_previous_id_that_names_a_schedule_still_in_the_file_is_an_error() {
         .to_string();
     assert!(err.contains("is its own id"), "{err}");
 }
+
+/// A rename without `previous_id` is remove + add, and a reload that lands on
+/// a fire instant the old name has already opened does not open that window
+/// again under the new name (issue 44, item 11): one window, one run.
+#[test]
+fn a_plain_rename_at_a_fire_instant_runs_that_window_once() {
+    let v1 = format!(
+        "{HEAD}{}",
+        schedule("other", "cron = \"0 * * * *\"", "close_after = \"2h\"")
+    );
+    let agents = vec![("other", quick()), ("fresh", quick())];
+    let mut rig = Rig::new("2026-06-06T00:50:00Z", &v1, agents);
+    // The tick at 03:00 opens (and runs) window 03:00 under `other`.
+    rig.run_until(t("2026-06-06T03:00:00Z"));
+    rig.write(&v1.replace("id = \"other\"", "id = \"fresh\""));
+    assert!(matches!(rig.hup(), ReloadOutcome::Applied { .. }));
+    rig.run_until(t("2026-06-06T05:30:00Z"));
+    let store = rig.store();
+    let windows =
+        |s: &str| -> Vec<DateTime<Utc>> { runs(&store, s).iter().map(|r| r.window_start).collect() };
+    assert_eq!(
+        windows("other"),
+        vec![
+            t("2026-06-06T01:00:00Z"),
+            t("2026-06-06T02:00:00Z"),
+            t("2026-06-06T03:00:00Z")
+        ]
+    );
+    assert_eq!(
+        windows("fresh"),
+        vec![t("2026-06-06T04:00:00Z"), t("2026-06-06T05:00:00Z")],
+        "03:00 ran under `other` already"
+    );
+}
+
+/// The other order at the same instant: a reload applied before the tick
+/// that would open 03:00 leaves that window to the new name, once.
+#[test]
+fn a_plain_rename_before_a_fire_instant_runs_that_window_under_the_new_name() {
+    let v1 = format!(
+        "{HEAD}{}",
+        schedule("other", "cron = \"0 * * * *\"", "close_after = \"2h\"")
+    );
+    let agents = vec![("other", quick()), ("fresh", quick())];
+    let mut rig = Rig::new("2026-06-06T00:50:00Z", &v1, agents);
+    rig.run_until(t("2026-06-06T02:59:59Z"));
+    rig.clock.set(t("2026-06-06T03:00:00Z"));
+    rig.write(&v1.replace("id = \"other\"", "id = \"fresh\""));
+    assert!(matches!(rig.hup(), ReloadOutcome::Applied { .. }));
+    rig.run_until(t("2026-06-06T04:30:00Z"));
+    let store = rig.store();
+    let windows =
+        |s: &str| -> Vec<DateTime<Utc>> { runs(&store, s).iter().map(|r| r.window_start).collect() };
+    assert_eq!(
+        windows("other"),
+        vec![t("2026-06-06T01:00:00Z"), t("2026-06-06T02:00:00Z")]
+    );
+    assert_eq!(
+        windows("fresh"),
+        vec![t("2026-06-06T03:00:00Z"), t("2026-06-06T04:00:00Z")]
+    );
+}

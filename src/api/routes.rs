@@ -31,8 +31,6 @@ type Params = Query<HashMap<String, String>>;
 const MAX_RUNS: usize = 10_000;
 /// Runs listed with one schedule.
 const SCHEDULE_RUNS: usize = 20;
-/// Longest event id accepted (the window key of the runs it opens).
-const MAX_ID_LEN: usize = 200;
 
 pub(super) fn router(api: Arc<Api>) -> Router {
     Router::new()
@@ -569,12 +567,11 @@ fn event_id(headers: &HeaderMap, payload: &Value) -> Result<Option<String>, ApiE
             Some(_) => return Err(bad("`id` must be a string or a number")),
         },
     };
-    match id {
-        Some(id) if id.is_empty() || id.len() > MAX_ID_LEN || id.chars().any(char::is_control) => Err(bad(
-            format!("an event id must be 1 to {MAX_ID_LEN} characters without control characters"),
-        )),
-        other => Ok(other),
+    // The CLI's check: one validation path.
+    if let Some(id) = &id {
+        operator::check_key("event id", id).map_err(bad)?;
     }
+    Ok(id)
 }
 
 async fn post_event(

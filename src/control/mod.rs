@@ -145,6 +145,15 @@ pub fn apply_version(
     // Windows with a nominal time at or after `now` are opened (a fire
     // exactly at the reload instant is).
     let cursor = now - TimeDelta::milliseconds(1);
+    // An added schedule never opens a window a schedule removed in the same
+    // change already evaluated: a rename without `previous_id` that lands on
+    // a fire instant the old name has opened must not run it under both.
+    let mut born_after = cursor;
+    for c in changes.iter().filter(|c| c.kind == ChangeKind::Removed) {
+        if let Some(at) = tx.schedule_state(&c.id)?.last_evaluated {
+            born_after = born_after.max(at);
+        }
+    }
     let (mut added, mut removed, mut changed, mut renamed) = (vec![], vec![], vec![], vec![]);
     for c in &changes {
         if let Some(from) = &c.from {
@@ -198,7 +207,9 @@ pub fn apply_version(
         let _ = v;
         // The first configuration of a database changes nothing that ran
         // before it (an upgraded file keeps its catch-up gap).
-        if !first && (c.kind == ChangeKind::Added || c.trigger_changed()) {
+        if !first && c.kind == ChangeKind::Added {
+            tx.restart_schedule_at(&c.id, born_after, now)?;
+        } else if !first && c.trigger_changed() {
             tx.restart_schedule_at(&c.id, cursor, now)?;
         }
     }

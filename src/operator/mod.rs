@@ -149,6 +149,9 @@ pub fn trigger(
     now: DateTime<Utc>,
 ) -> Result<Run> {
     let s = schedule_or_refuse(cfg, schedule)?;
+    if let Some(w) = window {
+        check_key("window key", w).map_err(ActionError::Refused)?;
+    }
     let key = window
         .map(str::to_string)
         .unwrap_or_else(|| format!("manual-{}", rfc3339_secs(now)));
@@ -222,6 +225,25 @@ pub fn listeners<'a>(cfg: &'a Config, name: &str) -> std::result::Result<Vec<&'a
     ))
 }
 
+/// A window key or event id given by a person or a client: one printable
+/// line, so every listing, log line and trace row stays one line per window.
+pub fn check_key(what: &str, key: &str) -> std::result::Result<(), String> {
+    const MAX: usize = 200;
+    if key.trim().is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    if let Some(c) = key.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{what} {key:?} holds a control character ({:?}); use one printable line",
+            c
+        ));
+    }
+    if key.chars().count() > MAX {
+        return Err(format!("{what} is longer than {MAX} characters"));
+    }
+    Ok(())
+}
+
 /// `event post NAME [--id ID] [--payload JSON]`: deduped by id. Returns the id
 /// and whether it was new.
 pub fn post_event(
@@ -231,6 +253,9 @@ pub fn post_event(
     payload: &serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<(String, bool)> {
+    if let Some(id) = id {
+        check_key("event id", id).map_err(ActionError::Refused)?;
+    }
     let id = id
         .map(str::to_string)
         .unwrap_or_else(|| format!("{}-{}", now.format("%Y%m%dT%H%M%S%3fZ"), std::process::id()));
