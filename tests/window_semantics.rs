@@ -341,3 +341,79 @@ fn explain_names_the_window_rules() {
             .contains("agentcron trigger tick --window 2026-06-06T08:30+08:00")
     );
 }
+
+/// Issue 44, item 11: a catch-up run must not cost an on-time window its run
+/// even one step removed. Hourly, 40-minute agent, down 00:50 → 05:50Z: the
+/// catch-up run of 01:00Z runs 05:50–06:30, the on-time 06:00 waits for it
+/// and runs 06:30–07:10, so 07:00 finds 06:00 still running. Overlap `skip`
+/// would skip it (as it did); it waits instead, the hold says why, and every
+/// on-time window after the restart runs. The catch-up windows still run.
+#[test]
+fn an_on_time_window_is_never_skipped_behind_one_that_waited_for_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        &dir,
+        &format!(
+            "{BASE}\n[[schedule]]\nid = \"hourly\"\nagent = \"sim\"\ncron = \"0 * * * *\"\ncatchup = \"all\"\n"
+        ),
+    );
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-05T23:30:00Z",
+        vec![("hourly", agent(TimeDelta::minutes(40)))],
+        vec![],
+    );
+    d.run_until(t("2026-06-06T00:50:00Z")).unwrap();
+    d.crash("main");
+    let up = t("2026-06-06T05:50:00Z");
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.run_until(t("2026-06-06T20:00:00Z")).unwrap();
+    let store = d.store().unwrap();
+    let all = runs(&store, "hourly");
+    let shown = |rs: &[&Run]| -> Vec<(String, RunState, RunReason)> {
+        rs.iter()
+            .map(|r| (r.window_key.clone(), r.state, r.reason))
+            .collect()
+    };
+    // Every window from the restart on has one run, and it ran: a window
+    // held past its close runs as a catch-up run, never skipped.
+    let after: Vec<&Run> = all
+        .iter()
+        .filter(|r| r.window_start >= up && r.window_start < t("2026-06-06T19:00:00Z"))
+        .collect();
+    assert_eq!(after.len(), 13, "06:00 … 18:00Z: {:?}", shown(&after));
+    for r in &after {
+        assert_eq!(
+            r.state,
+            RunState::Succeeded,
+            "{} {:?}",
+            r.window_key,
+            r.state_reason
+        );
+    }
+    let seven = after
+        .iter()
+        .find(|r| r.window_start == t("2026-06-06T07:00:00Z"))
+        .unwrap();
+    let held = of_kind(&store, seven.id, "switch_held");
+    assert!(
+        held.iter().any(|e| e
+            .detail
+            .to_string()
+            .contains("started late behind a catch-up run")),
+        "{held:?}"
+    );
+    // The downtime's windows are caught up too, none skipped.
+    let caught_up: Vec<&Run> = all
+        .iter()
+        .filter(|r| r.window_start > t("2026-06-06T00:50:00Z") && r.window_start < up)
+        .collect();
+    assert_eq!(caught_up.len(), 5, "01:00 … 05:00Z: {:?}", shown(&caught_up));
+    assert!(
+        caught_up.iter().all(|r| r.state == RunState::Succeeded),
+        "{:?}",
+        shown(&caught_up)
+    );
+}

@@ -1,7 +1,7 @@
 //! The decision pipeline in the loop: for every due run, time → switches →
 //! gates in declared order, then claim, wait, skip, fail, park or miss.
 
-use super::decision::{Decision, HoldKind, SwitchCheck, Verdict};
+use super::decision::{Decision, HoldKind, SwitchCheck, SwitchName, Verdict};
 use super::{CancelCause, Engine, Result};
 use crate::config::model::{Catchup, Overlap};
 use crate::core::layers::switches::{self, MaintenanceWindow, SwitchFacts, SwitchOutcome};
@@ -525,6 +525,11 @@ impl Engine {
         } else {
             (None, None)
         };
+        let on_time_late_for_catchup = on_time_window.is_some()
+            && run.pool == Pool::OnTime
+            && run.reason == RunReason::Scheduled
+            && matches!(s.overlap, Overlap::Skip | Overlap::BufferOne)
+            && self.on_time_run_waited_for_catchup(idx)?;
         let first_buffered = if overlaps && s.overlap == Overlap::BufferOne {
             self.store
                 .read(|tx| tx.buffered_runs(&s.tenant, &s.id))?
@@ -548,6 +553,7 @@ impl Engine {
             running_on_time,
             on_time_window,
             catchup_window,
+            on_time_late_for_catchup,
             on_time_due,
             tenant_running,
             tenant_max: self.cfg.tenants.get(&s.tenant).and_then(|t| t.max_concurrent),
@@ -699,6 +705,45 @@ impl Engine {
             }
         }
         Ok(true)
+    }
+
+    /// Whether the schedule's running on-time run was held by the on-time
+    /// rule before it started (it waited for a catch-up run): read from its
+    /// trace, only on the way to an overlap skip.
+    fn on_time_run_waited_for_catchup(&self, idx: usize) -> Result<bool> {
+        let ours = self
+            .running
+            .values()
+            .filter(|r| r.schedule == idx && r.pool == Pool::OnTime)
+            .map(|r| r.run_id)
+            .min();
+        let id = match ours {
+            Some(id) => Some(id),
+            None => {
+                let s = self.schedule(idx);
+                let others = self.store.read(|tx| tx.running_runs(Some(&s.id)))?;
+                others.iter().find(|r| r.pool == Pool::OnTime).map(|r| r.id)
+            }
+        };
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        let held = self.store.read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(id),
+                kinds: vec!["switch_held".into()],
+                ..EventFilter::default()
+            })
+        })?;
+        Ok(held.iter().any(|e| {
+            matches!(
+                e.event(),
+                crate::core::event::Event::SwitchHeld {
+                    switch: SwitchName::OnTime,
+                    ..
+                }
+            )
+        }))
     }
 
     fn running_window_of(&self, idx: usize, pool: Pool) -> Result<String> {

@@ -38,6 +38,10 @@ pub struct SwitchFacts<'a> {
     /// of the schedule, for the reason text (read when something runs).
     pub on_time_window: Option<String>,
     pub catchup_window: Option<String>,
+    /// The running on-time run started late because it waited for a
+    /// catch-up run (read only when a new time window would be skipped for
+    /// it): the window after it is then never skipped either.
+    pub on_time_late_for_catchup: bool,
     /// A pending on-time window of the schedule (read for catch-up runs: the
     /// on-time window goes first).
     pub on_time_due: Option<String>,
@@ -299,6 +303,23 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
             .unwrap_or_default();
         let (reason, hold) = if time_window && f.running_on_time > 0 {
             let prev = f.on_time_window.clone().unwrap_or_default();
+            // On time first, carried one window on: the window running late
+            // because it waited for a catch-up run does not cost the next one
+            // its run. (An overlap hold: the window after this one is again
+            // under the policy, so a schedule whose runs outlast its period
+            // never queues without end.)
+            if f.on_time_late_for_catchup && matches!(s.overlap, Overlap::Skip | Overlap::BufferOne) {
+                push_held(
+                    &mut out,
+                    SwitchName::Overlap,
+                    format!(
+                        "waits for window {prev}, which started late behind a catch-up run \
+                         (never skipped for catch-up)"
+                    ),
+                    Hold::Wait,
+                );
+                return out;
+            }
             match s.overlap {
                 Overlap::Skip => (
                     format!("window {prev} still running (overlap = skip)"),
