@@ -689,3 +689,47 @@ fn a_postgres_password_is_never_printed() {
     assert!(!text.contains(PG_PASSWORD), "{text}");
     assert!(text.contains("postgres://"), "the ledger is still named:\n{text}");
 }
+
+#[test]
+fn a_stored_version_runs_only_with_its_secrets() {
+    use agentcron::control;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentcron.toml");
+    let text = format!(
+        "[agents.a]\nkind = \"command\"\ncommand = [\"true\"]\nenv = {{ API_KEY = \"{ENV_VALUE}\" }}\n\n\
+         [[schedule]]\nid = \"s\"\nagent = \"a\"\nevery = \"1h\"\n"
+    );
+    std::fs::write(&path, &text).unwrap();
+    let cfg = agentcron::config::load_str(&text, &path).unwrap();
+    let store = agentcron::store::Store::open_in_memory().unwrap();
+    let now = chrono::Utc::now();
+    control::propose(&store, &cfg, &text, "test", now).unwrap();
+    let stored = store.read(|tx| tx.current_config()).unwrap().unwrap();
+    assert!(!stored.text.contains(ENV_VALUE), "{}", stored.text);
+    // Without the file's secrets the version does not run (its fingerprints
+    // would be sent as the secrets)…
+    let err = control::load_current(&store, &Default::default()).unwrap_err();
+    assert!(err.to_string().contains("agents.a.env.API_KEY"), "{err}");
+    assert!(!err.to_string().contains(ENV_VALUE), "{err}");
+    // …with them it runs them.
+    let secrets = agentcron::secrets::seal(&text).keyring;
+    let (_, running) = control::load_current(&store, &secrets).unwrap().unwrap();
+    assert_eq!(running.agents["a"].env["API_KEY"], ENV_VALUE);
+    // The same file again is no new version; a changed secret is.
+    let again = control::propose(&store, &cfg, &text, "test", now).unwrap();
+    assert!(
+        matches!(again, control::Outcome::Unchanged { version: 1 }),
+        "{again:?}"
+    );
+    let changed_text = text.replace(ENV_VALUE, ENV_VALUE2);
+    let changed = agentcron::config::load_str(&changed_text, &path).unwrap();
+    match control::propose(&store, &changed, &changed_text, "test", now).unwrap() {
+        control::Outcome::Applied { version: 2, changes } => {
+            assert_eq!(
+                changes[0].fields[0].to_string(),
+                "agent.env.API_KEY \"***\" → \"***\""
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
