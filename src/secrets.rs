@@ -5,6 +5,13 @@
 //! configured header value become `***` in gate reasons, attempt and delivery
 //! errors, alerts' failures, events, logs, `show`, `events`, explain and the
 //! console (the trace reader redacts URLs again, for rows written before).
+//! A URL's query values named like a token, key, secret or password are
+//! masked as its userinfo is. Config versions store the config with its
+//! secrets sealed ([`sealed`]).
+
+mod sealed;
+
+pub use sealed::{Keyring, Sealed, fingerprint, hide_fingerprints, is_secret_param, seal};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,6 +28,10 @@ pub enum SecretError {
     File { path: String, message: String },
     #[error("header value: {0}")]
     Syntax(String),
+    /// A stored config version holds secrets (named by where they are) that
+    /// the config file at hand does not.
+    #[error("its secrets are not in the config file: {}", .0.join(", "))]
+    Missing(Vec<String>),
 }
 
 /// One piece of a header value template.
@@ -138,36 +149,31 @@ impl Redactor {
     }
 }
 
-/// `scheme://user:pass@host/…` → `scheme://***@host/…` (a userinfo without a
-/// password too: it may be a token).
+/// `scheme://user:pass@host/…?token=t` → `scheme://***@host/…?token=***`
+/// (a userinfo without a password too: it may be a token; and every query
+/// value whose name says token, key, secret or password).
 pub fn redact_url(url: &str) -> String {
     redact_urls(url)
 }
 
 /// [`redact_url`] for every URL in a free text.
 pub fn redact_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The authority ends at the first `/`, `?`, `#` or whitespace; its
-        // userinfo is what precedes the last `@` in it.
-        let end = tail
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(at) if at > 0 && authority[..at] != *MASK => {
-                out.push_str(MASK);
-                out.push_str(&authority[at..]);
-            }
-            _ => out.push_str(authority),
-        }
-        rest = &tail[end..];
+    if !text.contains("://") {
+        return text.to_string();
     }
-    out.push_str(rest);
-    out
+    sealed::rewrite_url_secrets(text, |_| MASK.to_string())
+}
+
+/// A schedule setting's value (TOML text) as people see it: a value of an
+/// `env` or `headers` table masked whole (a version stored before secrets
+/// were sealed holds it in clear), elsewhere fingerprints shown bare and
+/// URLs redacted.
+pub fn shown_setting(field: &str, value: &str) -> String {
+    let mut tables = field.split('.').rev().skip(1);
+    if tables.any(|t| sealed::SECRET_TABLES.contains(&t)) {
+        return toml::Value::String(MASK.into()).to_string();
+    }
+    redact_urls(&hide_fingerprints(value))
 }
 
 /// Redacts URL userinfo in every string of a JSON value (event details).
@@ -208,7 +214,19 @@ mod tests {
             "http://***@h",
             "idempotent"
         );
-        let mut v = serde_json::json!({"reason": "GET http://u:SECRET@h → 503", "n": [ "x://a:b@c" ]});
+        assert_eq!(
+            redact_urls(
+                "GET http://h:9/x?a=1&token=tok3n&Api_Key=k#f failed; https://h/?SECRET=s&password=p"
+            ),
+            "GET http://h:9/x?a=1&token=***&Api_Key=***#f failed; https://h/?SECRET=***&password=***"
+        );
+        assert_eq!(
+            redact_url("http://h/x?monkey=1"),
+            "http://h/x?monkey=***",
+            "`key` in the name"
+        );
+        assert_eq!(redact_url("http://h/x?page=2&q=a"), "http://h/x?page=2&q=a");
+        let mut v = serde_json::json!({"reason": "GET http://u:SECRET@h → 503", "n": [ "x://a:b@c", "http://h?token=SECRET" ]});
         redact_json(&mut v);
         assert!(!v.to_string().contains("SECRET"), "{v}");
     }

@@ -94,7 +94,9 @@ impl Rig {
         let file = load_str(&text, path).unwrap();
         let store = Arc::new(self.store());
         control::propose(&store, &file, &text, owner, self.clock.now()).unwrap();
-        let (v, mut cfg) = control::load_current(&store).unwrap().unwrap();
+        let (v, mut cfg) = control::load_current(&store, &Default::default())
+            .unwrap()
+            .unwrap();
         cfg.scheduler.database = self.db.clone();
         let cfg = control::for_stages(&cfg, &file.scheduler.stages);
         let mut engine = Engine::new(
@@ -603,8 +605,15 @@ fn rollback_restores_the_earlier_version_and_the_fires_plan_showed() {
     let fires = preview.schedules[0].fires_after.clone();
     // Applied at 02:00 exactly: a fire at the instant of the change is ≥ U.
     assert_eq!(fires[0], "2026-06-06T02:00:00.000Z");
-    let (new, changes) =
-        control::rollback(&store, 1, "ops", "the 45 broke reports", rig.clock.now()).unwrap();
+    let (new, changes) = control::rollback(
+        &store,
+        1,
+        "ops",
+        "the 45 broke reports",
+        &Default::default(),
+        rig.clock.now(),
+    )
+    .unwrap();
     assert_eq!(new, 3);
     assert_eq!(
         changes[0].fields[0].to_string(),
@@ -622,11 +631,11 @@ fn rollback_restores_the_earlier_version_and_the_fires_plan_showed() {
     assert_eq!(v3.text, v1);
     assert_eq!(v3.note.as_deref(), Some("rollback to v1: the 45 broke reports"));
     assert!(
-        control::rollback(&store, 3, "ops", "again", rig.clock.now()).is_err(),
+        control::rollback(&store, 3, "ops", "again", &Default::default(), rig.clock.now()).is_err(),
         "v3 runs already"
     );
     assert!(matches!(
-        control::rollback(&store, 9, "ops", "x", rig.clock.now()),
+        control::rollback(&store, 9, "ops", "x", &Default::default(), rig.clock.now()),
         Err(control::ControlError::NotFound(9))
     ));
 }

@@ -304,3 +304,432 @@ on_event = "go"
         "{said}"
     );
 }
+
+// Issue 44 item 4 (and item 11's `?token=`): secrets never leak through
+// config versions — neither in what the ledger stores nor in any rendering of
+// a version, a diff or a trace — while a changed secret is still a new
+// version, a reload and a rollback still run the right secrets.
+
+#[path = "store_support.rs"]
+mod store_support;
+
+const GATE_PW: &str = "s3cretPW";
+const GATE_TOKEN: &str = "tok3n";
+const ENV_VALUE: &str = "envs3cret";
+const HEADER_VALUE: &str = "hdrS3cretVal";
+const ALERT_KEY: &str = "alertk3yQ";
+/// The second version's secrets (a reload changes them).
+const GATE_PW2: &str = "s3cretPW2nd";
+const GATE_TOKEN2: &str = "tok3n2nd";
+const ENV_VALUE2: &str = "envs3cret2nd";
+
+const ALL_SECRETS: &[&str] = &[
+    GATE_PW,
+    GATE_TOKEN,
+    ENV_VALUE,
+    HEADER_VALUE,
+    ALERT_KEY,
+    GATE_PW2,
+    GATE_TOKEN2,
+    ENV_VALUE2,
+];
+
+const READ_TOKEN: &str = "read-token-for-secret-tests-01";
+
+/// Answers 200 to everything and records the request lines.
+fn open_server() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(500) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                    break;
+                }
+            }
+            log.lock().unwrap().push(line.trim().to_string());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+            );
+        }
+    });
+    (base, seen)
+}
+
+/// The config: `gate` is the http gate's `user:password@host:port` and
+/// token; the agent appends the `API_KEY` it was given to `seen`.
+fn secret_config(gate: &str, token: &str, env: &str, seen: &Path, listen: u16) -> String {
+    format!(
+        r#"
+[scheduler]
+database = "test.db"
+listen = "127.0.0.1:{listen}"
+alert = {{ kind = "webhook", url = "http://127.0.0.1:9/alert?key={ALERT_KEY}&channel=ops", headers = {{ X-Alert-Auth = "{HEADER_VALUE}" }} }}
+
+[api]
+tokens_file = "tokens.toml"
+
+[agents.worker]
+kind = "command"
+command = ["sh", "-c", "cat >/dev/null; printf '%s\n' \"$API_KEY\" >> '{seen}'; echo '{{\"event\":\"result\",\"status\":\"success\",\"summary\":\"ok\"}}'"]
+timeout = "30s"
+env = {{ API_KEY = "{env}" }}
+
+[agents.failing]
+kind = "command"
+command = ["sh", "-c", "cat >/dev/null; exit 65"]
+
+[[schedule]]
+id = "guarded"
+agent = "worker"
+on_event = "go"
+check_every = "1s"
+close_after = "10m"
+
+[[schedule.gate]]
+kind = "http"
+name = "upstream"
+url = "http://user:{gate}/x?token={token}"
+headers = {{ X-Api-Key = "{HEADER_VALUE}" }}
+
+[[schedule]]
+id = "plain"
+agent = "worker"
+on_event = "go"
+close_after = "10m"
+
+[[schedule]]
+id = "broken"
+agent = "failing"
+on_event = "go"
+close_after = "10m"
+"#,
+        seen = seen.display()
+    )
+}
+
+/// `agentcron ARGS --config …`: (exit code, stdout + stderr).
+fn cli_any(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentcron"))
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("agentcron.toml"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn api_get(port: u16, path: &str) -> String {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let mut resp = agent
+        .get(&format!("http://127.0.0.1:{port}{path}"))
+        .header("Authorization", &format!("Bearer {READ_TOKEN}"))
+        .call()
+        .unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().read_to_string().unwrap();
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
+}
+
+fn run_of(d: &Path, schedule: &str, window: &str) -> Option<agentcron::store::types::Run> {
+    let s = agentcron::store::Store::open_read_only(&d.join("test.db")).ok()?;
+    s.read(|tx| tx.find_run("default", schedule, window)).ok()?
+}
+
+fn succeeded(d: &Path, schedule: &str, window: &str) -> Option<()> {
+    run_of(d, schedule, window)
+        .is_some_and(|r| r.state == agentcron::store::types::RunState::Succeeded)
+        .then_some(())
+}
+
+/// Every secret absent from `text`.
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in ALL_SECRETS {
+        assert!(!text.contains(secret), "{what} shows {secret}:\n{text}");
+    }
+}
+
+#[test]
+fn secrets_never_leak_through_config_versions_and_still_run() {
+    let (base, requests) = open_server();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let seen = d.join("seen-api-keys.txt");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        d.join("tokens.toml"),
+        format!("[[token]]\nname = \"grafana\"\nrole = \"read\"\ntoken = \"{READ_TOKEN}\"\n"),
+    )
+    .unwrap();
+    // v1: the gate asks a port nobody answers (it waits, its reason names the URL).
+    let v1 = secret_config(
+        &format!("{GATE_PW}@127.0.0.1:9"),
+        GATE_TOKEN,
+        ENV_VALUE,
+        &seen,
+        port,
+    );
+    std::fs::write(d.join("agentcron.toml"), &v1).unwrap();
+    let log = d.join("scheduler.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentcron"))
+        .args(["run", "--headless", "--config"])
+        .arg(d.join("agentcron.toml"))
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the database", || d.join("test.db").exists().then_some(()));
+    cli(d, &["event", "post", "go", "--id", "e1"]);
+    wait_for(
+        "plain e1 to succeed, broken e1 to fail and its alert to fail",
+        || {
+            succeeded(d, "plain", "e1")?;
+            run_of(d, "broken", "e1").filter(|r| r.state.is_terminal())?;
+            run_of(d, "guarded", "e1")?
+                .state_reason
+                .filter(|r| r.contains("upstream"))?;
+            cli(d, &["events", "--json"])
+                .contains("alert_failed")
+                .then_some(())
+        },
+    );
+
+    // v2 changes secrets only (and where the gate asks): every change is a
+    // schedule change, shown masked.
+    let v2 = secret_config(
+        &format!("{GATE_PW2}@{base}"),
+        GATE_TOKEN2,
+        ENV_VALUE2,
+        &seen,
+        port,
+    );
+    std::fs::write(d.join("agentcron.toml"), &v2).unwrap();
+    let (code, plan) = cli_any(d, &["plan"]);
+    assert_eq!(code, Some(3), "{plan}");
+    assert!(
+        plan.contains("agent.env.API_KEY"),
+        "a changed secret is a change:\n{plan}"
+    );
+    assert!(plan.contains("gate.0.url"), "{plan}");
+    let (_, plan_json) = cli_any(d, &["plan", "--json"]);
+    cli(d, &["reload"]);
+    wait_for("guarded e1 to run under v2", || succeeded(d, "guarded", "e1"));
+    // The reloaded version ran with the file's secrets, not their fingerprints.
+    assert!(
+        requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.contains(&format!("/x?token={GATE_TOKEN2}"))),
+        "{:?}",
+        requests.lock().unwrap()
+    );
+    let given = || std::fs::read_to_string(&seen).unwrap_or_default();
+    assert_eq!(given().lines().collect::<Vec<_>>(), [ENV_VALUE, ENV_VALUE2]);
+
+    let guarded = run_of(d, "guarded", "e1").unwrap();
+    let id = guarded.id.to_string();
+    let (_, explain) = cli_any(d, &["explain", "guarded", "--window", "e1"]);
+    assert!(
+        explain.contains("opened under v1")
+            && explain.contains("under v2")
+            && explain.contains("agent.env.API_KEY"),
+        "the versions are explained, their secrets masked:\n{explain}"
+    );
+    let mut shown = vec![
+        ("plan", plan),
+        ("plan --json", plan_json),
+        ("explain", explain),
+        (
+            "explain --json",
+            cli(d, &["explain", "guarded", "--window", "e1", "--json"]),
+        ),
+        ("show", cli(d, &["show", &id])),
+        ("show --json", cli(d, &["show", &id, "--json"])),
+        ("events", cli(d, &["events"])),
+        ("events --json", cli(d, &["events", "--json"])),
+        ("runs --json", cli(d, &["runs", "--json"])),
+        ("status", cli(d, &["status"])),
+        ("status --json", cli(d, &["status", "--json"])),
+        (
+            "GET /api/v1/runs/{id}",
+            api_get(port, &format!("/api/v1/runs/{id}")),
+        ),
+        (
+            "GET /api/v1/explain",
+            api_get(port, "/api/v1/explain/guarded?window=e1"),
+        ),
+        ("GET /api/v1/runs", api_get(port, "/api/v1/runs")),
+        (
+            "GET /api/v1/schedules/guarded",
+            api_get(port, "/api/v1/schedules/guarded"),
+        ),
+        ("GET /api/v1/status", api_get(port, "/api/v1/status")),
+    ];
+    for (what, text) in &shown {
+        assert_no_secret(what, text);
+    }
+    // A rollback runs exactly the old version's secrets, or nothing: the
+    // file holds v2's, so v1 is refused…
+    let (code, refused) = cli_any(d, &["rollback", "1", "--reason", "try"]);
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(refused.contains("agents.worker.env.API_KEY"), "{refused}");
+    shown.push(("rollback refused", refused));
+    // …and with v1's secrets back in the file it runs them.
+    std::fs::write(d.join("agentcron.toml"), &v1).unwrap();
+    let (code, rolled) = cli_any(d, &["rollback", "1", "--reason", "v2 broke it"]);
+    assert_eq!(code, Some(0), "{rolled}");
+    wait_for("the scheduler to run v3", || {
+        let status: serde_json::Value = serde_json::from_str(&cli(d, &["status", "--json"])).ok()?;
+        let c = &status["config"];
+        (c["version"] == 3 && c["schedulers_on_older"].as_array().is_some_and(Vec::is_empty)).then_some(())
+    });
+    cli(d, &["event", "post", "go", "--id", "e3"]);
+    wait_for("plain e3", || succeeded(d, "plain", "e3"));
+    assert_eq!(given().lines().last(), Some(ENV_VALUE));
+
+    let ledger = |shown: &mut Vec<(&str, String)>, when: &'static str| {
+        for file in ["test.db", "test.db-wal"] {
+            if let Ok(bytes) = std::fs::read(d.join(file)) {
+                shown.push((when, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    };
+    ledger(&mut shown, "the ledger's bytes (running)");
+    // SAFETY: kill(2) on our child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+    ledger(&mut shown, "the ledger's bytes (stopped)");
+    shown.push(("the scheduler's log", std::fs::read_to_string(&log).unwrap()));
+    for (what, text) in &shown {
+        assert_no_secret(what, text);
+    }
+    // The ledger still says where the gate asked, without the secrets.
+    let ledger: String = shown
+        .iter()
+        .filter(|(w, _)| w.starts_with("the ledger"))
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert!(
+        ledger.contains("@127.0.0.1:9/x?token=***"),
+        "the gate's URL is still stored"
+    );
+}
+
+#[test]
+fn a_postgres_password_is_never_printed() {
+    const PG_PASSWORD: &str = "pgS3cretPW";
+    // Nobody listens on port 1: the scheduler cannot connect and says so.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        "[[schedule]]\nid = \"s\"\nagent = \"a\"\nevery = \"1h\"\n\n[agents.a]\nkind = \"command\"\ncommand = [\"true\"]\n",
+    )
+    .unwrap();
+    let url = format!("postgres://u:{PG_PASSWORD}@127.0.0.1:1/x");
+    let (_, said) = cli_any(dir.path(), &["run", "--headless", "--db", &url]);
+    assert!(!said.contains(PG_PASSWORD), "{said}");
+    // A scheduler that connects names its ledger in its first lines: with
+    // a PostgreSQL server (trust authentication: any password is accepted).
+    let Some(url) = store_support::pg_database("a_postgres_password_is_never_printed") else {
+        return;
+    };
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (user, host) = rest.split_once('@').unwrap();
+    let user = user.split(':').next().unwrap();
+    let url = format!("{scheme}://{user}:{PG_PASSWORD}@{host}");
+    let log = dir.path().join("scheduler.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentcron"))
+        .args(["run", "--headless", "--db", &url, "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let text = wait_for("the scheduler to start", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains("scheduler started").then_some(text)
+    });
+    // SAFETY: kill(2) on our child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+    let text = format!("{text}{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(!text.contains(PG_PASSWORD), "{text}");
+    assert!(text.contains("postgres://"), "the ledger is still named:\n{text}");
+}
+
+#[test]
+fn a_stored_version_runs_only_with_its_secrets() {
+    use agentcron::control;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentcron.toml");
+    let text = format!(
+        "[agents.a]\nkind = \"command\"\ncommand = [\"true\"]\nenv = {{ API_KEY = \"{ENV_VALUE}\" }}\n\n\
+         [[schedule]]\nid = \"s\"\nagent = \"a\"\nevery = \"1h\"\n"
+    );
+    std::fs::write(&path, &text).unwrap();
+    let cfg = agentcron::config::load_str(&text, &path).unwrap();
+    let store = agentcron::store::Store::open_in_memory().unwrap();
+    let now = chrono::Utc::now();
+    control::propose(&store, &cfg, &text, "test", now).unwrap();
+    let stored = store.read(|tx| tx.current_config()).unwrap().unwrap();
+    assert!(!stored.text.contains(ENV_VALUE), "{}", stored.text);
+    // Without the file's secrets the version does not run (its fingerprints
+    // would be sent as the secrets)…
+    let err = control::load_current(&store, &Default::default()).unwrap_err();
+    assert!(err.to_string().contains("agents.a.env.API_KEY"), "{err}");
+    assert!(!err.to_string().contains(ENV_VALUE), "{err}");
+    // …with them it runs them.
+    let secrets = agentcron::secrets::seal(&text).keyring;
+    let (_, running) = control::load_current(&store, &secrets).unwrap().unwrap();
+    assert_eq!(running.agents["a"].env["API_KEY"], ENV_VALUE);
+    // The same file again is no new version; a changed secret is.
+    let again = control::propose(&store, &cfg, &text, "test", now).unwrap();
+    assert!(
+        matches!(again, control::Outcome::Unchanged { version: 1 }),
+        "{again:?}"
+    );
+    let changed_text = text.replace(ENV_VALUE, ENV_VALUE2);
+    let changed = agentcron::config::load_str(&changed_text, &path).unwrap();
+    match control::propose(&store, &changed, &changed_text, "test", now).unwrap() {
+        control::Outcome::Applied { version: 2, changes } => {
+            assert_eq!(
+                changes[0].fields[0].to_string(),
+                "agent.env.API_KEY \"***\" → \"***\""
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -186,7 +186,11 @@ pub fn rollback(config: &Path, db: Option<&Path>, version: i64, reason: &str, by
         Err(code) => return code,
     };
     let by = by.map_or_else(crate::operator::default_actor, str::to_string);
-    match control::rollback(&store, version, &by, reason, SystemClock.now()) {
+    // The version runs with the file's secrets (none are stored).
+    let secrets = std::fs::read_to_string(config)
+        .map(|text| crate::secrets::seal(&text).keyring)
+        .unwrap_or_default();
+    match control::rollback(&store, version, &by, reason, &secrets, SystemClock.now()) {
         Ok((new, changes)) => {
             let n = changes.iter().filter(|c| c.kind != ChangeKind::Unchanged).count();
             println!("rolled back to v{version} as v{new} ({n} schedule change(s))");
@@ -204,11 +208,19 @@ fn report(e: ControlError) -> i32 {
     }
 }
 
+/// What a scheduler runs at its start.
+pub struct Startup {
+    /// The database's version, with the file's secrets, only its stages.
+    pub cfg: Config,
+    pub version: Option<i64>,
+    /// The file's secrets, for versions applied later (by fingerprint).
+    pub secrets: crate::secrets::Keyring,
+}
+
 /// At the start of a scheduler: the file (already validated into `cfg`) is
 /// stored and applied (or left waiting for approval), and the scheduler runs
-/// what the database runs, restricted to its stages. Returns that config and
-/// its version.
-pub fn startup(store: &Store, cfg: &Config, by: &str) -> Result<(Config, Option<i64>), i32> {
+/// what the database runs, restricted to its stages, with the file's secrets.
+pub fn startup(store: &Store, cfg: &Config, by: &str) -> Result<Startup, i32> {
     let text = match std::fs::read_to_string(&cfg.path) {
         Ok(t) => t,
         Err(e) => {
@@ -217,7 +229,8 @@ pub fn startup(store: &Store, cfg: &Config, by: &str) -> Result<(Config, Option<
         }
     };
     let now = SystemClock.now();
-    match control::propose(store, cfg, &text, by, now) {
+    let sealed = crate::secrets::seal(&text);
+    match control::propose_sealed(store, cfg, &sealed, by, now) {
         Ok(Outcome::Waiting { version, .. }) => {
             tracing::warn!(
                 version,
@@ -231,12 +244,21 @@ pub fn startup(store: &Store, cfg: &Config, by: &str) -> Result<(Config, Option<
             return Err(exit::USAGE);
         }
     }
-    match control::load_current(store) {
+    let secrets = sealed.keyring;
+    match control::load_current(store, &secrets) {
         Ok(Some((v, mut run))) => {
             run.scheduler.database = cfg.scheduler.database.clone();
-            Ok((control::for_stages(&run, &cfg.scheduler.stages), Some(v.version)))
+            Ok(Startup {
+                cfg: control::for_stages(&run, &cfg.scheduler.stages),
+                version: Some(v.version),
+                secrets,
+            })
         }
-        Ok(None) => Ok((control::for_stages(cfg, &cfg.scheduler.stages), None)),
+        Ok(None) => Ok(Startup {
+            cfg: control::for_stages(cfg, &cfg.scheduler.stages),
+            version: None,
+            secrets,
+        }),
         Err(e) => {
             eprintln!("agentcron: {e}");
             Err(exit::DOES_NOT_HOLD)

@@ -169,7 +169,11 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
     // scheduler runs what the database runs; `agentcron reload` reaches it.
     let owner = crate::engine::default_owner();
     let reload = crate::engine::ReloadSource::new(&cfg.path);
-    let (cfg, version) = super::config_cmd::startup(&store, &cfg, &owner)?;
+    let super::config_cmd::Startup {
+        cfg,
+        version,
+        secrets,
+    } = super::config_cmd::startup(&store, &cfg, &owner)?;
     let registration = super::config_cmd::registration(&store, &cfg);
     let cfg = Arc::new(cfg);
     let server = super::run::bind_api(&cfg, listen)?;
@@ -194,6 +198,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
                 let clock = super::run::scheduler_clock(&store);
                 let mut engine = Engine::new(cfg.clone(), store, clock, Arc::new(DefaultRunner), opts);
                 engine.set_config_version(version);
+                engine.keep_secrets(secrets);
                 let shutdown = async {
                     let _ = stop_rx.await;
                 };

@@ -95,7 +95,12 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
     // The file is stored as a config version; the scheduler runs what the
     // database runs (an approval-gated change waits), only its stages.
     let owner = crate::engine::default_owner();
-    let (cfg, version) = match super::config_cmd::startup(&store, &cfg, &owner) {
+    let database = crate::store::shown_database(&cfg.scheduler.database);
+    let super::config_cmd::Startup {
+        cfg,
+        version,
+        secrets,
+    } = match super::config_cmd::startup(&store, &cfg, &owner) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -135,11 +140,12 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
             },
         );
         engine.set_config_version(version);
+        engine.keep_secrets(secrets);
         tracing::info!(
             owner = engine.owner(),
             schedules = cfg.schedules.len(),
             config_version = version,
-            database = %cfg.scheduler.database.display(),
+            database = %database,
             "agentcron scheduler started"
         );
         let outcome = engine.run_live(shutdown_signal(), grace).await;

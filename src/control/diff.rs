@@ -148,18 +148,21 @@ pub fn diff(current: &BTreeMap<String, ScheduleVersion>, new: &[ScheduleSettings
     out
 }
 
-/// Fields that differ, by name.
+/// Fields that differ, by name, their values as people may see them: a
+/// secret (a fingerprint of it) that changed is a field that changed, shown
+/// masked on both sides.
 pub fn field_changes(before: &Settings, after: &Settings) -> Vec<FieldChange> {
     let mut names: Vec<&String> = before.keys().chain(after.keys()).collect();
     names.sort();
     names.dedup();
+    let shown = |k: &str, v: Option<&String>| v.map(|v| crate::secrets::shown_setting(k, v));
     names
         .into_iter()
         .filter(|k| before.get(*k) != after.get(*k))
         .map(|k| FieldChange {
             field: k.clone(),
-            before: before.get(k).cloned(),
-            after: after.get(k).cloned(),
+            before: shown(k, before.get(k)),
+            after: shown(k, after.get(k)),
         })
         .collect()
 }

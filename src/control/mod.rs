@@ -55,8 +55,22 @@ impl Outcome {
 /// see it: stored as a new version and applied, or left waiting for an
 /// approval when it changes a stage in `require_approval_for` (the new
 /// file's or the running version's). The first configuration a database
-/// sees is applied as it is.
+/// sees is applied as it is. What is stored is the text sealed: its
+/// secrets replaced by their fingerprints ([`crate::secrets::seal`]).
 pub fn propose(store: &Store, cfg: &Config, text: &str, by: &str, now: DateTime<Utc>) -> Result<Outcome> {
+    propose_sealed(store, cfg, &crate::secrets::seal(text), by, now)
+}
+
+/// [`propose`] for a text already sealed (whose keyring the caller keeps
+/// to run what it stored).
+pub fn propose_sealed(
+    store: &Store,
+    cfg: &Config,
+    sealed: &crate::secrets::Sealed,
+    by: &str,
+    now: DateTime<Utc>,
+) -> Result<Outcome> {
+    let text = sealed.text.as_str();
     store.write(|tx| {
         let current = tx.current_config()?;
         let hash = crate::engine::registry::config_hash(text.as_bytes());
@@ -288,11 +302,16 @@ pub fn approve(
 }
 
 /// Re-applies stored version `version` as a new version (`rollback`).
+/// Secrets are never stored, so the schedulers run the version with the
+/// secrets of their config files: it is refused unless `secrets` (the
+/// file's) holds every secret the version was stored with — a rollback
+/// runs exactly what ran then, or nothing.
 pub fn rollback(
     store: &Store,
     version: i64,
     by: &str,
     reason: &str,
+    secrets: &crate::secrets::Keyring,
     now: DateTime<Utc>,
 ) -> std::result::Result<(i64, Vec<ScheduleChange>), ControlError> {
     if reason.trim().is_empty() {
@@ -305,6 +324,12 @@ pub fn rollback(
         if tx.config_watch()?.0 == Some(version) {
             return Ok(Err(ControlError::Refused(format!(
                 "config v{version} is the one running"
+            ))));
+        }
+        if let Err(e) = secrets.unseal(&v.text) {
+            return Ok(Err(ControlError::Refused(format!(
+                "config v{version} cannot be rolled back to: {e} (agentcron stores only their fingerprints); \
+                 put them back in the file, or edit the file and reload"
             ))));
         }
         let cfg = match crate::config::load_str(&v.text, std::path::Path::new(&v.path)) {
@@ -335,17 +360,25 @@ pub enum ControlError {
     Refused(String),
     #[error("the stored config no longer loads: {0}")]
     Invalid(String),
+    #[error("config v{0} cannot run here: {1}")]
+    Secrets(i64, crate::secrets::SecretError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
 
-/// The configuration the database runs, loaded (its stored text, at its
-/// stored path), or `None` before the first.
-pub fn load_current(store: &Store) -> std::result::Result<Option<(ConfigVersion, Config)>, ControlError> {
+/// The configuration the database runs, loaded (its stored text with its
+/// secrets from `secrets`, at its stored path), or `None` before the first.
+pub fn load_current(
+    store: &Store,
+    secrets: &crate::secrets::Keyring,
+) -> std::result::Result<Option<(ConfigVersion, Config)>, ControlError> {
     let Some(v) = store.read(|tx| tx.current_config())? else {
         return Ok(None);
     };
-    let cfg = crate::config::load_str(&v.text, std::path::Path::new(&v.path))
+    let text = secrets
+        .unseal(&v.text)
+        .map_err(|e| ControlError::Secrets(v.version, e))?;
+    let cfg = crate::config::load_str(&text, std::path::Path::new(&v.path))
         .map_err(|e| ControlError::Invalid(e.to_string()))?;
     Ok(Some((v, cfg)))
 }

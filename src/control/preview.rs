@@ -60,6 +60,9 @@ pub struct RunFate {
 
 /// Previews `cfg` (loaded from `text`) against what the database runs, at `now`.
 pub fn preview(tx: &Tx, cfg: &Config, text: &str, now: DateTime<Utc>) -> Result<Preview> {
+    // Compared as it would be stored: with its secrets sealed.
+    let sealed = crate::secrets::seal(text);
+    let text = sealed.text.as_str();
     let current = tx.current_config()?;
     let old_cfg = current
         .as_ref()

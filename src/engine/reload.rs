@@ -50,6 +50,11 @@ pub(crate) struct Control {
     /// that removed them: once those attempts have ended, what they left
     /// waiting (a retry) is skipped like the rest of the schedule's runs.
     pub retired: Vec<(String, i64)>,
+    /// The secrets of every config file this engine has read: stored
+    /// versions hold only their fingerprints.
+    pub secrets: crate::secrets::Keyring,
+    /// A version found without its secrets (said once, not every tick).
+    pub unrunnable: Option<i64>,
 }
 
 /// What a reload did.
@@ -79,6 +84,12 @@ impl Engine {
     /// Says which stored version this engine was built from (at its start).
     pub fn set_config_version(&mut self, version: Option<i64>) {
         self.control.version = version;
+    }
+
+    /// The secrets of the config file this engine started from, to run the
+    /// versions applied later (stored with fingerprints in their place).
+    pub fn keep_secrets(&mut self, secrets: crate::secrets::Keyring) {
+        self.control.secrets.merge(secrets);
     }
 
     /// Once a loop: a SIGHUP or a new reload request reloads the file; a
@@ -136,7 +147,9 @@ impl Engine {
                 return Ok(ReloadOutcome::Rejected { errors });
             }
         };
-        let outcome = control::propose(&self.store, &cfg, &text, &self.opts.owner, now)?;
+        let sealed = crate::secrets::seal(&text);
+        let outcome = control::propose_sealed(&self.store, &cfg, &sealed, &self.opts.owner, now)?;
+        self.control.secrets.merge(sealed.keyring);
         let stages_changed = cfg.scheduler.stages != self.cfg.scheduler.stages;
         if stages_changed {
             // Its own stages changed: rebuild even if the version is the same.
@@ -166,9 +179,26 @@ impl Engine {
     /// Rebuilds the engine from the version the database runs, if this
     /// engine runs another; returns the version adopted.
     pub fn converge(&mut self) -> Result<Option<i64>> {
-        let loaded = match control::load_current(&self.store) {
+        let mut loaded = control::load_current(&self.store, &self.control.secrets);
+        if let Err(control::ControlError::Secrets(..)) = loaded
+            && let Some(src) = &self.opts.reload
+            && let Ok(text) = std::fs::read_to_string(&src.path)
+        {
+            // Another scheduler applied a version with secrets this one has
+            // not read yet: its file may have them now.
+            self.control.secrets.merge(crate::secrets::seal(&text).keyring);
+            loaded = control::load_current(&self.store, &self.control.secrets);
+        }
+        let loaded = match loaded {
             Ok(l) => l,
             Err(control::ControlError::Store(e)) => return Err(e.into()),
+            Err(e @ control::ControlError::Secrets(version, _)) => {
+                if self.control.unrunnable != Some(version) {
+                    tracing::error!(error = %e, "the running version stays");
+                    self.control.unrunnable = Some(version);
+                }
+                return Ok(None);
+            }
             Err(e) => {
                 // The stored text no longer loads (a calendar file gone): keep
                 // running what we run, and say so.
@@ -290,6 +320,8 @@ impl Engine {
         fresh.control.seen_seq = self.control.seen_seq;
         fresh.control.base_runner = self.control.base_runner.clone();
         fresh.control.retired = std::mem::take(&mut self.control.retired);
+        fresh.control.secrets = std::mem::take(&mut self.control.secrets);
+        fresh.control.unrunnable = self.control.unrunnable;
         if let Some(v) = version {
             fresh
                 .control

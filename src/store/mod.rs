@@ -53,6 +53,15 @@ pub use schema::SCHEMA_VERSION;
 pub use status::Oldest;
 pub use types::*;
 
+/// Where the ledger at `path` is, as shown to people: a file's path, or a
+/// PostgreSQL URL without its password.
+pub fn shown_database(path: &std::path::Path) -> String {
+    match path.to_str() {
+        Some(url) if pg::is_url(url) => pg::shown_url(url),
+        _ => crate::secrets::redact_urls(&path.display().to_string()),
+    }
+}
+
 /// Errors from the store, named plainly for operators.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -227,7 +227,11 @@ impl Loader<'_> {
         } else {
             self.error(
                 at,
-                format!("`{key}` must be an http:// or https:// URL, not `{url}`"),
+                // Said in `check`, the log and `config_rejected`: no userinfo.
+                format!(
+                    "`{key}` must be an http:// or https:// URL, not `{}`",
+                    crate::secrets::redact_url(&url)
+                ),
             );
             None
         }
