@@ -7,28 +7,58 @@
 //! `/api/v1/` needs a bearer token of `[api] tokens_file` ([`auth`]), `operate`
 //! for mutations; without tokens only the probes and `/metrics` answer. Bodies
 //! are limited to [`BODY_LIMIT`]; a bad body is a 400 with a message.
+//!
+//! Holding a connection needs no token, so the server bounds what anyone can
+//! hold: `[api] max_connections` open at once (one more is closed as soon as
+//! it is accepted), and `[api] header_timeout` to send a request's headers or
+//! to sit idle between requests. Past those, a flood of idle connections costs
+//! the scheduler no file descriptor its agents need.
+//!
+//! Handlers read the configuration the engine runs now ([`Applied`]): a
+//! reload that adds an event listener is served at once.
 
 pub mod auth;
 pub mod metrics;
 mod routes;
 
-use crate::config::Config;
+use crate::config::{Applied, Config};
 use crate::store::Store;
 use crate::time::Clock;
 use auth::Tokens;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Largest request body accepted (an event payload, an action's reason).
 pub const BODY_LIMIT: usize = 64 * 1024;
 
+/// How long the accept loop waits after the system refused it a descriptor
+/// (EMFILE, ENFILE) before it tries again: the listening socket stays
+/// readable, so trying at once would only spin.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
 /// What every handler shares.
 pub struct Api {
     pub(crate) store: Arc<Store>,
-    pub(crate) cfg: Arc<Config>,
+    /// The configuration the engine runs; read it once per request.
+    pub(crate) applied: Applied,
     pub(crate) tokens: Tokens,
     pub(crate) metrics: metrics::Metrics,
     pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Api {
+    /// The configuration the engine runs now.
+    pub(crate) fn cfg(&self) -> Arc<Config> {
+        self.applied.get()
+    }
+}
+
+/// What bounds the connections (`[api]`, read when the server starts).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_connections: usize,
+    header_timeout: Duration,
 }
 
 /// A bound server, not yet serving: binding first lets the command refuse a
@@ -36,12 +66,14 @@ pub struct Api {
 pub struct Server {
     listener: std::net::TcpListener,
     api: Arc<Api>,
+    limits: Limits,
 }
 
 impl Server {
     /// Binds `addr`, reads the tokens file and opens the database (its own
     /// connection: API reads never wait for the engine's).
-    pub fn bind(addr: SocketAddr, cfg: Arc<Config>, clock: Arc<dyn Clock>) -> Result<Server, String> {
+    pub fn bind(addr: SocketAddr, applied: Applied, clock: Arc<dyn Clock>) -> Result<Server, String> {
+        let cfg = applied.get();
         let tokens = match &cfg.api.tokens_file {
             Some(path) => Tokens::load(path)?,
             None => Tokens::default(),
@@ -55,9 +87,13 @@ impl Server {
             .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         Ok(Server {
             listener,
+            limits: Limits {
+                max_connections: cfg.api.max_connections,
+                header_timeout: cfg.api.header_timeout,
+            },
             api: Arc::new(Api {
                 store: Arc::new(store),
-                cfg,
+                applied,
                 tokens,
                 metrics,
                 clock,
@@ -75,14 +111,104 @@ impl Server {
         !self.api.tokens.is_empty()
     }
 
-    /// Serves until `shutdown` resolves. Needs a tokio runtime.
+    /// Serves until `shutdown` resolves, then lets open requests finish (the
+    /// caller bounds how long; dropping this future closes every connection).
+    /// Needs a tokio runtime.
     pub async fn serve(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
-        axum::serve(listener, routes::router(self.api))
-            .with_graceful_shutdown(shutdown)
-            .await
+        let router = routes::router(self.api);
+        let limits = self.limits;
+        let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        let (closing, closed) = tokio::sync::watch::channel(false);
+        // Owning the connections' tasks here means dropping this future ends
+        // them all: none outlives the server.
+        let mut connections = tokio::task::JoinSet::new();
+        let mut refused: u64 = 0;
+        let mut starved = false;
+        tokio::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                Some(_) = connections.join_next() => continue,
+                accepted = listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    if !starved {
+                        tracing::warn!(error = %e, "the HTTP server cannot accept a connection; trying again");
+                        starved = true;
+                    }
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                    continue;
+                }
+            };
+            starved = false;
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                // Closed at once: a descriptor held past the cap is one an
+                // agent's pipe or the database may not get.
+                drop(stream);
+                if refused == 0 {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        "the HTTP server holds [api] max_connections; closing new connections until one ends"
+                    );
+                }
+                refused += 1;
+                continue;
+            };
+            if refused > 0 {
+                tracing::info!(refused, "the HTTP server takes connections again");
+                refused = 0;
+            }
+            connections.spawn(connection(stream, router.clone(), limits, closed.clone(), slot));
+        }
+        let _ = closing.send(true);
+        while connections.join_next().await.is_some() {}
+        Ok(())
     }
+}
+
+/// Serves one connection (HTTP/1) until the client closes it, it times out,
+/// or the server stops (then the request in flight finishes first). `slot`
+/// is its place under the cap, given back when it ends.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    router: axum::Router,
+    limits: Limits,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The header timeout runs whenever the connection waits for a request's
+    // head: from the accept, and again after every response, so it is the
+    // idle keep-alive timeout too.
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "HTTP connection ended");
+                }
+                break;
+            }
+            // The server stops (or is gone): finish the request in flight.
+            _ = closing.changed(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+    drop(slot);
 }

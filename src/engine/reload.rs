@@ -300,6 +300,9 @@ impl Engine {
             fresh.load_cursors(now)?;
         }
         *self = fresh;
+        if let Some(applied) = &self.opts.applied {
+            applied.set(self.cfg.clone());
+        }
         Ok(())
     }
 }
