@@ -1,7 +1,8 @@
 //! The HTTP server holds under what anyone who can reach it may do, and
 //! follows the scheduler (issue 44 items 5 and 7), through the real binary:
 //! idle and half-sent connections past `[api] max_connections` are closed at
-//! once and the rest after `[api] header_timeout`, after which an authorised
+//! once and the rest after `[api] header_timeout` (a body that does not come
+//! is bounded by it too), after which an authorised
 //! request is answered; the scheduler raises its soft open-files limit (its
 //! agents get the old one back); a reload that adds an `on_event` schedule is
 //! served by the API at once. Everything waits with a deadline.
@@ -170,11 +171,15 @@ fn idle_connections_past_the_cap_are_closed_at_once_and_the_rest_after_the_heade
     for _ in 1..CAP {
         held.push(TcpStream::connect(&addr).unwrap());
     }
-    // Half of them send half a request and stop.
-    for conn in held.iter_mut().step_by(2) {
+    // Some send half a request's headers and stop; one sends its headers and
+    // not the body they announce.
+    for conn in held.iter_mut().step_by(3) {
         conn.write_all(b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\nAuthor")
             .unwrap();
     }
+    held[1]
+        .write_all(b"POST /api/v1/kill HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        .unwrap();
     let mut past = TcpStream::connect(&addr).unwrap();
     assert!(
         closed_within(&mut past, DEADLINE),
@@ -193,7 +198,8 @@ fn idle_connections_past_the_cap_are_closed_at_once_and_the_rest_after_the_heade
         log(dir.path())
     );
 
-    // Every held connection is closed by the header timeout (idle or not).
+    // Every held connection is closed by the header timeout (idle, half its
+    // headers, or its body missing).
     for (i, conn) in held.iter_mut().enumerate() {
         assert!(
             closed_within(conn, DEADLINE),

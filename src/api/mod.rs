@@ -119,8 +119,11 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::from_std(self.listener)?;
-        let router = routes::router(self.api);
         let limits = self.limits;
+        let router = routes::router(self.api).layer(axum::middleware::map_request_with_state(
+            limits.header_timeout,
+            body_within,
+        ));
         let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
         let (closing, closed) = tokio::sync::watch::channel(false);
         // Owning the connections' tasks here means dropping this future ends
@@ -169,6 +172,59 @@ impl Server {
         let _ = closing.send(true);
         while connections.join_next().await.is_some() {}
         Ok(())
+    }
+}
+
+/// Gives a request's body as long to arrive as its headers had: the handlers
+/// read it before they look at the token, so without a bound a client that
+/// announced a body and never sent it would hold its connection forever.
+async fn body_within(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    request: axum::extract::Request,
+) -> axum::extract::Request {
+    request.map(|body| {
+        axum::body::Body::new(BodyWithin {
+            body,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+        })
+    })
+}
+
+/// A request body that fails once its deadline passes (the handler answers
+/// 400, and the connection closes: its body was not read to the end).
+struct BodyWithin {
+    body: axum::body::Body,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl hyper::body::Body for BodyWithin {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        use std::future::Future;
+        use std::task::Poll;
+        if let Poll::Ready(frame) = std::pin::Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(axum::Error::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the body did not arrive within [api] header_timeout",
+            )))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 
