@@ -37,6 +37,32 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// readable, so trying at once would only spin.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
+/// At most one warning this often about connections turned away (past the
+/// cap, or no descriptor to accept them): a flood must not become one in the
+/// log too.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Counts what it is told of and says when to warn: the first time, then at
+/// most once per [`WARN_EVERY`], with how many happened since.
+#[derive(Default)]
+struct Throttle {
+    warned: Option<tokio::time::Instant>,
+    since: u64,
+}
+
+impl Throttle {
+    /// One more; `Some(count)` when it is time to warn about `count` of them.
+    fn note(&mut self) -> Option<u64> {
+        self.since += 1;
+        let now = tokio::time::Instant::now();
+        if self.warned.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
+            return None;
+        }
+        self.warned = Some(now);
+        Some(std::mem::take(&mut self.since))
+    }
+}
+
 /// What every handler shares.
 pub struct Api {
     pub(crate) store: Arc<Store>,
@@ -129,8 +155,7 @@ impl Server {
         // Owning the connections' tasks here means dropping this future ends
         // them all: none outlives the server.
         let mut connections = tokio::task::JoinSet::new();
-        let mut refused: u64 = 0;
-        let mut starved = false;
+        let (mut refused, mut starved) = (Throttle::default(), Throttle::default());
         tokio::pin!(shutdown);
         loop {
             let accepted = tokio::select! {
@@ -141,32 +166,26 @@ impl Server {
             let stream = match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    if !starved {
-                        tracing::warn!(error = %e, "the HTTP server cannot accept a connection; trying again");
-                        starved = true;
+                    if let Some(times) = starved.note() {
+                        tracing::warn!(error = %e, times, "the HTTP server cannot accept a connection; trying again");
                     }
                     tokio::time::sleep(ACCEPT_RETRY).await;
                     continue;
                 }
             };
-            starved = false;
             let Ok(slot) = slots.clone().try_acquire_owned() else {
                 // Closed at once: a descriptor held past the cap is one an
                 // agent's pipe or the database may not get.
                 drop(stream);
-                if refused == 0 {
+                if let Some(closed) = refused.note() {
                     tracing::warn!(
                         max_connections = limits.max_connections,
-                        "the HTTP server holds [api] max_connections; closing new connections until one ends"
+                        closed,
+                        "the HTTP server holds [api] max_connections; new connections are closed until one ends"
                     );
                 }
-                refused += 1;
                 continue;
             };
-            if refused > 0 {
-                tracing::info!(refused, "the HTTP server takes connections again");
-                refused = 0;
-            }
             connections.spawn(connection(stream, router.clone(), limits, closed.clone(), slot));
         }
         let _ = closing.send(true);
