@@ -109,6 +109,7 @@ impl Program {
         // The leader dies with the scheduler (even on kill -9), so an orphaned
         // agent never repeats side effects beside the retry of its lost attempt.
         let parent = std::process::id();
+        let open_files = started_with_open_files();
         // SAFETY: only async-signal-safe libc calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
@@ -117,6 +118,7 @@ impl Program {
                 if libc::getppid() as u32 != parent {
                     libc::_exit(1);
                 }
+                give_back_open_files(open_files);
                 Ok(())
             });
         }
@@ -189,6 +191,79 @@ pub fn set_supervisor(binary: impl Into<PathBuf>) {
 /// The supervisor binary, if [`set_supervisor`] was called.
 pub fn supervisor() -> Option<&'static Path> {
     SUPERVISOR.get().map(PathBuf::as_path)
+}
+
+// ---------------------------------------------------------------------------
+// Open files
+
+/// The soft limit on open files this process started with, once
+/// [`raise_open_files`] raised it (0: not raised); every program started here
+/// gets it back.
+static STARTED_WITH_NOFILE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The soft limit on open files before and after [`raise_open_files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFiles {
+    pub before: u64,
+    pub now: u64,
+}
+
+/// Raises this process's soft limit on open files to its hard limit. Every
+/// HTTP connection, agent pipe and database handle takes one, and a scheduler
+/// out of them cannot start its agents; the usual soft limit (1,024) is far
+/// below what the system allows. Programs started here get the limit back
+/// (see [`Program`]): some break above 1,024 (select(2)).
+pub fn raise_open_files() -> io::Result<OpenFiles> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write/read only the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let before = lim.rlim_cur;
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let _ = STARTED_WITH_NOFILE.compare_exchange(
+            0,
+            before,
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+    }
+    Ok(OpenFiles {
+        before,
+        now: lim.rlim_cur,
+    })
+}
+
+/// For a child, between fork and exec: the soft limit on open files this
+/// process started with, if it was raised. Only async-signal-safe calls.
+fn give_back_open_files(started_with: u64) {
+    if started_with == 0 {
+        return;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit are system calls on a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur = started_with.min(lim.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// What [`give_back_open_files`] gives back; read before the fork.
+fn started_with_open_files() -> u64 {
+    STARTED_WITH_NOFILE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 // ---------------------------------------------------------------------------

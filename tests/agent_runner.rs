@@ -510,6 +510,53 @@ async fn a_missing_binary_is_a_non_retryable_spawn_failure() {
     }
 }
 
+#[test]
+fn a_machine_out_of_descriptors_processes_or_memory_is_a_retryable_spawn_failure() {
+    use agentcron::agent::runner::spawn_failure;
+    use agentcron::process::ProcessError;
+    let failed = |errno: i32| {
+        let error = ProcessError::Spawn {
+            program: "agent.sh".into(),
+            source: std::io::Error::from_raw_os_error(errno),
+        };
+        let ending = spawn_failure("agent.sh", &error);
+        // The schedule's classes do not matter: a spawn failure is judged alone.
+        let judged = classify(None, &ending, ErrorClass::NeedsHuman, ErrorClass::NeedsHuman);
+        (ending, judged)
+    };
+    for errno in [libc::EMFILE, libc::ENFILE, libc::EAGAIN, libc::ENOMEM] {
+        let (ending, judged) = failed(errno);
+        assert!(
+            matches!(ending, Ending::OutOfResources(_)),
+            "errno {errno}: {ending:?}"
+        );
+        assert_eq!(
+            failure_class(&judged),
+            Some(ErrorClass::Retryable),
+            "errno {errno}"
+        );
+        let Outcome::Failure { reason, .. } = judged else {
+            unreachable!()
+        };
+        assert!(
+            reason.contains("agent.sh") && reason.contains("out of resources"),
+            "{reason}"
+        );
+    }
+    for errno in [libc::ENOENT, libc::EACCES, libc::ENOEXEC] {
+        let (ending, judged) = failed(errno);
+        assert!(
+            matches!(ending, Ending::SpawnFailed(_)),
+            "errno {errno}: {ending:?}"
+        );
+        assert_eq!(
+            failure_class(&judged),
+            Some(ErrorClass::NonRetryable),
+            "errno {errno}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_executable_program_is_a_spawn_failure() {
     let spec = spec(

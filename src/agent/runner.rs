@@ -285,7 +285,7 @@ async fn run_process(
     let log = Arc::new(Mutex::new(ReportedLog::new(spec.log_limit)));
     let (pipes, running) = match spawn(&spec).await {
         Ok(started) => started,
-        Err(message) => return (Ending::SpawnFailed(message), String::new()),
+        Err(ending) => return (ending, String::new()),
     };
 
     let acks = handshake(&spec);
@@ -406,20 +406,26 @@ fn push_log(log: &Mutex<ReportedLog>, line: &str) {
     }
 }
 
-async fn spawn(spec: &AttemptSpec) -> Result<(process::Pipes, process::Running), String> {
+async fn spawn(spec: &AttemptSpec) -> Result<(process::Pipes, process::Running), Ending> {
     let AgentKind::Command { command } = &spec.agent.kind else {
-        return Err(format!("agent `{}` is not a command agent", spec.agent.id));
+        return Err(Ending::SpawnFailed(format!(
+            "agent `{}` is not a command agent",
+            spec.agent.id
+        )));
     };
     let Some((program, args)) = command.split_first() else {
-        return Err(format!("agent `{}` has an empty command", spec.agent.id));
+        return Err(Ending::SpawnFailed(format!(
+            "agent `{}` has an empty command",
+            spec.agent.id
+        )));
     };
     let program_path = resolve_program(program, &spec.config_dir);
     if !spec.config_dir.is_dir() {
-        return Err(format!(
+        return Err(Ending::SpawnFailed(format!(
             "agent `{}`: config folder `{}` does not exist",
             spec.agent.id,
             spec.config_dir.display()
-        ));
+        )));
     }
     let agent = Program::new(program_path, args)
         .current_dir(&spec.config_dir)
@@ -432,15 +438,31 @@ async fn spawn(spec: &AttemptSpec) -> Result<(process::Pipes, process::Running),
         lease: spec.lease.map(|l| l.valid_for),
         lease_kill_grace: spec.lease.map_or(process::KILL_GRACE, |l| l.kill_grace),
     };
-    process::start_with(&agent, limits).await.map_err(|e| match e {
-        ProcessError::Spawn { source, .. } => match source.kind() {
-            io::ErrorKind::NotFound => format!("agent command `{program}` not found: {source}"),
-            io::ErrorKind::PermissionDenied => {
-                format!("agent command `{program}` is not executable: {source}")
-            }
-            _ => format!("agent command `{program}` could not be started: {source}"),
-        },
-        other => format!("agent command `{program}` could not be started: {other}"),
+    process::start_with(&agent, limits)
+        .await
+        .map_err(|e| spawn_failure(program, &e))
+}
+
+/// How an agent that could not be started ended. This machine out of open
+/// files, processes or memory (EMFILE, ENFILE, EAGAIN, ENOMEM: an HTTP flood,
+/// a fork bomb beside us) is [`Ending::OutOfResources`], which is retried:
+/// the agent is fine and the shortage passes. Anything else (not found, not
+/// executable) is [`Ending::SpawnFailed`]: it does not fix itself.
+pub fn spawn_failure(program: &str, error: &ProcessError) -> Ending {
+    let ProcessError::Spawn { source, .. } = error else {
+        return Ending::SpawnFailed(format!("agent command `{program}` could not be started: {error}"));
+    };
+    if let Some(libc::EMFILE | libc::ENFILE | libc::EAGAIN | libc::ENOMEM) = source.raw_os_error() {
+        return Ending::OutOfResources(format!(
+            "agent command `{program}` could not be started, this machine is out of resources: {source}"
+        ));
+    }
+    Ending::SpawnFailed(match source.kind() {
+        io::ErrorKind::NotFound => format!("agent command `{program}` not found: {source}"),
+        io::ErrorKind::PermissionDenied => {
+            format!("agent command `{program}` is not executable: {source}")
+        }
+        _ => format!("agent command `{program}` could not be started: {source}"),
     })
 }
 

@@ -202,7 +202,7 @@ async fn readyz(State(api): Shared) -> Response {
         None => axum::Json(json!({
             "ready": true,
             "schema": crate::store::SCHEMA_VERSION,
-            "schedules": api.cfg.schedules.len(),
+            "schedules": api.cfg().schedules.len(),
         }))
         .into_response(),
         Some(r) => (
@@ -232,7 +232,7 @@ async fn metrics(State(api): Shared, headers: HeaderMap) -> Reply {
     }
     let text = blocking(move || {
         let now = api.clock.now();
-        Ok(api.metrics.render(&api.store, &api.cfg, now)?)
+        Ok(api.metrics.render(&api.store, &api.cfg(), now)?)
     })
     .await?;
     Ok((
@@ -252,7 +252,7 @@ async fn status(State(api): Shared, headers: HeaderMap, Query(q): Params) -> Rep
         let now = api.clock.now();
         Ok(api
             .store
-            .read(|tx| crate::status::status(tx, Some(&api.cfg), now))?)
+            .read(|tx| crate::status::status(tx, Some(&api.cfg()), now))?)
     })
     .await?;
     ok(v.to_json())
@@ -265,7 +265,7 @@ async fn schedules(State(api): Shared, headers: HeaderMap, Query(q): Params) -> 
         let now = api.clock.now();
         Ok(api.store.read(|tx| {
             let (_, summary) = crate::status::registry(tx, now)?;
-            crate::status::schedules(tx, &api.cfg, summary.alive == 0, now)
+            crate::status::schedules(tx, &api.cfg(), summary.alive == 0, now)
         })?)
     })
     .await?;
@@ -277,14 +277,15 @@ async fn schedules(State(api): Shared, headers: HeaderMap, Query(q): Params) -> 
 async fn schedule(State(api): Shared, headers: HeaderMap, Path(id): Path<String>, Query(q): Params) -> Reply {
     authorize(&api, &headers, Role::Read)?;
     only(&q, &[])?;
-    let Some(s) = api.cfg.schedule(&id).cloned() else {
+    let cfg = api.cfg();
+    let Some(s) = cfg.schedule(&id).cloned() else {
         return Err(missing(format!("no schedule `{id}` in the config")));
     };
     let v = blocking(move || {
         let now = api.clock.now();
         Ok(api.store.read(|tx| {
             let (_, summary) = crate::status::registry(tx, now)?;
-            let all = crate::status::schedules(tx, &api.cfg, summary.alive == 0, now)?;
+            let all = crate::status::schedules(tx, &cfg, summary.alive == 0, now)?;
             let recent = tx.runs(&RunFilter {
                 schedule: Some(s.id.clone()),
                 tenant: Some(s.tenant.clone()),
@@ -377,7 +378,7 @@ async fn explain(
         let now = api.clock.now();
         Ok(api
             .store
-            .read(|tx| crate::trace::explain(tx, Some(&api.cfg), &schedule, window.as_deref(), now))?)
+            .read(|tx| crate::trace::explain(tx, Some(&api.cfg()), &schedule, window.as_deref(), now))?)
     })
     .await?;
     let status = if x.found() {
@@ -455,7 +456,7 @@ async fn run_action(
         let reason = b.reason.clone().unwrap_or_default();
         let (run, was) = already(match action.as_str() {
             "approve" => operator::approve(&api.store, id, &by, &reason, b.resume_after.as_deref(), now),
-            "reject" => operator::reject(&api.store, Some(&api.cfg), id, &by, &reason, now),
+            "reject" => operator::reject(&api.store, Some(&api.cfg()), id, &by, &reason, now),
             _ => operator::requeue(&api.store, id, &by, &reason, now),
         })?;
         let run = match run {
@@ -485,7 +486,8 @@ async fn schedule_action(
             "no schedule action `{action}`; actions: pause, resume"
         )));
     }
-    if api.cfg.schedule(&id).is_none() {
+    let cfg = api.cfg();
+    if cfg.schedule(&id).is_none() {
         return Err(missing(format!("no schedule `{id}` in the config")));
     }
     let b = action_body(body, &[])?;
@@ -494,9 +496,9 @@ async fn schedule_action(
         let now = api.clock.now();
         let reason = b.reason.clone().unwrap_or_default();
         let (_, was) = if action == "pause" {
-            already(operator::pause(&api.store, &api.cfg, &id, &by, &reason, now))?
+            already(operator::pause(&api.store, &cfg, &id, &by, &reason, now))?
         } else {
-            already(operator::resume(&api.store, &api.cfg, &id, &by, &reason, now))?
+            already(operator::resume(&api.store, &cfg, &id, &by, &reason, now))?
         };
         tracing::info!(schedule = %id, %action, by = %by, already = was.is_some(), "api: schedule action");
         let st = api.store.read(|tx| tx.schedule_state(&id))?;
@@ -583,7 +585,7 @@ async fn post_event(
     authorize(&api, &headers, Role::Operate)?;
     let payload = json_body(body)?;
     let id = event_id(&headers, &payload)?;
-    operator::listeners(&api.cfg, &name).map_err(missing)?;
+    operator::listeners(&api.cfg(), &name).map_err(missing)?;
     let (id, new) = blocking(move || {
         let now = api.clock.now();
         Ok(

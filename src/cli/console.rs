@@ -158,6 +158,7 @@ impl console::EmbeddedScheduler for Embedded {
 /// stops them at once so they retry. With `listen` it also serves the HTTP
 /// API until the engine has stopped.
 fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Embedded, i32> {
+    super::run::raise_open_files();
     let store = match Store::open(&cfg.scheduler.database) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -176,7 +177,8 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
     } = super::config_cmd::startup(&store, &cfg, &owner)?;
     let registration = super::config_cmd::registration(&store, &cfg);
     let cfg = Arc::new(cfg);
-    let server = super::run::bind_api(&cfg, listen)?;
+    let applied = crate::config::Applied::new(cfg.clone());
+    let server = super::run::bind_api(&applied, listen)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (now_tx, now_rx) = tokio::sync::watch::channel(false);
     let grace = cfg.scheduler.shutdown_grace;
@@ -184,6 +186,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
         owner,
         registry: Some(registration),
         reload: Some(reload),
+        applied: Some(applied),
         ..EngineOptions::default()
     };
     let owner = opts.owner.clone();

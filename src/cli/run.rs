@@ -69,8 +69,23 @@ pub(super) fn scheduler_clock(store: &Arc<Store>) -> Arc<dyn crate::time::Clock>
     Arc::new(clock)
 }
 
+/// Raises the soft limit on open files to the hard limit (a scheduler's HTTP
+/// connections, agent pipes and database handles all take one) and says so.
+pub(super) fn raise_open_files() {
+    match crate::process::raise_open_files() {
+        Ok(limit) if limit.now > limit.before => tracing::info!(
+            before = limit.before,
+            now = limit.now,
+            "open-files limit raised to the hard limit"
+        ),
+        Ok(limit) => tracing::info!(limit = limit.now, "open-files limit already at the hard limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-files limit"),
+    }
+}
+
 pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&str>) -> i32 {
     init_logging(format);
+    raise_open_files();
     let mut cfg = match super::load_config(config) {
         Ok(c) => c,
         Err(code) => return code,
@@ -107,7 +122,8 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
     let grace = cfg.scheduler.shutdown_grace;
     let cfg = Arc::new(cfg);
     let reload = crate::engine::ReloadSource::new(config);
-    let server = match bind_api(&cfg, listen) {
+    let applied = crate::config::Applied::new(cfg.clone());
+    let server = match bind_api(&applied, listen) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -136,6 +152,7 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
                 owner,
                 registry: Some(registration),
                 reload: Some(reload),
+                applied: Some(applied),
                 ..EngineOptions::default()
             },
         );
@@ -170,18 +187,18 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
 /// a taken port or a bad tokens file stops the command before the scheduler
 /// starts (exit 2).
 pub(crate) fn bind_api(
-    cfg: &Arc<crate::config::Config>,
+    applied: &crate::config::Applied,
     listen: Option<&str>,
 ) -> Result<Option<crate::api::Server>, i32> {
     let addr = match listen.map(crate::config::model::parse_listen).transpose() {
-        Ok(a) => a.or(cfg.scheduler.listen),
+        Ok(a) => a.or(applied.get().scheduler.listen),
         Err(e) => {
             eprintln!("agentcron: --listen: {e}");
             return Err(exit::USAGE);
         }
     };
     let Some(addr) = addr else { return Ok(None) };
-    match crate::api::Server::bind(addr, cfg.clone(), Arc::new(SystemClock)) {
+    match crate::api::Server::bind(addr, applied.clone(), Arc::new(SystemClock)) {
         Ok(s) => {
             let at = s.local_addr().map_or(addr.to_string(), |a| a.to_string());
             tracing::info!(address = %at, api_tokens = s.has_tokens(), "HTTP server listening");

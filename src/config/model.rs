@@ -129,12 +129,29 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
-/// The `[api]` section: who may call the HTTP API.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The `[api]` section: who may call the HTTP API, and how many may hold it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiConfig {
     /// The bearer tokens file (see the README); none: only the probes and
     /// `/metrics` answer.
     pub tokens_file: Option<PathBuf>,
+    /// Open connections at most; one more is closed as soon as it is
+    /// accepted. Every connection is a file descriptor the scheduler also
+    /// needs for its agents' pipes and its database.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, and how
+    /// long it may stay idle between requests, before it is closed.
+    pub header_timeout: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            tokens_file: None,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 impl SchedulerConfig {

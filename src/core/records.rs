@@ -409,6 +409,10 @@ pub enum Ending {
     LeaseExpired,
     /// The agent could not be started at all (missing binary, permission, bad config).
     SpawnFailed(String),
+    /// The agent could not be started because this machine ran out of open
+    /// files, processes or memory (EMFILE, ENFILE, EAGAIN, ENOMEM): not the
+    /// agent's fault, and it passes.
+    OutOfResources(String),
     /// An HTTP agent answered with `status`, or the request failed with `error`.
     Http {
         status: Option<u16>,

@@ -71,6 +71,9 @@ pub struct EngineOptions {
     /// Keep (due, committed) of the newest claims for
     /// [`Engine::claim_commits`] (the lateness bench); off, nothing is kept.
     pub record_claim_commits: bool,
+    /// Where the engine publishes each configuration it rebuilds itself
+    /// from, for the HTTP API beside it; `None`: nobody reads it.
+    pub applied: Option<crate::config::Applied>,
 }
 
 impl Default for EngineOptions {
@@ -83,6 +86,7 @@ impl Default for EngineOptions {
             registry: None,
             reload: None,
             record_claim_commits: false,
+            applied: None,
         }
     }
 }

@@ -332,6 +332,9 @@ impl Engine {
             fresh.load_cursors(now)?;
         }
         *self = fresh;
+        if let Some(applied) = &self.opts.applied {
+            applied.set(self.cfg.clone());
+        }
         Ok(())
     }
 }

@@ -80,6 +80,8 @@ pub(super) async fn start(
     }
     let theirs_fd = theirs.as_raw_fd();
     let parent = std::process::id();
+    // The supervisor and the agent it starts get the limit we started with.
+    let open_files = started_with_open_files();
     // SAFETY: only async-signal-safe libc calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -89,6 +91,7 @@ pub(super) async fn start(
             if libc::getppid() as u32 != parent {
                 libc::_exit(1);
             }
+            give_back_open_files(open_files);
             // dup2 clears close-on-exec on the copy; an fd already at 3 keeps it.
             if theirs_fd == CONTROL_FD {
                 if libc::fcntl(CONTROL_FD, libc::F_SETFD, 0) < 0 {

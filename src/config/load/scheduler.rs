@@ -139,14 +139,26 @@ impl Loader<'_> {
         out
     }
 
-    /// `[api]`: the bearer tokens file (read when the server starts).
+    /// `[api]`: the bearer tokens file (read when the server starts), the
+    /// connection cap and the header/idle timeout.
     pub(super) fn api(&mut self, root: &Tbl) -> ApiConfig {
         let mut api = ApiConfig::default();
         let Some(t) = self.opt_table(root, "api", "[api]".into()) else {
             return api;
         };
-        self.check_keys(&t, &["tokens_file"], &[], None);
+        self.check_keys(
+            &t,
+            &["tokens_file", "max_connections", "header_timeout"],
+            &[],
+            None,
+        );
         api.tokens_file = self.opt_path(&t, "tokens_file");
+        if let Some((n, _)) = self.opt_uint::<usize>(&t, "max_connections", 1) {
+            api.max_connections = n;
+        }
+        if let Some(d) = self.opt_positive_duration(&t, "header_timeout") {
+            api.header_timeout = d;
+        }
         api
     }
 

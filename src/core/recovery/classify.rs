@@ -3,7 +3,9 @@
 //!
 //! Precedence, first match wins:
 //! 1. The agent could not be started → `non_retryable` (a missing binary or
-//!    permission problem does not fix itself).
+//!    permission problem does not fix itself), unless this machine was out of
+//!    open files, processes or memory → `retryable` (that passes, and it is
+//!    not the agent's fault).
 //! 2. Cancelled by the operator or the engine → `retryable`, reason `cancelled`.
 //! 3. The agent reported `failure` with an `error_class` → that class: the agent
 //!    knows best, even if it then hung or exited oddly.
@@ -43,6 +45,7 @@ pub fn classify(
 ) -> Outcome {
     match ending {
         Ending::SpawnFailed(message) => return failure(ErrorClass::NonRetryable, message.clone()),
+        Ending::OutOfResources(message) => return failure(ErrorClass::Retryable, message.clone()),
         Ending::Cancelled => return failure(ErrorClass::Retryable, "cancelled".to_string()),
         _ => {}
     }
@@ -217,6 +220,7 @@ fn ending_failure(
         )),
         // Handled before the ending is consulted; kept total for safety.
         Ending::SpawnFailed(message) => Some((ErrorClass::NonRetryable, message.clone())),
+        Ending::OutOfResources(message) => Some((ErrorClass::Retryable, message.clone())),
         Ending::Cancelled => Some((ErrorClass::Retryable, "cancelled".to_string())),
     }
 }
