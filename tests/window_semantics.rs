@@ -24,6 +24,37 @@ fn agent(latency: TimeDelta) -> SimAgent {
     }])
 }
 
+/// An hourly schedule (catch-up all) whose agent takes `latency`, up from
+/// 23:30Z, down 00:50 → 05:50Z, restarted: (dir, driver, the restart).
+fn hourly_down_00_50_to_05_50(
+    latency: TimeDelta,
+) -> (
+    tempfile::TempDir,
+    agentcron::rehearsal::driver::Driver,
+    DateTime<Utc>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        &dir,
+        &format!(
+            "{BASE}\n[[schedule]]\nid = \"hourly\"\nagent = \"sim\"\ncron = \"0 * * * *\"\ncatchup = \"all\"\n"
+        ),
+    );
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-05T23:30:00Z",
+        vec![("hourly", agent(latency))],
+        vec![],
+    );
+    d.run_until(t("2026-06-06T00:50:00Z")).unwrap();
+    d.crash("main");
+    let up = t("2026-06-06T05:50:00Z");
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    (dir, d, up)
+}
+
 fn claimed_at(store: &Store, r: &Run) -> Option<DateTime<Utc>> {
     of_kind(store, r.id, "claimed").first().map(|e| e.at)
 }
@@ -97,25 +128,7 @@ fn a_short_downtime_catches_up_every_window_it_missed() {
 /// starts while it is due.
 #[test]
 fn catch_up_never_costs_an_on_time_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(
-        &dir,
-        &format!(
-            "{BASE}\n[[schedule]]\nid = \"hourly\"\nagent = \"sim\"\ncron = \"0 * * * *\"\ncatchup = \"all\"\n"
-        ),
-    );
-    let mut d = driver(
-        &dir,
-        cfg,
-        "2026-06-05T23:30:00Z",
-        vec![("hourly", agent(TimeDelta::minutes(20)))],
-        vec![],
-    );
-    d.run_until(t("2026-06-06T00:50:00Z")).unwrap();
-    d.crash("main");
-    let up = t("2026-06-06T05:50:00Z");
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_dir, mut d, _up) = hourly_down_00_50_to_05_50(TimeDelta::minutes(20));
     d.run_until(t("2026-06-06T09:00:00Z")).unwrap();
     let store = d.store().unwrap();
     let all = runs(&store, "hourly");
@@ -350,25 +363,7 @@ fn explain_names_the_window_rules() {
 /// on-time window after the restart runs. The catch-up windows still run.
 #[test]
 fn an_on_time_window_is_never_skipped_behind_one_that_waited_for_catch_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(
-        &dir,
-        &format!(
-            "{BASE}\n[[schedule]]\nid = \"hourly\"\nagent = \"sim\"\ncron = \"0 * * * *\"\ncatchup = \"all\"\n"
-        ),
-    );
-    let mut d = driver(
-        &dir,
-        cfg,
-        "2026-06-05T23:30:00Z",
-        vec![("hourly", agent(TimeDelta::minutes(40)))],
-        vec![],
-    );
-    d.run_until(t("2026-06-06T00:50:00Z")).unwrap();
-    d.crash("main");
-    let up = t("2026-06-06T05:50:00Z");
-    d.jump_clock(up).unwrap();
-    d.restart("main").unwrap();
+    let (_dir, mut d, up) = hourly_down_00_50_to_05_50(TimeDelta::minutes(40));
     d.run_until(t("2026-06-06T20:00:00Z")).unwrap();
     let store = d.store().unwrap();
     let all = runs(&store, "hourly");
