@@ -174,7 +174,10 @@ fn main() {
     unsafe { libc::kill(scheduler.0.id() as i32, libc::SIGTERM) };
     let _ = scheduler.0.wait();
 
+    // The database file and its WAL as the scheduler left them (a WAL not
+    // yet checkpointed is ledger too, on disk).
     let ledger = dir_bytes(dir.path(), "flood.db");
+    let wal = std::fs::metadata(dir.path().join("flood.db-wal")).map_or(0, |m| m.len());
     let log_bytes = std::fs::metadata(&log_path).map_or(0, |m| m.len());
     let db = rusqlite::Connection::open(dir.path().join("flood.db")).expect("open the ledger");
     let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).expect(sql) };
@@ -207,7 +210,12 @@ fn main() {
     );
     println!("  runs {runs} (succeeded {succeeded}), attempts {attempts}");
     println!("  trace rows {rows}: {per_run:.1} per run (max {max_rows})");
-    println!("  ledger {:.1} MB, log {:.1} MB", mb(ledger), mb(log_bytes));
+    println!(
+        "  ledger {:.1} MB (of it WAL {:.1} MB), log {:.1} MB",
+        mb(ledger),
+        mb(wal),
+        mb(log_bytes)
+    );
     println!("  ticks during the flood: {ticks}, p50 <= {p50}, p99 <= {p99}, max <= {max}");
     println!("  load: {}", load());
     println!(
