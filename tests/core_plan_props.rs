@@ -330,3 +330,56 @@ proptest! {
         prop_assert_eq!(store.read(|tx| tx.run(stored.id)).unwrap(), stored);
     }
 }
+
+/// A run queued behind a slot is woken alone, as the head of its schedule's
+/// queue: a head that does not take the slot (its window closed, a gate
+/// waits or fails) passes the wake-up on; one that claims it, or is held
+/// again, does not. A hold of the kind the run already has is not recorded
+/// again, whatever its reason now names (issue 44: O(N²) trace rows).
+#[test]
+fn a_queued_head_that_does_not_take_its_slot_passes_it_on_and_a_hold_is_recorded_once() {
+    use agentcron::core::decision::{Hold, HoldKind, SwitchCheck, SwitchName};
+    use agentcron::core::plan::Effect;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&dir, TOML);
+    let s = &cfg.schedules[0];
+    let policy = Policy {
+        schedule: s,
+        agent: cfg.agents.get(&s.agent).map(|a| &**a),
+    };
+    let now = t("2026-06-06T01:00:00Z");
+    let mut queued = run0(now);
+    queued.hold = Some(HoldKind::Overlap);
+    queued.state_reason = Some("overlap: waits its turn behind window a".into());
+    let plan = |run: &Run, decision: Decision| {
+        let lease = ("me".to_string(), now + TimeDelta::minutes(1));
+        let input = Input::Decided {
+            decision,
+            probe: false,
+            lease,
+        };
+        planner::plan(run, input, &policy, &Facts::default(), now)
+    };
+    let wakes = |p: &Plan| p.effects.iter().any(|e| matches!(e, Effect::WakeHeld { .. }));
+    for (v, what) in [(5, "window closed"), (1, "a gate waits"), (2, "a gate failed")] {
+        assert!(
+            wakes(&plan(&queued, decision(v))),
+            "{what}: the next in line goes"
+        );
+    }
+    assert!(!wakes(&plan(&queued, decision(0))), "it claims the slot");
+    let behind = |window: &str| {
+        let check = SwitchCheck {
+            name: SwitchName::Overlap,
+            held: true,
+            reason: format!("waits its turn behind window {window}").into(),
+        };
+        Decision::with_switches("t", &[(check, Hold::Wait)]).unwrap()
+    };
+    let again = plan(&queued, behind("b"));
+    assert!(!wakes(&again), "held again: nothing to pass on");
+    assert!(again.events.is_empty(), "{:?}", again.events);
+    let first = plan(&run0(now), behind("a"));
+    let kinds: Vec<&str> = first.events.iter().map(|(_, e)| e.kind()).collect();
+    assert_eq!(kinds, ["switch_held", "decision"], "its first hold is recorded");
+}

@@ -460,6 +460,8 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
         0.25
     );
     assert_eq!(sum(&after, "agentcron_start_lateness_seconds_count", &[]), 1.0);
+    // The live loop's ticks, timed (issue 44: a flood's tick p99 is read here).
+    assert!(sum(&after, "agentcron_tick_duration_seconds_count", &[]) >= 1.0);
     assert_eq!(sum(&after, "agentcron_runs", &[("state", "succeeded")]), 1.0);
     for (name, labels) in after.keys() {
         for k in labels.keys() {

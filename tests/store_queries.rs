@@ -143,6 +143,56 @@ fn set_next_check_only_moves_waiting_runs(store: &Store) {
         .unwrap();
 }
 
+/// A freed slot wakes the head of its schedule's on-time queue: the oldest
+/// runs a slot holds, as many as there are places (a head already due
+/// counts), a retry only once its backoff is over; never the whole queue,
+/// which was then decided again at every end.
+fn a_freed_slot_wakes_the_head_of_its_schedules_queue(store: &Store) {
+    use agentcron::core::decision::HoldKind;
+    let later = t0() + mins(60);
+    store
+        .write(|tx| {
+            let running = claim(tx, &insert(tx, "s", "r", t0())).run;
+            let backoff = Change {
+                not_before: Some(later),
+                next_check_at: Some(later),
+                ..Change::default()
+            };
+            let retry = tx.transition(running.id, Running, RetryWait, &backoff, t0(), &[])?;
+            let queue: Vec<Run> = ["a", "b", "c", "d"]
+                .iter()
+                .map(|k| insert(tx, "s", k, t0()))
+                .collect();
+            let holds = [
+                HoldKind::Overlap,
+                HoldKind::Overlap,
+                HoldKind::Quota,
+                HoldKind::Gate,
+            ];
+            for (r, hold) in queue.iter().zip(holds) {
+                assert!(tx.hold_until(r.id, later, "held", Some(hold))?);
+            }
+            assert!(tx.hold_until(retry.id, later, "held", Some(HoldKind::Overlap))?);
+            let next = |r: &Run| tx.run(r.id).map(|r| r.next_check_at);
+            assert_eq!(tx.recheck_held("s", 1, false, true, t0())?, (1, 0));
+            assert_eq!(next(&queue[0])?, Some(t0()), "the head goes");
+            for r in [&queue[1], &queue[2], &queue[3], &retry] {
+                assert_eq!(next(r)?, Some(later), "{}", r.window_key);
+            }
+            // Two places: the head, already due, takes one.
+            assert_eq!(tx.recheck_held("s", 2, false, true, t0())?, (1, 0));
+            assert_eq!(next(&queue[1])?, Some(t0()));
+            // A quota hold left to the caller is passed over; a gate is no slot.
+            assert_eq!(tx.recheck_held("s", 3, false, false, t0())?, (0, 0));
+            assert_eq!(tx.recheck_held("s", 3, false, true, t0())?, (1, 0));
+            assert_eq!(next(&queue[2])?, Some(t0()));
+            assert_eq!(next(&queue[3])?, Some(later), "held by its gate");
+            assert_eq!(next(&retry)?, Some(later), "its backoff is not over");
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn expired_leases_are_running_runs_past_their_lease(store: &Store) {
     store
         .write(|tx| {
@@ -819,6 +869,7 @@ conformance!(
     due_runs_are_pending_or_retrying_and_due_oldest_check_first,
     next_due_check_ignores_runs_not_waiting,
     set_next_check_only_moves_waiting_runs,
+    a_freed_slot_wakes_the_head_of_its_schedules_queue,
     expired_leases_are_running_runs_past_their_lease,
     previous_run_is_the_latest_earlier_window_of_the_same_schedule,
     a_schedules_running_runs_are_part_of_its_history,

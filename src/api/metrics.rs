@@ -241,6 +241,12 @@ impl Metrics {
             "Alerts raised, and those the sink refused",
             c.alerts.clone(),
         );
+        reg.register_with_unit(
+            "tick_duration",
+            "How long each tick of this process's live scheduler took",
+            Unit::Seconds,
+            crate::engine::tick_time::histogram(),
+        );
         reg.register("cost_usd", "Cost agents reported, in USD", c.cost.clone());
         reg.register("tokens", "Tokens agents reported", c.tokens.clone());
         drop(tail);

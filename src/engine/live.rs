@@ -279,9 +279,13 @@ impl Engine {
         }
     }
 
-    /// `tick` may block on gates and SQLite.
+    /// `tick` may block on gates and SQLite. Its duration goes to
+    /// `/metrics` ([`super::tick_time`]).
     fn tick_blocking(&mut self) -> Result<()> {
-        blocking(|| self.tick())
+        let began = Instant::now();
+        let ticked = blocking(|| self.tick());
+        super::tick_time::observe(began.elapsed());
+        ticked
     }
 
     /// Mirrors new trace events to the log (tracing), so `run --headless` shows

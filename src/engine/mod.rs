@@ -18,6 +18,7 @@ mod outcome;
 mod pipeline;
 pub(crate) mod registry;
 mod reload;
+pub mod tick_time;
 
 pub use registry::Registration;
 pub use reload::{ReloadOutcome, ReloadSource};

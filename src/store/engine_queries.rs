@@ -96,8 +96,9 @@ pub(crate) const POSTED_EVENT: &str = "SELECT seq, name, event_id, payload, arri
 
 impl Tx<'_> {
     /// Brings forward to `now` the next check of the runs a freed slot of
-    /// `schedule` may admit: its on-time runs held by overlap, a quota or the
-    /// circuit probe, and the oldest `backfill` of its catch-up backlog; with
+    /// `schedule` may admit: the oldest `backfill` of its on-time runs held
+    /// by overlap, a quota or the circuit probe (the head of its queue), and
+    /// the oldest `backfill` of its catch-up backlog; with
     /// `quota`, also the `backfill` runs of any schedule held by a quota longest
     /// (on-time by next check, catch-up by window). Waking everything held on every attempt
     /// end re-decided whole backlogs each time. Does not touch their state.
@@ -142,12 +143,17 @@ impl Tx<'_> {
         let mut woken = 0;
         if waiting {
             // One statement per index: an UPDATE with ORs made SQLite scan every run.
+            // Only the head of the on-time queue (its `backfill` oldest runs,
+            // a retry only once its backoff is over): waking every waiting
+            // run re-decided a queue of N runs at each of its N ends.
             let own = format!(
-                "UPDATE runs INDEXED BY runs_waiting SET next_check_at = ?1 \
-                 WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
-                   AND next_check_at > ?1 AND {holds}"
+                "UPDATE runs SET next_check_at = ?1 WHERE next_check_at > ?1 AND id IN ( \
+                   SELECT id FROM runs INDEXED BY runs_waiting \
+                   WHERE schedule = ?2 AND state IN ('pending', 'retry_wait') AND pool = 'on_time' \
+                     AND {holds} AND (state = 'pending' OR not_before IS NULL OR not_before <= ?1) \
+                   ORDER BY id LIMIT ?3)"
             );
-            woken += self.exec(&own, params![Ms(now), schedule])?;
+            woken += self.exec(&with_limit(&own, "?3", backfill), params![Ms(now), schedule])?;
             woken += self.exec(
                 &with_limit(
                     &oldest("runs_waiting", &format!("schedule = ?2 AND {holds}")),

@@ -212,9 +212,18 @@ fn decided(
         plan.event(Scope::Run, Event::Gate(g.into()));
     }
     let held = d.switches.iter().find(|c| c.held);
-    let reason_changed = run.state_reason.as_deref() != Some(d.reason.as_str());
+    let hold = d.hold();
+    // A hold is recorded once per run and hold kind: the run's stored kind
+    // says whether this one is new. Its reason may name the window running
+    // now, which changes with every run that goes ahead of it; recorded
+    // again for that, a queue of N runs wrote O(N²) rows. The reason's
+    // latest words are still the run's `state_reason`.
+    let newly_held = match hold {
+        Some(h) => run.hold != Some(h),
+        _ => run.state_reason.as_deref() != Some(d.reason.as_str()),
+    };
     if let Some(c) = held
-        && reason_changed
+        && newly_held
     {
         plan.event(
             Scope::Run,
@@ -225,8 +234,8 @@ fn decided(
             },
         );
     }
-    // Every evaluation with gates is recorded; repeated identical holds are not.
-    if !d.gates.is_empty() || reason_changed || d.verdict != Verdict::Wait {
+    // Every evaluation with gates is recorded; a hold of the kind already recorded is not.
+    if !d.gates.is_empty() || newly_held || d.verdict != Verdict::Wait {
         let record = if d.verdict == Verdict::Claim {
             // A claim reads nothing of its decision below: its texts move
             // into the record instead of being copied.
@@ -241,6 +250,22 @@ fn decided(
             (&d).into()
         };
         plan.event(Scope::Run, Event::Decision(record));
+    }
+    // A freed slot wakes only the head of its schedule's queue
+    // (`Tx::recheck_held`): a head that does not take it, and is not held
+    // by what holds every run of its schedule alike, passes the wake-up on.
+    let passes_slot_on = run.pool == Pool::OnTime
+        && run.hold.is_some_and(HoldKind::woken_by_an_end)
+        && match d.verdict {
+            Verdict::Claim => false,
+            Verdict::Wait => hold == Some(HoldKind::Gate),
+            _ => true,
+        };
+    if passes_slot_on {
+        plan.effects.push(Effect::WakeHeld {
+            schedule: run.schedule.clone(),
+            slots: None,
+        });
     }
     match d.verdict {
         Verdict::Claim => {
@@ -286,7 +311,6 @@ fn decided(
             plan.effects.push(Effect::Dispatch);
         }
         Verdict::Wait => {
-            let hold = d.hold();
             let check = TimeDelta::from_std(s.check_every).unwrap_or(TimeDelta::minutes(1));
             let mut next = now + check;
             if run.state == RunState::Pending {
