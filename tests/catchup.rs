@@ -1,6 +1,8 @@
 //! Catch-up after downtime and clock jumps (DESIGN.md "Catch-up"), on a virtual
 //! clock with simulated agents.
 
+#[path = "store_support.rs"]
+mod store_support;
 mod support;
 
 use agentcron::rehearsal::driver::Driver;
@@ -977,5 +979,73 @@ fn a_running_catch_up_run_holds_its_schedules_backlog_place() {
     assert!(
         seen_running > 10,
         "the backlog did not drain: running at {seen_running} of 40 minutes"
+    );
+}
+
+/// A scheduler on a PostgreSQL ledger stopped and started again after
+/// downtime catches up the windows it missed: every statement of the
+/// catch-up path (offering places to a backlog, counting the places the
+/// due catch-up runs take) is one PostgreSQL 15 takes (issue 44, 1: a
+/// subquery without a name made the restarted scheduler exit at once).
+#[test]
+fn a_scheduler_restarted_after_downtime_catches_up_on_postgresql() {
+    let Some(url) =
+        store_support::pg_database("catchup::a_scheduler_restarted_after_downtime_catches_up_on_postgresql")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{BASE}\n[[schedule]]\nid = \"five\"\nagent = \"sim\"\nevery = \"5m\"\nclose_after = \"5m\"\n\
+         check_every = \"1m\"\ncatchup = \"all\"\ncatchup_window = \"36h\"\n"
+    );
+    let cfg = config(&dir, &toml);
+    let agent = sim_agent(vec![SimAttempt {
+        latency: TimeDelta::seconds(30),
+        ..Default::default()
+    }]);
+    let agents = [("five".to_string(), agent)].into_iter().collect();
+    let mut d = Driver::new(
+        cfg,
+        std::path::Path::new(&url),
+        t("2026-06-01T00:00:00Z"),
+        agents,
+        Box::new(|cfg: &agentcron::config::Config| cfg.schedules.iter().map(|_| vec![]).collect()),
+    )
+    .unwrap();
+    let down = t("2026-06-01T00:30:00Z");
+    d.run_until(down).unwrap();
+    d.crash("main");
+    let up = down + TimeDelta::hours(1);
+    d.jump_clock(up).unwrap();
+    d.restart("main").unwrap();
+    d.run_until(up + TimeDelta::minutes(30)).unwrap();
+    let store = d.store().unwrap();
+    let end = up + TimeDelta::minutes(30);
+    let all: Vec<Run> = runs(&store, "five")
+        .into_iter()
+        .filter(|r| r.window_start < end)
+        .collect();
+    // Every window to 01:55 ran once and succeeded: the one running at the
+    // stop (00:30) as a retry, those that came due while it was down
+    // (00:35 … 01:25) as catch-up runs, the rest on time.
+    let starts: Vec<DateTime<Utc>> = all.iter().map(|r| r.window_start).collect();
+    let expected: Vec<DateTime<Utc>> = (0..24)
+        .map(|i| t("2026-06-01T00:00:00Z") + TimeDelta::minutes(5 * i))
+        .collect();
+    assert_eq!(starts, expected, "{all:#?}");
+    assert!(all.iter().all(|r| r.state == RunState::Succeeded), "{all:#?}");
+    let caught_up: Vec<DateTime<Utc>> = all
+        .iter()
+        .filter(|r| r.reason == RunReason::Catchup)
+        .map(|r| r.window_start)
+        .collect();
+    assert_eq!(
+        caught_up,
+        expected
+            .iter()
+            .copied()
+            .filter(|&w| w > down && w < up)
+            .collect::<Vec<_>>()
     );
 }

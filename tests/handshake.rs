@@ -159,3 +159,67 @@ emit({"event": "result", "status": "success", "summary": "never read stdin"})
         ]
     );
 }
+
+/// A side-effect step whose journaling transaction fails is denied at once,
+/// with the reason: the agent never waits for its timeout (issue 44, 6). The
+/// agent breaks the ledger itself before it asks: a trigger makes every
+/// journal entry fail, as a lost PostgreSQL transaction or a full disk would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_journaling_transaction_fails_is_denied_at_once() {
+    const BREAKING_AGENT: &str = r#"
+import json, select, sqlite3, sys
+env = json.loads(sys.stdin.readline())
+def emit(o): print(json.dumps(o), flush=True)
+db = sqlite3.connect("test.db", timeout=30)
+db.execute("CREATE TRIGGER no_journal BEFORE INSERT ON steps BEGIN SELECT RAISE(ABORT, 'the journal is broken'); END")
+db.commit()
+db.close()
+emit({"event": "step", "name": "deliver", "status": "started"})
+# A bound, so an agent that is never answered says so instead of hanging.
+ready, _, _ = select.select([sys.stdin], [], [], 20)
+reply = json.loads(sys.stdin.readline() or "null") if ready else "no answer within 20 s"
+json.dump({"reply": reply}, open("seen.json", "w"))
+if isinstance(reply, dict) and reply.get("event") == "ack":
+    open("acted", "w").write("1")
+emit({"event": "result", "status": "failure", "error_class": "retryable", "message": "denied"})
+"#;
+    let mut h = Real::new_with(
+        &config(STEPS, "{}"),
+        "2026-06-06T09:00:00Z",
+        with_agent(BREAKING_AGENT),
+    );
+    h.engine.tick().unwrap();
+    assert_eq!(h.engine.running_count(), 1);
+    let mut failed = Vec::new();
+    while h.engine.running_count() > 0 {
+        let handled = tokio::time::timeout(std::time::Duration::from_secs(30), h.engine.wait_report())
+            .await
+            .expect("the agent reports");
+        if let Err(e) = handled {
+            failed.push(e.to_string());
+        }
+    }
+    assert!(
+        failed.iter().any(|e| e.contains("the journal is broken")),
+        "the journaling transaction failed: {failed:?}"
+    );
+    let seen = seen(&h);
+    assert_eq!(seen["reply"]["event"], "deny", "{seen}");
+    assert_eq!(seen["reply"]["step"], "deliver");
+    assert!(
+        seen["reply"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not be journaled"),
+        "{seen}"
+    );
+    assert!(
+        !h.dir.path().join("acted").exists(),
+        "a denied step is not acted on"
+    );
+    let run = run_by_key(&h.store, "job", "2026-06-06");
+    assert!(
+        h.steps(run.id).iter().all(|s| s.name != "deliver"),
+        "nothing journaled"
+    );
+}

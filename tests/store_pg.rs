@@ -1186,6 +1186,44 @@ fn a_lost_connection_is_made_again_and_a_transaction_it_held_is_lost_whole() {
     assert!(t.is_none(), "nor its second");
 }
 
+/// A connection ended while a statement is first prepared on it (a server
+/// restarting, an administrator's termination) is a transient error, as it
+/// is at any other step of a statement: the transaction is lost, the
+/// scheduler logs it and goes on (issue 44, 6), and the next transaction
+/// runs on a new connection.
+#[test]
+fn a_connection_lost_while_a_statement_is_prepared_is_transient() {
+    use agentcron::store::Store;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let Some(url) = rt.block_on(fresh_db("lost_in_prepare")) else {
+        return;
+    };
+    let store = Store::open(std::path::Path::new(&url)).expect("store");
+    let terminate_others = || {
+        rt.block_on(async {
+            let c = raw(&url).await;
+            c.batch_execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            .await
+            .expect("terminate");
+        })
+    };
+    let lost = store.write(|tx| {
+        tx.set_switch("pause:s", true, "test", "prepare", chrono::Utc::now())?;
+        terminate_others();
+        // Asked of this connection for the first time: prepared now.
+        tx.backlogs().map(drop)
+    });
+    let e = lost.expect_err("the connection was ended");
+    assert!(e.is_transient(), "{e} / {e:?}");
+    let on = store
+        .read(|tx| tx.switch("pause:s"))
+        .expect("read on a new connection");
+    assert!(on.is_none(), "nothing of the lost transaction landed");
+}
+
 /// A scheduler on a PostgreSQL ledger schedules on the database's clock: the
 /// offset it measures to this machine's is the round trip's error (here,
 /// both clocks are this machine's); an embedded ledger has none.

@@ -43,6 +43,10 @@ use tokio::sync::mpsc;
 /// How far ahead of a start [`Engine::warm_up`] reads the schedules due.
 const WARM_UP_AHEAD: TimeDelta = TimeDelta::seconds(60);
 
+/// The reason of a deny for a side-effect step whose journaling transaction
+/// failed or rolled back: the step is not journaled, so it must not happen.
+const NOT_JOURNALED: &str = "the step could not be journaled (the transaction failed): do not act";
+
 /// Errors that stop the engine (everything else is recorded as events).
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -635,7 +639,7 @@ impl Engine {
             let reply = match reply {
                 Reply::Ack { step, .. } if !committed => Reply::Deny {
                     step,
-                    reason: "the step could not be journaled (the transaction failed)".into(),
+                    reason: NOT_JOURNALED.into(),
                 },
                 other => other,
             };

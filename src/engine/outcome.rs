@@ -150,7 +150,7 @@ impl Engine {
                 .with_run_id(run_id)
                 .for_schedule(&tenant, &sched);
                 let journaled = if asks && fenced {
-                    false
+                    Ok(false)
                 } else {
                     self.store.write(|tx| {
                         let journaled = if asks {
@@ -162,25 +162,34 @@ impl Engine {
                             tx.append_event(&ev)?;
                         }
                         Ok(journaled)
-                    })?
+                    })
                 };
                 if asks {
-                    let reply = if journaled {
-                        Reply::Ack {
+                    // Every way this ends answers the agent: an ack under
+                    // its fence, or a deny with the reason. A journaling
+                    // transaction that failed (transient or not) is a deny
+                    // too, at once: the agent waits on us, not on its timeout.
+                    let reply = match &journaled {
+                        Ok(true) => Reply::Ack {
                             step: name,
                             fence: token,
-                        }
-                    } else {
-                        Reply::Deny {
+                        },
+                        Ok(false) => Reply::Deny {
                             step: name,
                             reason: format!(
                                 "attempt {attempt} no longer holds its lease (fence {token}): do not act"
                             ),
-                        }
+                        },
+                        Err(_) => Reply::Deny {
+                            step: name,
+                            reason: super::NOT_JOURNALED.into(),
+                        },
                     };
-                    // Sent once this transaction has committed.
+                    // Sent once this transaction has committed (an ack
+                    // becomes a deny if it does not).
                     self.pending_replies.push((run_id, token, reply));
                 }
+                journaled?;
             }
             AgentLine::Usage { tokens, cost_usd } => {
                 // The config is shared (an Arc), not copied per run.

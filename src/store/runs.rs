@@ -67,9 +67,11 @@ const DUE_BACKFILL_BY_CHECK: &str = due_backfill!("next_check_at, id");
 /// woken from a hold that keeps its place (`HoldKind::keeps_catchup_place`:
 /// a quota, its schedule's on-time run or overlap). One held by a switch, a
 /// budget or a gate is checked again when due but takes no place.
+/// The subquery is named (`AS due`): PostgreSQL before 16 refuses one
+/// without a name.
 const DUE_BACKFILL_COUNT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM runs INDEXED BY runs_due_backfill_check \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
-       AND (hold IS NULL OR hold IN ('quota', 'on_time', 'overlap')) LIMIT ?2)";
+       AND (hold IS NULL OR hold IN ('quota', 'on_time', 'overlap')) LIMIT ?2) AS due";
 const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
      WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
      ORDER BY next_check_at LIMIT 1";

@@ -51,13 +51,16 @@ struct Worker {
     in_tx: bool,
 }
 
-/// Whether `e` says the connection is gone: closed, or ended by the server
-/// (SQLSTATE class 08, connection exception, or 57P, operator intervention:
-/// an administrator's termination, a shutdown).
+/// Whether `e` says the connection is gone: closed, broken under it (an
+/// I/O error: reset, broken pipe), or ended by the server (SQLSTATE class
+/// 08, connection exception, or 57P, operator intervention: an
+/// administrator's termination, a shutdown, a server not yet accepting
+/// connections).
 fn lost(e: &tokio_postgres::Error) -> bool {
     e.is_closed()
         || e.code()
             .is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57P"))
+        || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
 }
 
 /// Whether `e` leaves the work to be tried again: the connection lost, a
@@ -271,6 +274,10 @@ impl PgSession {
 }
 
 impl Worker {
+    /// The store's error for `e`: [`StoreError::Unavailable`] when the work
+    /// may be tried again (see [`transient`]), whichever step of a statement
+    /// met it — preparing it included, where a server restarting ends the
+    /// connection as often as anywhere.
     fn error(&self, e: &tokio_postgres::Error) -> StoreError {
         let text = format!("{}: {}", self.shown, super::with_causes(e));
         if transient(e) || self.client.is_closed() {
@@ -343,9 +350,14 @@ impl Worker {
         let stmt = match self.prepared.get(sql) {
             Some(s) => s.clone(),
             None => {
-                let s = self.rt.block_on(self.client.prepare(sql)).map_err(|e| {
-                    StoreError::Pg(format!("{}: {} in: {sql}", self.shown, super::with_causes(&e)))
-                })?;
+                let s = self
+                    .rt
+                    .block_on(self.client.prepare(sql))
+                    .map_err(|e| match self.error(&e) {
+                        // A statement PostgreSQL refuses is said with its text.
+                        StoreError::Pg(text) => StoreError::Pg(format!("{text} in: {sql}")),
+                        transient => transient,
+                    })?;
                 self.prepared.insert(sql.to_string(), s.clone());
                 s
             }
