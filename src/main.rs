@@ -258,7 +258,12 @@ enum Command {
         json: bool,
     },
     /// Ask every scheduler on the database to re-read, validate and apply its config.
-    Reload,
+    Reload {
+        /// Apply a file without schedules even though it removes every
+        /// schedule (refused otherwise; SIGHUP always refuses it).
+        #[arg(long)]
+        allow_empty: bool,
+    },
     /// Apply a config version that waits for approval (a gated stage changed).
     ApproveConfig {
         version: i64,
@@ -701,7 +706,9 @@ fn main() {
         }) => cli::db_copy::run(from, to, password_file.as_deref(), *dry_run),
         Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json, cli.utc),
         Some(Command::Plan { json }) => cli::config_cmd::plan(&cli.config, cli.db.as_deref(), *json),
-        Some(Command::Reload) => cli::config_cmd::reload(&cli.config, cli.db.as_deref()),
+        Some(Command::Reload { allow_empty }) => {
+            cli::config_cmd::reload(&cli.config, cli.db.as_deref(), *allow_empty)
+        }
         Some(Command::ApproveConfig { version, reason, by }) => {
             cli::config_cmd::approve(&cli.config, cli.db.as_deref(), *version, reason, by.as_deref())
         }

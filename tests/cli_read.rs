@@ -661,7 +661,7 @@ fn a_missing_database_is_exit_2_with_a_plain_message() {
         assert_has(
             &out.stderr,
             &[&format!(
-                "no database at {}; start the scheduler first or pass --db",
+                "no ledger at {} (start the scheduler with `agentcron run --headless` or the console first, or pass --db)",
                 missing.display()
             )],
         );

@@ -487,3 +487,81 @@ fn a_gated_change_waits_for_approve_config_even_across_a_restart() {
     assert_eq!(out.status.code(), Some(1), "not waiting any more");
     drop(s);
 }
+
+/// `agentcron reload ARGS --db DIR/test.db`: the file may not name the ledger
+/// (an empty one names none).
+fn reload(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .arg("reload")
+        .args(args)
+        .arg("--db")
+        .arg(dir.join("test.db"))
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Issue 44, item 9: an emptied file removes every schedule only through
+/// `agentcron reload --allow-empty`; SIGHUP and a plain `reload` reject it
+/// (`config_rejected` saying how), and the schedules keep running.
+#[test]
+fn a_reload_that_would_remove_every_schedule_needs_allow_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let file = dir.join("agentcron.toml");
+    std::fs::write(&file, format!("{HEAD}{TICK}{ADDED}")).unwrap();
+    let s = start(dir, "scheduler.log");
+    wait_for("tick runs under v1", || {
+        runs(dir, "tick")
+            .iter()
+            .any(|r| version_of(dir, r) == Some(1))
+            .then_some(())
+    });
+    std::fs::write(&file, "").unwrap();
+    hup(&s);
+    let rejected = wait_for("config_rejected after SIGHUP", || {
+        events(dir, "config_rejected").into_iter().next()
+    });
+    assert_eq!(rejected.detail["kept_version"], 1);
+    let why = rejected.detail["errors"][0].as_str().unwrap().to_string();
+    assert!(
+        why.contains("remove all 2 schedule(s)") && why.contains("agentcron reload --allow-empty"),
+        "{why}"
+    );
+    let out = reload(dir, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("a second config_rejected after a plain reload", || {
+        (events(dir, "config_rejected").len() >= 2).then_some(())
+    });
+    assert_eq!(current_version(dir), Some(1));
+    let later = events(dir, "config_rejected")[1].at;
+    wait_for("tick keeps running after the rejections", || {
+        runs(dir, "tick").into_iter().find(|r| r.created_at > later)
+    });
+
+    let out = reload(dir, &["--allow-empty"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v2 = applied(dir, 2);
+    let mut removed: Vec<String> = serde_json::from_value(v2.detail["removed"].clone()).unwrap();
+    removed.sort();
+    assert_eq!(removed, ["added", "tick"]);
+    let requested = events(dir, "reload_requested");
+    assert_eq!(
+        requested
+            .iter()
+            .map(|e| e.detail["allow_empty"].as_bool())
+            .collect::<Vec<_>>(),
+        [Some(false), Some(true)]
+    );
+    drop(s);
+}

@@ -49,6 +49,8 @@ on_event = "go"
 "#,
     )
     .unwrap();
+    // Made as a scheduler makes it (a verb never creates a ledger), then closed.
+    drop(agentcron::store::Store::open(&dir.join("test.db")).unwrap());
     let out = Command::new(bin())
         .args(["trigger", "job", "--window", "w1", "--config"])
         .arg(dir.join("agentcron.toml"))

@@ -223,6 +223,9 @@ fn posted_events_and_manual_triggers_are_never_dropped() {
             dir.path().join("slow.sh").display()
         ),
     );
+    // The scheduler makes the ledger (a verb never does).
+    let mut a = start(dir.path(), "a.log");
+    wait_for("the database", Duration::from_secs(20), || store(dir.path()));
     let out = cli(dir.path(), &["event", "post", "deplyo", "--id", "x"]);
     assert_eq!(
         out.status.code(),
@@ -235,8 +238,6 @@ fn posted_events_and_manual_triggers_are_never_dropped() {
         err.contains("no schedule listens to event `deplyo`") && err.contains("deploy"),
         "{err}"
     );
-    let mut a = start(dir.path(), "a.log");
-    wait_for("the database", Duration::from_secs(20), || store(dir.path()));
     for i in 0..11 {
         let id = format!("d{i}");
         let out = cli(dir.path(), &["event", "post", "deploy", "--id", &id]);

@@ -143,14 +143,16 @@ pub fn plan_text(p: &Preview, cfg: &Config) -> String {
     out
 }
 
-/// `agentcron reload`: records a request every scheduler on the database
-/// picks up (each re-reads its own file, validates it and applies it).
-pub fn reload(config: &Path, db: Option<&Path>) -> i32 {
+/// `agentcron reload [--allow-empty]`: records a request every scheduler on
+/// the database picks up (each re-reads its own file, validates it and
+/// applies it; a file without schedules only with `--allow-empty`).
+pub fn reload(config: &Path, db: Option<&Path>, allow_empty: bool) -> i32 {
     let (store, _) = match open_for_cli(config, db, true) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    match store.write(|tx| tx.request_reload()) {
+    let by = crate::operator::default_actor();
+    match control::request_reload(&store, &by, allow_empty, SystemClock.now()) {
         Ok(seq) => {
             println!("reload requested (#{seq}): every scheduler on this database re-reads its config");
             exit::OK

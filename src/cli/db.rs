@@ -39,7 +39,7 @@ pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, 
 /// Opens the database for a CLI verb, printing a plain error and returning the
 /// exit code when it cannot: 2 when nothing can be opened (no config to find it
 /// in, no file, locked, corrupt, too new), or the config loader's code when the
-/// config names the database but does not load. Reads never create a file.
+/// config names the database but does not load. No verb creates a file.
 pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(Store, Option<Config>), i32> {
     let cfg = config_for_cli(config, db)?;
     let path = database_path(db, cfg.as_ref())?;
@@ -74,19 +74,23 @@ fn database_path(db: Option<&Path>, cfg: Option<&Config>) -> Result<std::path::P
     }
 }
 
-/// The ledger at `path`: a file, or a PostgreSQL URL.
+/// The ledger at `path`: a file, or a PostgreSQL URL. Never made here: only
+/// the scheduler (`run`, the console) and the `db` verbs create a ledger; a
+/// verb that made an empty one would act where no scheduler looks.
 fn open_store(path: &Path, write: bool) -> Result<Store, i32> {
-    let is_url = path.to_str().is_some_and(crate::store::pg::is_url);
-    if !write && !is_url && !path.exists() {
-        eprintln!(
-            "agentcron: no database at {}; start the scheduler first or pass --db",
-            path.display()
-        );
-        return Err(exit::USAGE);
-    }
     let opened = if write {
-        Store::open(path)
+        Store::open_existing(path)
     } else {
+        let is_url = path.to_str().is_some_and(crate::store::pg::is_url);
+        if !is_url && !path.exists() {
+            eprintln!(
+                "agentcron: {}",
+                crate::store::StoreError::NoLedger {
+                    path: path.display().to_string()
+                }
+            );
+            return Err(exit::USAGE);
+        }
         Store::open_read_only(path)
     };
     opened.map_err(|e| {

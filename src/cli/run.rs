@@ -177,10 +177,19 @@ pub fn run(config: &Path, db: Option<&Path>, format: LogFormat, listen: Option<&
             Err(e) => {
                 tracing::error!(error = %e, "scheduler stopped on an error");
                 eprintln!("agentcron: {e}");
-                exit::DOES_NOT_HOLD
+                exit_code(&e)
             }
         }
     })
+}
+
+/// The exit code of a scheduler stopped by `e`: 2 when its ledger file went
+/// away or was replaced (nothing it could keep writing to), else 1.
+fn exit_code(e: &crate::engine::EngineError) -> i32 {
+    match e {
+        crate::engine::EngineError::Store(crate::store::StoreError::FileChanged(_)) => exit::USAGE,
+        _ => exit::DOES_NOT_HOLD,
+    }
 }
 
 /// Binds the HTTP server when asked to (`--listen` wins over the config), so

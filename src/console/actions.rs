@@ -113,8 +113,7 @@ fn act(
                 .map(|_| format!("config v{version} approved by {actor} and applied"))
                 .map_err(|e| ActionError::Refused(e.to_string()))
         }
-        Cmd::Reload => store
-            .write(|tx| tx.request_reload())
+        Cmd::Reload => crate::control::request_reload(store, actor, false, now)
             .map(|n| format!("reload #{n} requested by {actor}: every scheduler re-reads its config"))
             .map_err(ActionError::from),
         other => Err(ActionError::Refused(format!("not an operator action: {other:?}"))),

@@ -121,6 +121,54 @@ pub fn propose_sealed(
     })
 }
 
+/// `agentcron reload` and the console's `:reload`: every scheduler on the
+/// database re-reads its file (see [`crate::engine::Engine::check_reload`]).
+/// With `allow_empty` (`--allow-empty`) a file without schedules may remove
+/// every schedule. Returns the request's number.
+pub fn request_reload(store: &Store, by: &str, allow_empty: bool, now: DateTime<Utc>) -> Result<i64> {
+    store.write(|tx| {
+        let seq = tx.request_reload()?;
+        let asked = Event::ReloadRequested {
+            seq,
+            by: by.to_string(),
+            allow_empty,
+        };
+        tx.append_event(&NewEvent::of(now, asked))?;
+        Ok(seq)
+    })
+}
+
+/// Whether reload request `seq` was made with `--allow-empty` (the newest
+/// request's event says so).
+pub fn reload_allows_empty(tx: &Tx, seq: i64) -> Result<bool> {
+    let newest = tx.events(&crate::store::types::EventFilter {
+        kinds: vec!["reload_requested".into()],
+        limit: Some(1),
+        newest_first: true,
+        ..Default::default()
+    })?;
+    Ok(newest.first().is_some_and(
+        |e| matches!(e.event(), Event::ReloadRequested { seq: s, allow_empty: true, .. } if s == seq),
+    ))
+}
+
+/// Why `cfg` may not be applied by a plain reload: it has no schedules while
+/// the database runs some, so applying it would remove every one (an emptied
+/// or truncated file, most likely). `None`: it may.
+pub fn removes_every_schedule(tx: &Tx, cfg: &Config) -> Result<Option<String>> {
+    if !cfg.schedules.is_empty() {
+        return Ok(None);
+    }
+    let running = tx.current_schedule_versions()?.len();
+    Ok((running > 0).then(|| {
+        format!(
+            "{} has no schedules: applying it would remove all {running} schedule(s) the database runs; \
+             if that is meant, run `agentcron reload --allow-empty` (SIGHUP and the console never apply it)",
+            cfg.path.display()
+        )
+    }))
+}
+
 /// The stages whose changes wait for approval: the new file's and the
 /// running version's (removing a gate is itself a gated change).
 fn gated_stages(cfg: &Config, current: Option<&ConfigVersion>) -> Vec<Stage> {

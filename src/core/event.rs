@@ -555,7 +555,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rollback_of: Option<i64>,
     },
-    /// A reload found the file invalid: the old version keeps running.
+    /// `agentcron reload` or the console's `:reload` asked every scheduler
+    /// to re-read its file (request `seq`); `allow_empty` (`--allow-empty`):
+    /// a file without schedules may remove every schedule.
+    ReloadRequested {
+        seq: i64,
+        by: String,
+        #[serde(default)]
+        allow_empty: bool,
+    },
+    /// A reload found the file invalid, or one that would remove every
+    /// schedule without `--allow-empty`: the old version keeps running.
     ConfigRejected {
         path: String,
         by: String,
@@ -759,6 +769,7 @@ fn known_kind(e: &Event) -> &'static str {
         Event::Alert(_) => "alert",
         Event::AlertFailed { .. } => "alert_failed",
         Event::ConfigApplied { .. } => "config_applied",
+        Event::ReloadRequested { .. } => "reload_requested",
         Event::ConfigRejected { .. } => "config_rejected",
         Event::ConfigWaiting { .. } => "config_waiting",
         Event::ScheduleVersioned { .. } => "schedule_versioned",

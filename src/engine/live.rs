@@ -121,9 +121,11 @@ impl Engine {
     ///
     /// A transient store error (the database locked by another process
     /// beyond the busy timeout; a PostgreSQL ledger unreachable, or a
-    /// transaction lost with its connection or its wait for the write lock)
-    /// is logged and the loop goes on: nothing of the failed transaction was
-    /// written, and the next tick tries again.
+    /// transaction lost with its connection or its wait for the write lock;
+    /// a full disk) is held: see [`Engine::pass`].
+    ///
+    /// A ledger file deleted or replaced under the scheduler stops it (see
+    /// [`Engine::ledger_lost`]).
     pub async fn run_live_until(
         &mut self,
         shutdown: impl std::future::Future<Output = ()>,
@@ -134,12 +136,17 @@ impl Engine {
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
         loop {
-            if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
-                passing(self.note_clock_jump(from, to))?;
+            if let Err(e) = self.store.check_file() {
+                return self.ledger_lost(e).await;
             }
-            // SIGHUP, `agentcron reload`, or a version another process applied.
-            passing(self.check_reload().map(drop))?;
-            passing(self.tick_blocking())?;
+            if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
+                let noted = self.note_clock_jump(from, to);
+                self.hold(noted)?;
+            }
+            let began = Instant::now();
+            let passed = blocking(|| self.pass());
+            super::tick_time::observe(began.elapsed());
+            passed?;
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
             // Unknown (the database away for a moment): look again after a poll.
@@ -163,7 +170,8 @@ impl Engine {
                     if let Some(r) = report {
                         // Lost with its transaction: the run stays running
                         // until its lease lapses and a sweep ends it.
-                        passing(self.handle(r))?;
+                        let handled = self.handle(r);
+                        self.hold(handled)?;
                     }
                 }
             }
@@ -188,11 +196,15 @@ impl Engine {
             tokio::select! {
                 report = self.recv_report() => {
                     if let Some(r) = report {
-                        passing(self.handle(r))?;
+                        let handled = self.handle(r);
+                        self.hold(handled)?;
                     }
                 }
                 _ = changed => {}
-                _ = tokio::time::sleep(left.min(POLL)) => { passing(self.tick_blocking())?; }
+                _ = tokio::time::sleep(left.min(POLL)) => {
+                    let ticked = self.tick_blocking();
+                    self.hold(ticked)?;
+                }
             }
         }
         if stop_now.is_some() && self.running_count() > 0 {
@@ -279,6 +291,44 @@ impl Engine {
         }
     }
 
+    /// The ledger file was deleted, moved away or replaced under this
+    /// scheduler ([`crate::store::Store::check_file`]): it says so (an error
+    /// in the log, an alert `ledger_missing` or `ledger_replaced` to the
+    /// sink; not to the ledger, which nobody reads any more), stops its
+    /// agents and returns the error, which ends the process (exit 2).
+    ///
+    /// Why stop rather than hold: from then on every write reaches a file no
+    /// other process sees (deleted), or a different ledger than the one the
+    /// CLI, the console and other schedulers use (replaced), so its claims
+    /// would fence nobody and its runs could happen twice. The file will not
+    /// come back under this open connection; a restart (a supervisor's,
+    /// or the operator's once the file is restored) opens what is at the
+    /// path. Its agents are stopped because no result of theirs could be
+    /// recorded where anyone looks.
+    async fn ledger_lost(&mut self, e: crate::store::StoreError) -> Result<()> {
+        let now = self.clock.now();
+        if let crate::store::StoreError::FileChanged(what) = &e {
+            tracing::error!(error = %e, "stopping: the ledger file is not the one this scheduler opened");
+            let alert = crate::core::event::Alert {
+                what: what.alert_kind().to_string(),
+                message: format!(
+                    "{what}; scheduler {} stopped its agents and exited (restart it to open the ledger at its path)",
+                    self.opts.owner
+                ),
+                owner: None,
+                at: now,
+                tenant: String::new(),
+                schedule: String::new(),
+                run: None,
+            };
+            self.send_alert(&alert, now);
+        }
+        self.stop_claiming();
+        self.stop_agents().await;
+        self.abandon_running();
+        Err(e.into())
+    }
+
     /// `tick` may block on gates and SQLite. Its duration goes to
     /// `/metrics` ([`super::tick_time`]).
     fn tick_blocking(&mut self) -> Result<()> {
@@ -320,23 +370,6 @@ impl Engine {
             }
         }
         Ok(last)
-    }
-}
-
-/// `r`, with a transient store error logged and passed over (see
-/// [`Engine::run_live_until`]).
-fn passing(r: super::Result<()>) -> super::Result<()> {
-    match r {
-        Err(super::EngineError::Store(e)) if e.is_transient() => {
-            match &e {
-                crate::store::StoreError::Locked { waited_ms } => {
-                    tracing::warn!(waited_ms, "database locked by another process; retrying");
-                }
-                other => tracing::warn!(error = %other, "database unavailable; retrying"),
-            }
-            Ok(())
-        }
-        other => other,
     }
 }
 

@@ -12,6 +12,7 @@ mod backlog;
 pub use crate::core::decision;
 mod dispatch;
 mod gating;
+mod hold;
 mod live;
 pub(crate) mod open;
 mod outcome;
@@ -278,6 +279,8 @@ pub struct Engine {
     pub(crate) alive_since: DateTime<Utc>,
     /// The config version this engine runs and what a reload rebuilds from.
     pub(crate) control: reload::Control,
+    /// The store fault the live loop holds through, if any.
+    pub(crate) holding: hold::Holding,
 }
 
 impl Engine {
@@ -387,6 +390,7 @@ impl Engine {
             started: false,
             alive_since: DateTime::<Utc>::MIN_UTC,
             control: reload::Control::default(),
+            holding: hold::Holding::default(),
         }
     }
 

@@ -101,11 +101,14 @@ impl Engine {
             return Ok(None);
         };
         let (current, seq) = self.store.read(|tx| tx.config_watch())?;
-        let requested =
-            src.hup.swap(false, Ordering::SeqCst) || self.control.seen_seq.is_some_and(|s| s != seq);
+        let hup = src.hup.swap(false, Ordering::SeqCst);
+        let asked = self.control.seen_seq.is_some_and(|s| s != seq);
         self.control.seen_seq = Some(seq);
-        if requested {
-            return self.reload_from(&src.path).map(Some);
+        if hup || asked {
+            // Only `agentcron reload --allow-empty` may apply a file without
+            // schedules; SIGHUP carries no flag and never does.
+            let allow_empty = asked && self.store.read(|tx| control::reload_allows_empty(tx, seq))?;
+            return self.reload_with(&src.path, allow_empty).map(Some);
         }
         if current.is_some() && current != self.control.version {
             return Ok(self.converge()?.map(|version| ReloadOutcome::Adopted { version }));
@@ -114,8 +117,18 @@ impl Engine {
     }
 
     /// Reads and validates the config at `path`, stores and applies it (or
-    /// leaves it waiting for approval), then runs what the database runs.
+    /// leaves it waiting for approval), then runs what the database runs. A
+    /// file that would remove every schedule is rejected (see
+    /// [`Engine::reload_with`]).
     pub fn reload_from(&mut self, path: &Path) -> Result<ReloadOutcome> {
+        self.reload_with(path, false)
+    }
+
+    /// [`Engine::reload_from`]; a file without schedules, while the database
+    /// runs some, is applied only with `allow_empty` (`agentcron reload
+    /// --allow-empty`), else rejected as invalid files are: an emptied or
+    /// truncated file must not end every schedule.
+    pub fn reload_with(&mut self, path: &Path, allow_empty: bool) -> Result<ReloadOutcome> {
         let now = self.clock.now();
         let loaded = std::fs::read_to_string(path)
             .map_err(|e| vec![format!("cannot read config {}: {e}", path.display())])
@@ -126,6 +139,15 @@ impl Engine {
                 }
                 Err(e) => Err(vec![e.to_string()]),
             });
+        let loaded = match loaded {
+            Ok((cfg, text)) if !allow_empty => {
+                match self.store.read(|tx| control::removes_every_schedule(tx, &cfg))? {
+                    Some(refusal) => Err(vec![refusal]),
+                    None => Ok((cfg, text)),
+                }
+            }
+            other => other,
+        };
         let (cfg, text) = match loaded {
             Ok(x) => x,
             Err(errors) => {
@@ -323,14 +345,17 @@ impl Engine {
         fresh.control.secrets = std::mem::take(&mut self.control.secrets);
         fresh.control.unrunnable = self.control.unrunnable;
         if let Some(v) = version {
-            fresh
-                .control
-                .retired
-                .extend(retired.iter().map(|id| (id.clone(), v)));
+            for id in retired {
+                // Retired already (a rebuild after a failed transaction).
+                if !fresh.control.retired.iter().any(|(r, _)| *r == id) {
+                    fresh.control.retired.push((id, v));
+                }
+            }
         }
         if fresh.started {
             fresh.load_cursors(now)?;
         }
+        fresh.holding = std::mem::take(&mut self.holding);
         *self = fresh;
         if let Some(applied) = &self.opts.applied {
             applied.set(self.cfg.clone());

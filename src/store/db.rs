@@ -261,6 +261,9 @@ pub struct Store {
     /// memory that holds no ledger (a statement that reached it by mistake
     /// fails: no such table).
     pg: Option<super::pg::session::PgSession>,
+    /// The file [`Store::open`] opened (device, inode), which
+    /// [`Store::check_file`] compares the path against.
+    opened: Option<super::file::FileId>,
 }
 
 /// The background checkpointer copies the WAL into the database once it has
@@ -1359,12 +1362,21 @@ impl Store {
     /// program's database → [`StoreError::Corrupt`]; cannot create or open →
     /// [`StoreError::Open`].
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_file(path, true)
+    }
+
+    /// [`Store::open`]; without `create`, a missing file is not made.
+    fn open_file(path: &Path, create: bool) -> Result<Store> {
         if let Some(url) = path.to_str().filter(|p| super::pg::is_url(p)) {
             return Self::open_postgres(url, super::pg::password_file());
         }
         configure_sqlite();
         let name = display(path);
-        let mut conn = Connection::open(path).map_err(|e| open_error(&name, e.into()))?;
+        let mut flags = OpenFlags::default();
+        if !create {
+            flags.remove(OpenFlags::SQLITE_OPEN_CREATE);
+        }
+        let mut conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(&name, e.into()))?;
         let setup = (|| -> Result<()> {
             conn.busy_timeout(busy_timeout())?;
             // Whose file is it? Asked by reading only (a non-database fails
@@ -1394,7 +1406,36 @@ impl Store {
             schema::migrate(&mut conn, &name)
         })();
         setup.map_err(|e| open_error(&name, e))?;
-        Ok(Self::from_conn(conn, Some(path.to_path_buf())))
+        let mut store = Self::from_conn(conn, Some(path.to_path_buf()));
+        // A database in memory (a rehearsal's URI) has no file to watch.
+        if !is_memory_uri(path) {
+            store.opened = super::file::FileId::of(path);
+        }
+        Ok(store)
+    }
+
+    /// Opens a ledger file that exists, as [`Store::open`] does, never
+    /// creating one: a missing file is [`StoreError::NoLedger`]. For the CLI
+    /// verbs, which act on the ledger a scheduler keeps; a verb that made an
+    /// empty one would act where no scheduler looks. A PostgreSQL URL is
+    /// opened as by [`Store::open`].
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        let is_url = path.to_str().is_some_and(super::pg::is_url);
+        if !is_url && !is_memory_uri(path) && !path.exists() {
+            return Err(StoreError::NoLedger { path: display(path) });
+        }
+        // Not created if it went away since.
+        Self::open_file(path, false)
+    }
+
+    /// The file this store opened (see [`Store::check_file`]).
+    pub(super) fn file_id(&self) -> Option<super::file::FileId> {
+        self.opened
+    }
+
+    /// `e`, named [`StoreError::DiskFull`] when it says the ledger's disk is full.
+    fn classify(&self, e: StoreError) -> StoreError {
+        super::file::classify(self.path.as_deref(), e)
     }
 
     /// Opens an existing file for reading only (`--read-only` consoles, CLI
@@ -1494,6 +1535,7 @@ impl Store {
             states: StateCache::default(),
             checkpointer: std::sync::OnceLock::new(),
             pg: None,
+            opened: None,
         }
     }
 
@@ -1588,6 +1630,22 @@ impl Store {
         Ok(())
     }
 
+    /// Caps the ledger at its present size on this connection (SQLite's
+    /// `max_page_count`; `false` lifts the cap): a write that needs another
+    /// page then fails as on a full disk (SQLITE_FULL). Tests fill a disk so.
+    pub fn cap_at_present_size(&self, cap: bool) -> Result<()> {
+        self.with_conn(|c| {
+            let pages: i64 = if cap {
+                c.query_row("PRAGMA page_count", [], |r| r.get(0))?
+            } else {
+                // SQLite's default cap.
+                4_294_967_294
+            };
+            c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+        })?;
+        Ok(())
+    }
+
     /// `f` on the connection: this thread's batch's, inside one (whose guard
     /// it holds: locking again would wait for ever), else locked for `f`.
     fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
@@ -1661,7 +1719,7 @@ impl Store {
                 .flush(self.on(&guard))
                 .and_then(|()| self.states.flush(self.on(&guard)))
         {
-            out = Err(E::from(e));
+            out = Err(E::from(self.classify(e)));
         }
         self.counts.clear();
         if out.is_err() {
@@ -1680,7 +1738,7 @@ impl Store {
                 Err(E::from(if busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
                 } else {
-                    e
+                    self.classify(e)
                 }))
             }
         }
@@ -1744,7 +1802,7 @@ impl Store {
                 self.states.restore_deferred(rows);
                 Err(match e {
                     StoreError::Sqlite(e) if is_busy(&e) => StoreError::Locked { waited_ms: 0 },
-                    e => e,
+                    e => self.classify(e),
                 })
             }
         }
@@ -1773,7 +1831,8 @@ impl Store {
                 stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
-            });
+            })
+            .map_err(|e| self.classify(e));
         }
         let conn = self.lock();
         self.write_deferred_on(&conn)?;
@@ -1808,12 +1867,16 @@ impl Store {
                 }
                 Err(e) => {
                     self.states.clear();
-                    Err(if busy(&e) { locked(started) } else { e })
+                    Err(if busy(&e) {
+                        locked(started)
+                    } else {
+                        self.classify(e)
+                    })
                 }
             },
             // Dropping `open` rolls back.
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(locked(started)),
-            Err(e) => Err(e),
+            Err(e) => Err(self.classify(e)),
         }
     }
 
@@ -1828,7 +1891,8 @@ impl Store {
                 stmts: &self.stmts,
                 counts: &self.counts,
                 states: &self.states,
-            });
+            })
+            .map_err(|e| self.classify(e));
         }
         let conn = self.lock();
         let started = Instant::now();
@@ -1857,7 +1921,7 @@ impl Store {
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(StoreError::Locked {
                 waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             }),
-            Err(e) => Err(e),
+            Err(e) => Err(self.classify(e)),
         }
     }
 }

@@ -13,7 +13,8 @@
 //! out by SQLite or by a PostgreSQL session), so the store's code is one for
 //! both databases.
 //!
-//! Layout: `db` (opening, transactions, lock retries), `exec` (running a
+//! Layout: `db` (opening, transactions, lock retries), `file` (the ledger
+//! file itself: whether it is still the one opened, a full disk), `exec` (running a
 //! statement on either database), `schema` (versioned
 //! migrations), `sql` (value conversions and row mapping), `runs` (runs and the
 //! state transition), `attempts` (claims, leases, attempts, steps), `events`
@@ -32,6 +33,7 @@ mod db;
 pub(crate) mod engine_queries;
 pub(crate) mod events;
 pub(crate) mod exec;
+mod file;
 mod fxmap;
 pub(crate) mod operator;
 pub mod pg;
@@ -98,15 +100,57 @@ pub enum StoreError {
     /// nothing of it was committed, and the same work may be tried again.
     #[error("PostgreSQL {0} (nothing of the transaction was committed; trying again)")]
     Unavailable(String),
+    /// The disk holding the ledger is full (SQLite's SQLITE_FULL, or an I/O
+    /// error while the file system has no space left): nothing of the
+    /// transaction was written, and it may be tried again once there is room.
+    #[error("database {path}: the disk is full ({message}); nothing of the transaction was written")]
+    DiskFull { path: String, message: String },
+    /// A verb that must not create a ledger found no file at its path.
+    #[error(
+        "no ledger at {path} (start the scheduler with `agentcron run --headless` or the console first, or pass --db)"
+    )]
+    NoLedger { path: String },
+    /// The file at the ledger's path is no longer the one this process
+    /// opened: deleted or moved away ([`LedgerFile::Missing`]), or another
+    /// file put in its place ([`LedgerFile::Replaced`]).
+    #[error("{0}")]
+    FileChanged(LedgerFile),
+}
+
+/// What became of the file a store opened (see [`Store::check_file`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerFile {
+    #[error(
+        "the ledger {path} was deleted or moved away while this process had it open: nothing it writes would be seen"
+    )]
+    Missing { path: String },
+    #[error(
+        "the ledger {path} was replaced by another file while this process had it open: its writes would go to the old one"
+    )]
+    Replaced { path: String },
+}
+
+impl LedgerFile {
+    /// The alert's `what`: `ledger_missing` or `ledger_replaced`.
+    pub fn alert_kind(&self) -> &'static str {
+        match self {
+            LedgerFile::Missing { .. } => "ledger_missing",
+            LedgerFile::Replaced { .. } => "ledger_replaced",
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 impl StoreError {
     /// Whether the same work may simply be tried again: another process held
-    /// the database too long, or a PostgreSQL ledger was unreachable or lost
-    /// the transaction. Nothing of the failed transaction was written.
+    /// the database too long, a PostgreSQL ledger was unreachable or lost
+    /// the transaction, or the disk was full. Nothing of the failed
+    /// transaction was written.
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Locked { .. } | StoreError::Unavailable(_))
+        matches!(
+            self,
+            StoreError::Locked { .. } | StoreError::Unavailable(_) | StoreError::DiskFull { .. }
+        )
     }
 }

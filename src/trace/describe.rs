@@ -248,6 +248,14 @@ fn reading(e: &Event, style: Style) -> Option<String> {
                 None => format!("config v{version} applied by {by}: {what}"),
             }
         }
+        Event::ReloadRequested { seq, by, allow_empty } => format!(
+            "reload #{seq} requested by {by}{}",
+            if *allow_empty {
+                " (a file without schedules allowed)"
+            } else {
+                ""
+            }
+        ),
         Event::ConfigRejected {
             path,
             errors,

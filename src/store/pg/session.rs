@@ -280,6 +280,13 @@ impl Worker {
     /// connection as often as anywhere.
     fn error(&self, e: &tokio_postgres::Error) -> StoreError {
         let text = format!("{}: {}", self.shown, super::with_causes(e));
+        // The server's disk is full (53100): held and retried, as SQLite's.
+        if e.code().is_some_and(|c| c.code() == "53100") {
+            return StoreError::DiskFull {
+                path: self.shown.clone(),
+                message: super::with_causes(e),
+            };
+        }
         if transient(e) || self.client.is_closed() {
             StoreError::Unavailable(text)
         } else {
