@@ -758,6 +758,8 @@ on_event = "go"
 "#
         ),
     );
+    // Only a scheduler (or the console) makes a ledger; the verbs act on one.
+    drop(agentcron::store::Store::open(&dir.path().join("test.db")).unwrap());
     let out = cli(dir.path(), &["trigger", "frozen-report", "--window", "w1"]);
     assert!(out.status.success(), "{}", text(&out));
     // A 0444 file in a 0555 folder; as root (whom mode bits do not stop) the
