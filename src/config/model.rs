@@ -132,7 +132,7 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
 /// The `[api]` section: who may call the HTTP API.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiConfig {
-    /// The bearer tokens file (see the README); none: only the probes and
+    /// The bearer tokens file (see docs/OPERATIONS.md); none: only the probes and
     /// `/metrics` answer.
     pub tokens_file: Option<PathBuf>,
 }
