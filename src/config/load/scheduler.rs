@@ -5,7 +5,7 @@ use super::Loader;
 use super::table::{Kinds, Tbl};
 use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig, Stage};
 
-const SCHEDULER_KEYS: &[&str] = &[
+pub(super) const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
     "database",
     "password_file",
@@ -22,7 +22,12 @@ const SCHEDULER_KEYS: &[&str] = &[
     "require_approval_for",
 ];
 
-const ALERT_KINDS: Kinds = Kinds {
+/// `[alert]`: its routes only.
+pub(super) const ALERT_SECTION_KEYS: &[&str] = &["routes"];
+/// `[api]`.
+pub(super) const API_KEYS: &[&str] = &["tokens_file"];
+
+pub(super) const ALERT_KINDS: Kinds = Kinds {
     what: "alert",
     common: &["kind"],
     kinds: &[
@@ -129,7 +134,7 @@ impl Loader<'_> {
         let Some(t) = self.opt_table(root, "alert", "[alert]".into()) else {
             return out;
         };
-        self.check_keys(&t, &["routes"], &[], None);
+        self.check_keys(&t, ALERT_SECTION_KEYS, &[], None);
         for (owner, mut sink) in self.named_tables(&t, "routes") {
             sink.label = format!("the route of `{owner}` in [alert.routes]");
             if let Some(s) = self.alert(&sink) {
@@ -145,7 +150,7 @@ impl Loader<'_> {
         let Some(t) = self.opt_table(root, "api", "[api]".into()) else {
             return api;
         };
-        self.check_keys(&t, &["tokens_file"], &[], None);
+        self.check_keys(&t, API_KEYS, &[], None);
         api.tokens_file = self.opt_path(&t, "tokens_file");
         api
     }
