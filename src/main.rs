@@ -6,13 +6,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use agentcron::cli;
 use agentcron::config::model::{DstFold, DstGap};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "agentcron",
-    version,
+    version = agentcron::VERSION,
     about = "A scheduler for AI-agent tasks with a terminal operations console"
 )]
 struct Cli {
@@ -303,6 +303,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A shell completion script on stdout (e.g. `agentcron completions bash
+    /// > ~/.local/share/bash-completion/completions/agentcron`).
+    Completions {
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// The man page (roff) on stdout: `agentcron man > agentcron.1`.
+    Man,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Subcommand, Debug)]
@@ -724,6 +739,22 @@ fn main() {
                 utc: cli.utc,
             },
         ),
+        Some(Command::Completions { shell }) => {
+            let shell = match shell {
+                CompletionShell::Bash => clap_complete::Shell::Bash,
+                CompletionShell::Zsh => clap_complete::Shell::Zsh,
+                CompletionShell::Fish => clap_complete::Shell::Fish,
+            };
+            clap_complete::generate(shell, &mut Cli::command(), "agentcron", &mut std::io::stdout());
+            cli::exit::OK
+        }
+        Some(Command::Man) => match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            Ok(()) => cli::exit::OK,
+            Err(e) => {
+                eprintln!("agentcron man: {e}");
+                cli::exit::USAGE
+            }
+        },
         Some(Command::Console { attach }) => cli::console::run(cli::console::Options {
             config: &cli.config,
             db: cli.db.as_deref(),
