@@ -1,10 +1,12 @@
 //! Installing and running it for months (issue 51): shell completions that a
 //! shell really loads and completes with, a man page, a version that names its
-//! commit (in `--version` and in `status`).
+//! commit (in `--version` and in `status`), and a systemd unit that
+//! `systemd-analyze verify` accepts where systemd exists.
 
 mod support;
 
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::process::{Scheduler, bin, cli, wait_within};
@@ -173,5 +175,62 @@ cron = "0 9 * * *"
     assert!(
         text.contains(&format!("agentcron {}", agentcron::VERSION)),
         "{text}"
+    );
+}
+
+#[test]
+fn systemd_analyze_verifies_the_unit() {
+    let unit = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/agentcron.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    // What the unit must say whatever systemd says about it.
+    for line in [
+        "ExecStart=/usr/local/bin/agentcron --config /etc/agentcron/agentcron.toml run --headless",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "Restart=on-failure",
+        "User=agentcron",
+        "StateDirectory=agentcron",
+    ] {
+        assert!(text.lines().any(|l| l == line), "the unit lacks `{line}`");
+    }
+    // Stopping waits shutdown_grace (default 30 s) plus the agents' 2 s TERM → KILL.
+    let stop: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("TimeoutStopSec= in seconds");
+    assert!(
+        stop > 32,
+        "TimeoutStopSec={stop} is not above shutdown_grace's 30 s + 2 s"
+    );
+
+    if !has("systemd-analyze") {
+        println!("SKIPPED: systemd-analyze is not installed; the unit was not verified");
+        return;
+    }
+    // Verified as shipped but for ExecStart's binary, which must exist for
+    // systemd to accept the unit: this build's binary stands in for
+    // /usr/local/bin/agentcron. `--man=no`: the man page is not installed here.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("agentcron.service");
+    std::fs::write(
+        &copy,
+        text.replace("/usr/local/bin/agentcron", &bin().display().to_string()),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    // It exits 0 on an unknown key or a bad value, only saying so ("…,
+    // ignoring"): anything it says about the unit fails the test.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "systemd-analyze verify: {said}"
     );
 }
