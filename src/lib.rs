@@ -11,6 +11,7 @@ pub mod core;
 pub mod engine;
 pub mod gates;
 mod http;
+pub mod log_file;
 pub mod operator;
 pub mod process;
 pub mod recovery;

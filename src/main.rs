@@ -37,6 +37,10 @@ struct Cli {
     /// Serve the HTTP API, /metrics and probes here (run --headless and the console's scheduler).
     #[arg(long, global = true, value_name = "ADDR")]
     listen: Option<String>,
+    /// Log format of the scheduler: on stderr (run --headless), or in the
+    /// console's log file ([scheduler] log_file).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormatArg,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -55,9 +59,6 @@ enum Command {
         /// Required: the console is the default mode.
         #[arg(long, required = true)]
         headless: bool,
-        /// Log format on stderr.
-        #[arg(long, value_enum, default_value = "text")]
-        log_format: LogFormatArg,
     },
     /// Approve a run waiting for a human: a new attempt.
     Approve {
@@ -465,6 +466,10 @@ fn main() {
         );
         std::process::exit(cli::exit::USAGE);
     }
+    let log_format = match cli.log_format {
+        LogFormatArg::Text => cli::run::LogFormat::Text,
+        LogFormatArg::Json => cli::run::LogFormat::Json,
+    };
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
         Some(Command::Next {
@@ -503,15 +508,8 @@ fn main() {
             };
             cli::next::run(&cli.config, &opts)
         }
-        Some(Command::Run {
-            headless: _,
-            log_format,
-        }) => {
-            let format = match log_format {
-                LogFormatArg::Text => cli::run::LogFormat::Text,
-                LogFormatArg::Json => cli::run::LogFormat::Json,
-            };
-            cli::run::run(&cli.config, cli.db.as_deref(), format, cli.listen.as_deref())
+        Some(Command::Run { headless: _ }) => {
+            cli::run::run(&cli.config, cli.db.as_deref(), log_format, cli.listen.as_deref())
         }
         Some(Command::Trigger { schedule, window }) => {
             cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
@@ -763,6 +761,7 @@ fn main() {
             read_only: cli.read_only,
             attach: *attach,
             listen: cli.listen.as_deref(),
+            log_format,
         }),
         None => cli::console::run(cli::console::Options {
             config: &cli.config,
@@ -772,6 +771,7 @@ fn main() {
             read_only: cli.read_only,
             attach: false,
             listen: cli.listen.as_deref(),
+            log_format,
         }),
     };
     // exit() ends every thread: give alerts the scheduler queued (webhooks,

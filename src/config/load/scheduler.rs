@@ -18,6 +18,7 @@ pub(super) const SCHEDULER_KEYS: &[&str] = &[
     "shutdown_grace",
     "heartbeat",
     "listen",
+    "log_file",
     "stages",
     "require_approval_for",
 ];
@@ -62,6 +63,7 @@ impl Loader<'_> {
             None => {}
         }
         s.password_file = self.opt_path(&t, "password_file");
+        s.log_file = self.opt_path(&t, "log_file");
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "workers", 1) {
             s.workers = n;
         }
