@@ -11,6 +11,7 @@ pub mod core;
 pub mod engine;
 pub mod gates;
 mod http;
+pub mod log_file;
 pub mod operator;
 pub mod process;
 pub mod recovery;
@@ -21,3 +22,16 @@ pub mod store;
 pub mod supervisor;
 pub mod time;
 pub mod trace;
+
+/// The git commit this binary was built from (`build.rs`), or "unknown"
+/// when built without git.
+pub const COMMIT: &str = env!("AGENTCRON_COMMIT");
+
+/// The version with its commit, as `--version`, `status` and the scheduler
+/// registry tell it: two builds of one version are told apart.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("AGENTCRON_COMMIT"),
+    ")"
+);

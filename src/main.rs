@@ -6,13 +6,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use agentcron::cli;
 use agentcron::config::model::{DstFold, DstGap};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "agentcron",
-    version,
+    version = agentcron::VERSION,
     about = "A scheduler for AI-agent tasks with a terminal operations console"
 )]
 struct Cli {
@@ -37,6 +37,10 @@ struct Cli {
     /// Serve the HTTP API, /metrics and probes here (run --headless and the console's scheduler).
     #[arg(long, global = true, value_name = "ADDR")]
     listen: Option<String>,
+    /// Log format of the scheduler: on stderr (run --headless), or in the
+    /// console's log file ([scheduler] log_file).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormatArg,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -55,9 +59,6 @@ enum Command {
         /// Required: the console is the default mode.
         #[arg(long, required = true)]
         headless: bool,
-        /// Log format on stderr.
-        #[arg(long, value_enum, default_value = "text")]
-        log_format: LogFormatArg,
     },
     /// Approve a run waiting for a human: a new attempt.
     Approve {
@@ -308,6 +309,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A shell completion script on stdout (e.g. `agentcron completions bash
+    /// > ~/.local/share/bash-completion/completions/agentcron`).
+    Completions {
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// The man page (roff) on stdout: `agentcron man > agentcron.1`.
+    Man,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Subcommand, Debug)]
@@ -455,6 +471,10 @@ fn main() {
         );
         std::process::exit(cli::exit::USAGE);
     }
+    let log_format = match cli.log_format {
+        LogFormatArg::Text => cli::run::LogFormat::Text,
+        LogFormatArg::Json => cli::run::LogFormat::Json,
+    };
     let code = match &cli.command {
         Some(Command::Check) => cli::check::run(&cli.config),
         Some(Command::Next {
@@ -493,15 +513,8 @@ fn main() {
             };
             cli::next::run(&cli.config, &opts)
         }
-        Some(Command::Run {
-            headless: _,
-            log_format,
-        }) => {
-            let format = match log_format {
-                LogFormatArg::Text => cli::run::LogFormat::Text,
-                LogFormatArg::Json => cli::run::LogFormat::Json,
-            };
-            cli::run::run(&cli.config, cli.db.as_deref(), format, cli.listen.as_deref())
+        Some(Command::Run { headless: _ }) => {
+            cli::run::run(&cli.config, cli.db.as_deref(), log_format, cli.listen.as_deref())
         }
         Some(Command::Trigger { schedule, window }) => {
             cli::trigger::trigger(&cli.config, cli.db.as_deref(), schedule, window.as_deref())
@@ -731,6 +744,22 @@ fn main() {
                 utc: cli.utc,
             },
         ),
+        Some(Command::Completions { shell }) => {
+            let shell = match shell {
+                CompletionShell::Bash => clap_complete::Shell::Bash,
+                CompletionShell::Zsh => clap_complete::Shell::Zsh,
+                CompletionShell::Fish => clap_complete::Shell::Fish,
+            };
+            clap_complete::generate(shell, &mut Cli::command(), "agentcron", &mut std::io::stdout());
+            cli::exit::OK
+        }
+        Some(Command::Man) => match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            Ok(()) => cli::exit::OK,
+            Err(e) => {
+                eprintln!("agentcron man: {e}");
+                cli::exit::USAGE
+            }
+        },
         Some(Command::Console { attach }) => cli::console::run(cli::console::Options {
             config: &cli.config,
             db: cli.db.as_deref(),
@@ -739,6 +768,7 @@ fn main() {
             read_only: cli.read_only,
             attach: *attach,
             listen: cli.listen.as_deref(),
+            log_format,
         }),
         None => cli::console::run(cli::console::Options {
             config: &cli.config,
@@ -748,6 +778,7 @@ fn main() {
             read_only: cli.read_only,
             attach: false,
             listen: cli.listen.as_deref(),
+            log_format,
         }),
     };
     // exit() ends every thread: give alerts the scheduler queued (webhooks,

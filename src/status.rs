@@ -91,7 +91,7 @@ impl Status {
             .sum()
     }
 
-    /// The `status --json` shape (README "agentcron status").
+    /// The `status --json` shape (docs/CLI.md, `status`).
     pub fn to_json(&self) -> Value {
         let t = |x: Option<DateTime<Utc>>| x.map(rfc3339);
         let schedulers: Vec<Value> = self

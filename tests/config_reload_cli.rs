@@ -326,7 +326,7 @@ fn sighup_reloads_what_plan_showed_and_a_broken_file_keeps_the_old_version() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// `plan` exit codes and the `--json` shape (README "agentcron plan").
+/// `plan` exit codes and the `--json` shape (docs/CLI.md, `plan`).
 #[test]
 fn plan_exit_codes_and_json_shape() {
     let tmp = tempfile::tempdir().unwrap();

@@ -476,9 +476,9 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
         }
     }
 
-    // The README documents every metric served, and the shipped dashboard
+    // docs/OPERATIONS.md documents every metric served, and the shipped dashboard
     // asks only for metrics that exist.
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/OPERATIONS.md")).unwrap();
     // Every family /metrics declares, by the name its samples carry.
     let (_, raw) = get(&base, "/metrics", Some(READ));
     let families: std::collections::BTreeSet<String> = raw
@@ -496,7 +496,10 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
     // (Families with no series yet, such as gate checks here, are not declared.)
     assert!(families.len() >= 15, "{families:?}");
     for f in &families {
-        assert!(readme.contains(&format!("`{f}`")), "README documents {f}");
+        assert!(
+            readme.contains(&format!("`{f}`")),
+            "docs/OPERATIONS.md documents {f}"
+        );
     }
     let dashboard = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -529,7 +532,7 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
     ] {
         assert!(
             readme.contains(&format!("`GET {endpoint}")) || readme.contains(&format!("`POST {endpoint}")),
-            "README documents {endpoint}"
+            "docs/OPERATIONS.md documents {endpoint}"
         );
     }
 

@@ -66,8 +66,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 ///
 /// Without the handshake an agent acts before anything durable says so, and a
 /// scheduler killed or frozen after the act but before the result leaves a
-/// lost attempt whose retry acts again: the README's "What at most once
-/// covers, and what it cannot". (Measured with such an agent, which appended
+/// lost attempt whose retry acts again: docs/PROTOCOL.md, "The step handshake
+/// (at most once)". (Measured with such an agent, which appended
 /// its line and exited: a scheduler frozen past its lease left 7 windows
 /// acted twice, once by the lost attempt and once by its retry.)
 const AGENT: &str = r#"#!/bin/sh
@@ -751,7 +751,7 @@ fn check(pg: &Pg, dir: &Path, stopped_at_ms: i64) -> Tally {
         for a in atts {
             // A scheduler killed between its claim's commit and its attempt
             // and trace rows leaves no `claimed` event: the sweep writes the
-            // attempt `lost` and says so (README, "What a claim commits first").
+            // attempt `lost` and says so (docs/GUIDE.md, "What a claim commits first").
             let unwritten = a.status == "lost"
                 && a.message
                     .contains("were not written before its scheduler stopped");

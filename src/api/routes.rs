@@ -186,7 +186,7 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
 }
 
 async fn not_found() -> ApiError {
-    missing("no such endpoint (see the README's HTTP API section)")
+    missing("no such endpoint (see docs/OPERATIONS.md, Endpoints)")
 }
 
 async fn livez() -> Reply {

@@ -20,6 +20,8 @@ pub struct Options<'a> {
     pub attach: bool,
     /// `--listen ADDR`: the embedded scheduler also serves the HTTP API.
     pub listen: Option<&'a str>,
+    /// `--log-format`: of the embedded scheduler's log file.
+    pub log_format: super::run::LogFormat,
 }
 
 pub fn run(o: Options<'_>) -> i32 {
@@ -53,6 +55,17 @@ pub fn run(o: Options<'_>) -> i32 {
         );
         return exit::USAGE;
     }
+    // The embedded scheduler logs to a file: the terminal is the console's.
+    let log_file = embedded.then(|| cfg.scheduler.log_path(o.config));
+    if let Some(path) = &log_file
+        && let Err(e) = super::run::init_file_logging(o.log_format, path)
+    {
+        eprintln!(
+            "agentcron: cannot open the scheduler's log file {}: {e}; set [scheduler] log_file",
+            path.display()
+        );
+        return exit::USAGE;
+    }
     let scheduler = if embedded {
         match start_embedded(cfg.clone(), o.listen) {
             Ok(s) => Some(Arc::new(s)),
@@ -62,6 +75,7 @@ pub fn run(o: Options<'_>) -> i32 {
         None
     };
     let mut opts = options(&cfg, &o, db);
+    opts.log_file = log_file;
     opts.embedded = scheduler
         .clone()
         .map(|s| s as Arc<dyn console::EmbeddedScheduler>);
@@ -84,6 +98,7 @@ fn options(cfg: &crate::config::Config, o: &Options<'_>, db: std::path::PathBuf)
         mode_label: "LIVE".into(),
         rehearsal: None,
         embedded: None,
+        log_file: None,
     }
 }
 
@@ -103,6 +118,7 @@ pub fn rehearse(file: &Path, theme: Option<String>, no_color: bool, read_only: b
         mode_label: "REHEARSAL".into(),
         rehearsal: Some(file.to_path_buf()),
         embedded: None,
+        log_file: None,
     })
 }
 

@@ -16,11 +16,27 @@ pub enum LogFormat {
 
 /// Installs the tracing subscriber (stderr). `RUST_LOG` overrides the level.
 pub fn init_logging(format: LogFormat) {
+    init_logging_to(format, std::io::stderr);
+}
+
+/// Installs the tracing subscriber writing to `path` (the console's embedded
+/// scheduler: the terminal is the console's), rotated by size as
+/// [`super::log_file`] says. Fails when the file cannot be opened.
+pub fn init_file_logging(format: LogFormat, path: &Path) -> std::io::Result<()> {
+    let file = crate::log_file::RotatingFile::open(path, crate::log_file::MAX_BYTES, crate::log_file::KEEP)?;
+    init_logging_to(format, std::sync::Mutex::new(file));
+    Ok(())
+}
+
+fn init_logging_to<W>(format: LogFormat, writer: W)
+where
+    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.with_ansi(false).try_init(),

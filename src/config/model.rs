@@ -69,6 +69,10 @@ pub struct SchedulerConfig {
     pub heartbeat: Duration,
     /// Where the HTTP API, probes and metrics listen (`--listen` overrides).
     pub listen: Option<std::net::SocketAddr>,
+    /// Where the console's embedded scheduler writes its log (resolved
+    /// against the config folder). `None`: `agentcron.log` beside the
+    /// database ([`SchedulerConfig::log_path`]).
+    pub log_file: Option<PathBuf>,
     /// The release stages this scheduler runs (default `["prod"]`).
     pub stages: Vec<Stage>,
     /// Stages whose trigger, agent or budget changes wait for `approve-config`.
@@ -132,7 +136,7 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
 /// The `[api]` section: who may call the HTTP API, and how many may hold it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiConfig {
-    /// The bearer tokens file (see the README); none: only the probes and
+    /// The bearer tokens file (see docs/OPERATIONS.md); none: only the probes and
     /// `/metrics` answer.
     pub tokens_file: Option<PathBuf>,
     /// Open connections at most; one more is closed as soon as it is
@@ -163,6 +167,21 @@ impl SchedulerConfig {
             .or(self.alert.as_ref())
     }
 
+    /// The console's scheduler log: `log_file`, else `agentcron.log` beside
+    /// the database file (beside the config file `config_path` for a
+    /// PostgreSQL ledger, which has no folder of its own).
+    pub fn log_path(&self, config_path: &std::path::Path) -> PathBuf {
+        if let Some(p) = &self.log_file {
+            return p.clone();
+        }
+        let beside = if self.database.to_str().is_some_and(crate::store::pg::is_url) {
+            config_path.parent()
+        } else {
+            self.database.parent()
+        };
+        beside.unwrap_or(std::path::Path::new("")).join("agentcron.log")
+    }
+
     /// `takeover_grace`, or `lease / 3` when not set.
     pub fn takeover_grace(&self) -> Duration {
         self.takeover_grace.unwrap_or(self.lease / 3)
@@ -184,6 +203,7 @@ impl Default for SchedulerConfig {
             shutdown_grace: Duration::from_secs(30),
             heartbeat: Duration::from_secs(5),
             listen: None,
+            log_file: None,
             stages: vec![Stage::Prod],
             require_approval_for: vec![],
             alert_routes: BTreeMap::new(),

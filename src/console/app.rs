@@ -63,6 +63,15 @@ pub enum Msg {
     },
     /// The embedded scheduler has stopped (after [`Cmd::StopScheduler`]).
     SchedulerStopped,
+    /// The tail of the scheduler's log file (after [`Cmd::ReadLog`]), or why not.
+    LogTail(Result<LogTail, String>),
+}
+
+/// The last lines of the embedded scheduler's log file (`:log`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogTail {
+    pub path: String,
+    pub lines: Vec<String>,
 }
 
 /// Something for the shell to do.
@@ -77,6 +86,8 @@ pub enum Cmd {
     },
     /// Reload the snapshot now (all tiers).
     Refresh,
+    /// Read the tail of the embedded scheduler's log file (`:log`).
+    ReadLog,
     /// The selected run changed: load its events and decision with snapshots.
     Focus(Option<i64>),
     /// The schedules in view changed: load their newest runs and lanes.
@@ -225,6 +236,11 @@ pub enum Screen {
 pub enum Overlay {
     None,
     Help {
+        scroll: u16,
+    },
+    /// `:log`: the scheduler log's last lines, scrolled like the help.
+    Log {
+        tail: LogTail,
         scroll: u16,
     },
     Dialog(Box<Dialog>),
@@ -406,7 +422,7 @@ impl Model {
         if self.bar.is_some() {
             return vec![Layer::Input];
         }
-        if matches!(self.overlay, Overlay::Help { .. }) {
+        if matches!(self.overlay, Overlay::Help { .. } | Overlay::Log { .. }) {
             return vec![Layer::Help];
         }
         let rehearsal = self.rehearsal.as_ref().map(|_| Layer::Rehearsal);
@@ -620,6 +636,14 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             m.quitting = true;
             cmds.push(Cmd::Quit);
         }
+        // Shown at its end (the newest lines), unless a dialog opened meanwhile.
+        Msg::LogTail(Ok(tail)) => {
+            if matches!(m.overlay, Overlay::None | Overlay::Log { .. }) {
+                let scroll = u16::try_from(tail.lines.len()).unwrap_or(u16::MAX);
+                m.overlay = Overlay::Log { tail, scroll };
+            }
+        }
+        Msg::LogTail(Err(e)) => m.error(e),
     }
     sync_focus(m, &mut cmds);
     sync_view(m, &mut cmds);
@@ -852,7 +876,7 @@ fn on_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
     let Some(action) = keymap::lookup(&m.layers(), key, false) else {
         return;
     };
-    if let Overlay::Help { scroll } = &mut m.overlay {
+    if let Overlay::Help { scroll } | Overlay::Log { scroll, .. } = &mut m.overlay {
         match action {
             Action::Down => *scroll = scroll.saturating_add(1),
             Action::Up => *scroll = scroll.saturating_sub(1),
@@ -1351,6 +1375,7 @@ fn run_command(m: &mut Model, c: Command, cmds: &mut Vec<Cmd>) {
     match c {
         Command::Quit => quit(m, false, cmds),
         Command::Help => m.overlay = Overlay::Help { scroll: 0 },
+        Command::Log => cmds.push(Cmd::ReadLog),
         Command::Refresh => cmds.push(Cmd::Refresh),
         Command::Goto(id) => open_detail(m, id, cmds),
         Command::Theme(name) => cmds.push(Cmd::SetTheme(name)),

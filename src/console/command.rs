@@ -9,6 +9,8 @@ use chrono_tz::Tz;
 pub enum Command {
     Quit,
     Help,
+    /// `:log`: the embedded scheduler's log, its last lines.
+    Log,
     Refresh,
     Goto(i64),
     Theme(String),
@@ -70,6 +72,12 @@ pub const COMMANDS: &[CommandDoc] = &[
         false,
     ),
     doc("refresh", "", "reload from the store", false),
+    doc(
+        "log",
+        "",
+        "the embedded scheduler's log file, its last lines",
+        false,
+    ),
     doc("help", "", "this help", false),
     doc("q", "", "quit (also :quit)", false),
     doc("pause", "SCHEDULE", "pause a schedule (asks a reason)", true),
@@ -172,6 +180,7 @@ pub fn parse(line: &str) -> Result<Command, String> {
     match verb {
         "q" | "q!" | "quit" | "qa" => none(Command::Quit),
         "help" | "h" => none(Command::Help),
+        "log" => none(Command::Log),
         "refresh" | "r" => none(Command::Refresh),
         "goto" | "run" | "show" => one("run id").and_then(|a| run_id(&a)).map(Command::Goto),
         "theme" => one("theme name").map(Command::Theme),
@@ -236,6 +245,7 @@ mod tests {
 
     #[test]
     fn parses_the_documented_commands() {
+        assert_eq!(parse(":log"), Ok(Command::Log));
         assert_eq!(parse(":pause daily"), Ok(Command::Pause("daily".into())));
         assert_eq!(
             parse("kill"),

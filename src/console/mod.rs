@@ -68,6 +68,8 @@ pub struct ConsoleOptions {
     pub rehearsal: Option<PathBuf>,
     /// The scheduler this console embeds, if any.
     pub embedded: Option<std::sync::Arc<dyn EmbeddedScheduler>>,
+    /// The embedded scheduler's log file (`:log` shows its tail).
+    pub log_file: Option<PathBuf>,
 }
 
 /// Runs the console until the operator quits (or SIGTERM / SIGHUP). Returns

@@ -16,7 +16,7 @@
 //! the wall clock — or, in rehearsal mode, to the rehearsal ([`Player`]).
 
 use super::actions;
-use super::app::{Cmd, EmbeddedInfo, Init, Model, Msg, update};
+use super::app::{Cmd, EmbeddedInfo, Init, LogTail, Model, Msg, update};
 use super::player::{Opened, Player, PlayerReq};
 use super::snapshot::{self, SlowTier, SnapshotRequest};
 use super::theme::{self, Theme};
@@ -346,6 +346,9 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
     });
 }
 
+/// How many of the log's last lines `:log` shows.
+const LOG_LINES: usize = 500;
+
 /// Performs the [`Cmd`]s; results come back as messages.
 struct Executor {
     read_only: bool,
@@ -359,6 +362,8 @@ struct Executor {
     embedded: Option<Arc<dyn EmbeddedScheduler>>,
     /// The embedded scheduler was told to stop (the loop then watches for its end).
     stopping: bool,
+    /// The embedded scheduler's log file (`:log`).
+    log_file: Option<PathBuf>,
 }
 
 impl Executor {
@@ -395,6 +400,21 @@ impl Executor {
                     Err(e) => Err(e.to_string()),
                 };
                 self.reply(Msg::ThemeChanged(msg));
+            }
+            Cmd::ReadLog => {
+                let result = match &self.log_file {
+                    Some(path) => crate::log_file::tail(path, LOG_LINES)
+                        .map(|lines| LogTail {
+                            path: path.display().to_string(),
+                            lines,
+                        })
+                        .map_err(|e| format!("cannot read the scheduler's log {}: {e}", path.display())),
+                    None => Err(
+                        "no scheduler log here: an attached console's scheduler logs where it runs (its stderr, the journal)"
+                            .to_string(),
+                    ),
+                };
+                self.reply(Msg::LogTail(result));
             }
             Cmd::Rehearse { file, source } => self.rehearse(&file, source),
             Cmd::RehearsalStep => self.to_player(PlayerReq::Step),
@@ -540,6 +560,7 @@ fn event_loop(
         requests: req_tx,
         tx: tx.clone(),
         embedded: opts.embedded.clone(),
+        log_file: opts.log_file.clone(),
         stopping: false,
     };
     if let Some(file) = &opts.rehearsal {

@@ -103,6 +103,7 @@ pub fn view(m: &Model, t: &Theme, f: &mut Frame) {
         Overlay::Help { scroll } => {
             help::render(*scroll, m.read_only, &m.snapshot.counts, t, f, below_header)
         }
+        Overlay::Log { tail, scroll } => help::render_log(tail, *scroll, t, f, below_header),
         Overlay::Dialog(d) => d.render(t, f, below_header),
         Overlay::Quit(d) => d.render(&m.own_attempts(), m.wall, t, f, below_header),
     }

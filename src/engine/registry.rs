@@ -30,7 +30,7 @@ impl Registration {
         Self {
             host: super::hostname(),
             pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: crate::VERSION.to_string(),
             config_hash: config_hash(&bytes),
             heartbeat: crate::time::duration::to_delta(cfg.scheduler.heartbeat),
         }

@@ -121,7 +121,7 @@ impl Explanation {
         out
     }
 
-    /// What `agentcron explain --json` prints (README "Command line").
+    /// What `agentcron explain --json` prints (docs/CLI.md).
     pub fn to_json(&self) -> Value {
         let steps: Vec<Value> = self
             .steps

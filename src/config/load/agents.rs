@@ -8,9 +8,9 @@ use crate::config::model::{AgentConfig, AgentKind, StepConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const STEP_KEYS: &[&str] = &["name", "side_effect"];
+pub(super) const STEP_KEYS: &[&str] = &["name", "side_effect"];
 
-const AGENT_KINDS: Kinds = Kinds {
+pub(super) const AGENT_KINDS: Kinds = Kinds {
     what: "agent",
     common: &["kind", "timeout", "env", "verify", "steps"],
     kinds: &[

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use toml::de::DeValue;
 
-const CALENDAR_KEYS: &[&str] = &["weekend", "holidays", "holidays_file", "workdays"];
+pub(super) const CALENDAR_KEYS: &[&str] = &["weekend", "holidays", "holidays_file", "workdays"];
 
 impl Loader<'_> {
     pub(super) fn calendars(&mut self, root: &Tbl) -> BTreeMap<String, Arc<Calendar>> {

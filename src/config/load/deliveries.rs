@@ -7,7 +7,7 @@ use super::value::default_if_absent;
 use crate::config::model::{DeliveryConfig, DeliveryKind};
 use std::collections::BTreeMap;
 
-const DELIVERY_KINDS: Kinds = Kinds {
+pub(super) const DELIVERY_KINDS: Kinds = Kinds {
     what: "delivery",
     common: &["kind", "name"],
     kinds: &[

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use toml::de::DeValue;
 
-const GATE_KINDS: Kinds = Kinds {
+pub(super) const GATE_KINDS: Kinds = Kinds {
     what: "gate",
     common: &["kind", "name", "on_fail", "timeout"],
     kinds: &[

@@ -8,7 +8,7 @@ use crate::config::diagnostic::did_you_mean;
 use crate::config::model::MaintenanceConfig;
 use std::collections::{BTreeMap, BTreeSet};
 
-const MAINTENANCE_KEYS: &[&str] = &["name", "cron", "duration", "timezone", "schedules", "reason"];
+pub(super) const MAINTENANCE_KEYS: &[&str] = &["name", "cron", "duration", "timezone", "schedules", "reason"];
 
 impl Loader<'_> {
     /// `ids` are every schedule id declared, valid or not, so a schedule with its

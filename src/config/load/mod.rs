@@ -121,6 +121,58 @@ const TOP_KEYS: &[&str] = &[
     "maintenance",
 ];
 
+/// One key the loader accepts: the table it belongs to, as a dotted path from
+/// the top (`""` for the top level, `"schedule.gate"`, `"agents.NAME"`), and
+/// the key. Tables with a `kind` also list each kind's name (`kinds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptedKey {
+    pub table: &'static str,
+    pub key: &'static str,
+}
+
+/// Every key the loader accepts, from the same lists it checks tables against
+/// (unknown keys are errors), so that docs/CONFIG.md can be held to them
+/// (`tests/docs.rs`).
+pub fn accepted_keys() -> Vec<AcceptedKey> {
+    let lists: Vec<(&'static str, Vec<&'static str>)> = vec![
+        ("", TOP_KEYS.to_vec()),
+        ("scheduler", scheduler::SCHEDULER_KEYS.to_vec()),
+        ("scheduler.alert", scheduler::ALERT_KINDS.all_keys()),
+        // Each `[alert.routes]` entry is a sink with the keys of `scheduler.alert`.
+        ("alert", scheduler::ALERT_SECTION_KEYS.to_vec()),
+        ("api", scheduler::API_KEYS.to_vec()),
+        ("calendars.NAME", calendars::CALENDAR_KEYS.to_vec()),
+        ("tenants.NAME", tenants::TENANT_KEYS.to_vec()),
+        ("agents.NAME", agents::AGENT_KINDS.all_keys()),
+        ("agents.NAME.steps", agents::STEP_KEYS.to_vec()),
+        ("schedule", schedule::SCHEDULE_KEYS.to_vec()),
+        ("schedule.retry", policy::RETRY_KEYS.to_vec()),
+        ("schedule.circuit", policy::CIRCUIT_KEYS.to_vec()),
+        ("schedule.budget", policy::BUDGET_KEYS.to_vec()),
+        ("schedule.gate", gates::GATE_KINDS.all_keys()),
+        ("schedule.delivery", deliveries::DELIVERY_KINDS.all_keys()),
+        ("maintenance", maintenance::MAINTENANCE_KEYS.to_vec()),
+    ];
+    lists
+        .into_iter()
+        .flat_map(|(table, keys)| keys.into_iter().map(move |key| AcceptedKey { table, key }))
+        .collect()
+}
+
+/// The `kind` values of each table that has them, as (table, kind).
+pub fn accepted_kinds() -> Vec<(&'static str, &'static str)> {
+    let kinds = [
+        ("scheduler.alert", scheduler::ALERT_KINDS.names()),
+        ("agents.NAME", agents::AGENT_KINDS.names()),
+        ("schedule.gate", gates::GATE_KINDS.names()),
+        ("schedule.delivery", deliveries::DELIVERY_KINDS.names()),
+    ];
+    kinds
+        .into_iter()
+        .flat_map(|(table, names)| names.into_iter().map(move |n| (table, n)))
+        .collect()
+}
+
 /// Names declared in the file, known before schedules are read so references can
 /// be checked even when the declaration itself had errors.
 struct Declared {

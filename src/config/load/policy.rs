@@ -7,9 +7,9 @@ use super::table::Tbl;
 use crate::config::model::{Backoff, BudgetPolicy, CircuitPolicy, RetryPolicy};
 use crate::time::duration::format_duration;
 
-const RETRY_KEYS: &[&str] = &["max_attempts", "backoff", "initial", "max", "jitter"];
-const CIRCUIT_KEYS: &[&str] = &["open_after", "cool_down"];
-const BUDGET_KEYS: &[&str] = &[
+pub(super) const RETRY_KEYS: &[&str] = &["max_attempts", "backoff", "initial", "max", "jitter"];
+pub(super) const CIRCUIT_KEYS: &[&str] = &["open_after", "cool_down"];
+pub(super) const BUDGET_KEYS: &[&str] = &[
     "max_runtime",
     "max_tokens",
     "max_cost_per_day",

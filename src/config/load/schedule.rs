@@ -13,7 +13,7 @@ use std::time::Duration;
 use toml::Spanned;
 use toml::de::DeValue;
 
-const SCHEDULE_KEYS: &[&str] = &[
+pub(super) const SCHEDULE_KEYS: &[&str] = &[
     "id",
     "previous_id",
     "stage",

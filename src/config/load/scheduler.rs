@@ -5,7 +5,7 @@ use super::Loader;
 use super::table::{Kinds, Tbl};
 use crate::config::model::{AlertSink, ApiConfig, SchedulerConfig, Stage};
 
-const SCHEDULER_KEYS: &[&str] = &[
+pub(super) const SCHEDULER_KEYS: &[&str] = &[
     "timezone",
     "database",
     "password_file",
@@ -18,11 +18,17 @@ const SCHEDULER_KEYS: &[&str] = &[
     "shutdown_grace",
     "heartbeat",
     "listen",
+    "log_file",
     "stages",
     "require_approval_for",
 ];
 
-const ALERT_KINDS: Kinds = Kinds {
+/// `[alert]`: its routes only.
+pub(super) const ALERT_SECTION_KEYS: &[&str] = &["routes"];
+/// `[api]`.
+pub(super) const API_KEYS: &[&str] = &["tokens_file", "max_connections", "header_timeout"];
+
+pub(super) const ALERT_KINDS: Kinds = Kinds {
     what: "alert",
     common: &["kind"],
     kinds: &[
@@ -57,6 +63,7 @@ impl Loader<'_> {
             None => {}
         }
         s.password_file = self.opt_path(&t, "password_file");
+        s.log_file = self.opt_path(&t, "log_file");
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "workers", 1) {
             s.workers = n;
         }
@@ -129,7 +136,7 @@ impl Loader<'_> {
         let Some(t) = self.opt_table(root, "alert", "[alert]".into()) else {
             return out;
         };
-        self.check_keys(&t, &["routes"], &[], None);
+        self.check_keys(&t, ALERT_SECTION_KEYS, &[], None);
         for (owner, mut sink) in self.named_tables(&t, "routes") {
             sink.label = format!("the route of `{owner}` in [alert.routes]");
             if let Some(s) = self.alert(&sink) {
@@ -146,12 +153,7 @@ impl Loader<'_> {
         let Some(t) = self.opt_table(root, "api", "[api]".into()) else {
             return api;
         };
-        self.check_keys(
-            &t,
-            &["tokens_file", "max_connections", "header_timeout"],
-            &[],
-            None,
-        );
+        self.check_keys(&t, API_KEYS, &[], None);
         api.tokens_file = self.opt_path(&t, "tokens_file");
         if let Some((n, _)) = self.opt_uint::<usize>(&t, "max_connections", 1) {
             api.max_connections = n;

@@ -41,7 +41,7 @@ pub(super) struct Kinds {
 }
 
 impl Kinds {
-    fn names(&self) -> Vec<&'static str> {
+    pub(super) fn names(&self) -> Vec<&'static str> {
         self.kinds.iter().map(|(k, _)| *k).collect()
     }
 
@@ -55,7 +55,7 @@ impl Kinds {
         self.common.iter().chain(own).copied().collect()
     }
 
-    fn all_keys(&self) -> Vec<&'static str> {
+    pub(super) fn all_keys(&self) -> Vec<&'static str> {
         let mut all: Vec<&'static str> = self.common.to_vec();
         for key in self.kinds.iter().flat_map(|(_, keys)| keys.iter()) {
             if !all.contains(key) {

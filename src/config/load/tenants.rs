@@ -5,7 +5,7 @@ use super::table::Tbl;
 use crate::config::model::TenantConfig;
 use std::collections::BTreeMap;
 
-const TENANT_KEYS: &[&str] = &["max_concurrent"];
+pub(super) const TENANT_KEYS: &[&str] = &["max_concurrent"];
 
 impl Loader<'_> {
     pub(super) fn tenants(&mut self, root: &Tbl) -> BTreeMap<String, TenantConfig> {

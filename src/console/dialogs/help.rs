@@ -100,3 +100,51 @@ pub fn render(
         area,
     );
 }
+
+/// The `:log` overlay: the scheduler log's last lines in `screen`, scrolled
+/// by `scroll` lines (clamped, so a scroll past the end shows the newest).
+pub fn render_log(
+    tail: &crate::console::app::LogTail,
+    scroll: u16,
+    theme: &Theme,
+    frame: &mut Frame,
+    screen: Rect,
+) {
+    let area = centered(screen, screen.width, screen.height);
+    frame.render_widget(Clear, area);
+    let text: Vec<Line<'static>> = if tail.lines.is_empty() {
+        vec![Line::from(Span::styled(
+            "(the log is empty)",
+            theme.style(Token::Muted),
+        ))]
+    } else {
+        tail.lines
+            .iter()
+            .map(|l| {
+                let token = if l.contains(" WARN ") || l.contains("\"level\":\"WARN\"") {
+                    Token::Warn
+                } else if l.contains(" ERROR ") || l.contains("\"level\":\"ERROR\"") {
+                    Token::Error
+                } else {
+                    Token::Fg
+                };
+                Line::from(Span::styled(l.clone(), theme.style(token)))
+            })
+            .collect()
+    };
+    let visible = area.height.saturating_sub(2);
+    let max = u16::try_from(text.len())
+        .unwrap_or(u16::MAX)
+        .saturating_sub(visible);
+    let block = Block::bordered()
+        .border_style(theme.style(Token::Focus))
+        .title(Span::styled(
+            format!(" Log {} — Esc closes ", tail.path),
+            theme.style(Token::Focus),
+        ))
+        .style(theme.base());
+    frame.render_widget(
+        Paragraph::new(text).block(block).scroll((scroll.min(max), 0)),
+        area,
+    );
+}

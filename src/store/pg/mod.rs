@@ -18,7 +18,7 @@
 //!   ([`Lease::trust_until`]): its own clock only ever shortens it.
 //!
 //! Not yet: the engine, CLI and console still run on the embedded ledger
-//! only; this module is the protocol they will share (see the README's
+//! only; this module is the protocol they will share (see docs/POSTGRES.md,
 //! "Several schedulers on PostgreSQL").
 
 pub mod copy;
