@@ -320,6 +320,7 @@ fn attach_shows_the_runs_of_a_headless_scheduler() {
 /// `console --attach` on a PostgreSQL ledger a headless scheduler runs on:
 /// the same screen as on a file.
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn attach_shows_the_runs_of_a_headless_scheduler_on_postgresql() {
     let Some(url) = store_support::pg_database(
         "console_tmux::attach_shows_the_runs_of_a_headless_scheduler_on_postgresql",

@@ -114,11 +114,10 @@ fn now_ms() -> i64 {
 /// terminal, past the harness's capture) without a server.
 fn fresh_database(test: &str, tag: &str) -> Option<String> {
     let Ok(admin) = std::env::var("AGENTCRON_TEST_PG_URL") else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED pg_scale_out::{test}: no PostgreSQL server (run `.ci/with-postgres cargo test`, or set AGENTCRON_TEST_PG_URL)"
+        panic!(
+            "pg_scale_out::{test} needs a PostgreSQL server: run `.ci/with-postgres cargo test -- --include-ignored`, \
+             or set AGENTCRON_TEST_PG_URL"
         );
-        return None;
     };
     let db = format!("agentcron_scale_{tag}_{}", std::process::id());
     let pg = Pg::connect(&admin);
@@ -926,6 +925,7 @@ fn four_started(test: &str, db: &str) -> Option<(String, tempfile::TempDir, Inst
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn four_schedulers_share_one_ledger_without_double_fires() {
     const TEST: &str = "four_schedulers_share_one_ledger_without_double_fires";
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -952,6 +952,7 @@ fn four_schedulers_share_one_ledger_without_double_fires() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_killed_and_a_stopped_scheduler_lose_nothing_and_fire_nothing_twice() {
     const TEST: &str = "a_killed_and_a_stopped_scheduler_lose_nothing_and_fire_nothing_twice";
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

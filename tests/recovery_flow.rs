@@ -446,6 +446,7 @@ async fn a_lost_attempts_late_result_does_not_change_the_run() {
 /// The same on a PostgreSQL ledger: scheduler b's sweep takes over the run
 /// scheduler a lost, through another connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_lost_attempts_late_result_does_not_change_the_run_on_postgresql() {
     let name = "recovery_flow::a_lost_attempts_late_result_does_not_change_the_run_on_postgresql";
     let Some(url) = tokio::task::spawn_blocking(move || store_support::pg_database(name))

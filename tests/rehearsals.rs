@@ -35,6 +35,7 @@ fn rehearse(args: &[&str]) -> std::process::Output {
 /// statement only SQLite or PostgreSQL 16+ takes fails here (issue 44, 1:
 /// the catch-up count's unnamed subquery ended every restarted scheduler).
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn every_shipped_rehearsal_passes_on_postgresql() {
     for file in shipped() {
         let stem = file.file_stem().unwrap().to_string_lossy().into_owned();

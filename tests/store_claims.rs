@@ -634,6 +634,7 @@ fn two_connections_opening_windows_claimed_never_share_a_token() {
 
 /// The same on a PostgreSQL ledger.
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn two_connections_opening_windows_claimed_never_share_a_token_on_postgresql() {
     for deferring in [false, true] {
         let name = "store_claims::two_connections_opening_windows_claimed_never_share_a_token_on_postgresql";

@@ -133,6 +133,7 @@ async fn lapse(c: &tokio_postgres::Client, run: i64, ms: i64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_fresh_database_is_migrated_once_and_reopened_as_is() {
     let Some(url) = fresh_db("migrate").await else {
         return;
@@ -151,6 +152,7 @@ async fn a_fresh_database_is_migrated_once_and_reopened_as_is() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn schedulers_starting_at_once_on_an_empty_database_do_not_race_the_migration() {
     let Some(url) = fresh_db("migrate_race").await else {
         return;
@@ -176,6 +178,7 @@ async fn schedulers_starting_at_once_on_an_empty_database_do_not_race_the_migrat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_newer_schema_is_refused_and_left_as_it_is() {
     let Some(url) = fresh_db("too_new").await else {
         return;
@@ -200,6 +203,7 @@ async fn a_newer_schema_is_refused_and_left_as_it_is() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn another_programs_database_is_refused_and_left_untouched() {
     let Some(url) = fresh_db("foreign").await else {
         return;
@@ -242,6 +246,7 @@ async fn a_connection_error_names_the_database_without_its_password() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn each_window_is_opened_by_exactly_one_of_several_schedulers() {
     let Some(url) = fresh_db("open_once").await else {
         return;
@@ -285,6 +290,7 @@ async fn each_window_is_opened_by_exactly_one_of_several_schedulers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn each_run_is_claimed_by_exactly_one_of_several_schedulers() {
     let Some(url) = fresh_db("claim_once").await else {
         return;
@@ -325,6 +331,7 @@ async fn each_run_is_claimed_by_exactly_one_of_several_schedulers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_claim_of_a_run_not_claimable_changes_nothing_and_says_why() {
     let Some(url) = fresh_db("claim_refused").await else {
         return;
@@ -353,6 +360,7 @@ async fn a_claim_of_a_run_not_claimable_changes_nothing_and_says_why() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn leases_are_measured_on_the_database_clock_and_trusted_for_less() {
     let Some(url) = fresh_db("lease_clock").await else {
         return;
@@ -379,6 +387,7 @@ async fn leases_are_measured_on_the_database_clock_and_trusted_for_less() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_nothing() {
     let Some((_, store, c)) = ledger("renew_stale").await else {
         return;
@@ -430,6 +439,7 @@ async fn a_renewal_with_an_old_fence_a_wrong_owner_or_a_lapsed_lease_changes_not
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_completion_under_an_old_fence_changes_nothing() {
     let Some((_, store, c)) = ledger("complete_stale").await else {
         return;
@@ -472,6 +482,7 @@ async fn a_completion_under_an_old_fence_changes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
     let Some((_, store, c)) = ledger("takeover_stale").await else {
         return;
@@ -535,6 +546,7 @@ async fn a_takeover_loses_to_a_completion_or_a_newer_claim_that_came_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn concurrent_sweepers_take_each_lapsed_run_over_once() {
     let Some((url, store, c)) = ledger("sweepers").await else {
         return;
@@ -694,6 +706,7 @@ fn agentcron(args: &[&str]) -> (Option<i32>, String) {
 /// approval, events) is copied row for row; a second copy is refused and
 /// changes nothing; `--dry-run` prints the counts and contacts no server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
     let Some(url) = fresh_db("copy").await else { return };
     let dir = tempfile::tempdir().expect("dir");
@@ -849,6 +862,7 @@ async fn db_copy_moves_a_ledger_row_for_row_into_an_empty_database_only() {
 /// roots without it — which do not know that CA, so the connection is
 /// refused, plainly. Plain connections stay plain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn sslmode_require_is_tls_verified_against_sslrootcert() {
     let Some(url) = fresh_db("tls").await else { return };
     let Ok(ca) = std::env::var("AGENTCRON_TEST_PG_CA") else {
@@ -898,6 +912,7 @@ async fn sslmode_require_is_tls_verified_against_sslrootcert() {
 /// each completes its own in one statement, and a completion under an old
 /// fence inside such a chunk is refused alone, with why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn chunks_of_windows_are_opened_claimed_once_and_completed_under_their_fences() {
     let Some(url) = fresh_db("chunks").await else {
         return;
@@ -987,6 +1002,7 @@ async fn chunks_of_windows_are_opened_claimed_once_and_completed_under_their_fen
 /// A database error is said with PostgreSQL's own words (tokio-postgres keeps
 /// them in the error's source), not as a bare "db error".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_database_error_says_what_postgresql_said() {
     let Some((_, store, c)) = ledger("db_error").await else {
         return;
@@ -1009,6 +1025,7 @@ async fn a_database_error_says_what_postgresql_said() {
 /// file next to the config) and used by the verbs, with the password from
 /// `[scheduler] password_file`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn the_configs_database_may_name_a_postgresql_ledger() {
     let Some((url, store, _)) = ledger("config_url").await else {
         return;
@@ -1062,6 +1079,7 @@ async fn the_configs_database_may_name_a_postgresql_ledger() {
 /// A read verb on a database that is not a ledger says so, and on one it
 /// may not read says what PostgreSQL said — not "no ledger there".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 async fn a_read_verb_tells_an_empty_database_from_a_forbidden_one() {
     let Some(url) = fresh_db("not_ledger").await else {
         return;
@@ -1138,6 +1156,7 @@ fn db_copy_refuses_bad_input_plainly() {
 /// inside is lost whole (an error, nothing of it committed), never finished
 /// on the new connection outside its lock.
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_lost_connection_is_made_again_and_a_transaction_it_held_is_lost_whole() {
     use agentcron::store::Store;
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -1192,6 +1211,7 @@ fn a_lost_connection_is_made_again_and_a_transaction_it_held_is_lost_whole() {
 /// scheduler logs it and goes on (issue 44, 6), and the next transaction
 /// runs on a new connection.
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_connection_lost_while_a_statement_is_prepared_is_transient() {
     use agentcron::store::Store;
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -1228,6 +1248,7 @@ fn a_connection_lost_while_a_statement_is_prepared_is_transient() {
 /// offset it measures to this machine's is the round trip's error (here,
 /// both clocks are this machine's); an embedded ledger has none.
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn the_database_clock_is_measured_against_this_machines() {
     use agentcron::store::Store;
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -67,6 +67,7 @@ fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_state_changed_by_another_store_on_postgresql_is_read_fresh() {
     if let Some(url) =
         pg_database("store_state_cache::a_state_changed_by_another_store_on_postgresql_is_read_fresh")
@@ -218,6 +219,7 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on_postgres() {
     if let Some(url) =
         pg_database("store_state_cache::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores")
@@ -287,6 +289,7 @@ fn a_run_read_again_is_what_the_database_holds() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_run_read_again_is_what_the_database_holds_on_postgres() {
     if let Some(url) = pg_database("store_state_cache::a_run_read_again_is_what_the_database_holds") {
         let url = Path::new(&url);
@@ -372,6 +375,7 @@ fn kept_execution_memory_is_what_the_database_holds() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_execution_memory_is_what_the_database_holds_on_postgres() {
     if let Some(url) = pg_database("store_state_cache::kept_execution_memory_is_what_the_database_holds") {
         let url = Path::new(&url);

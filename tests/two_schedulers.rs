@@ -49,6 +49,7 @@ fn a_run_failed_by_two_schedulers_at_once_alerts_and_counts_once() {
 
 /// The same two schedulers on one PostgreSQL ledger (two connections).
 #[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_run_failed_by_two_schedulers_at_once_on_postgresql_alerts_and_counts_once() {
     let Some(url) = store_support::pg_database(
         "two_schedulers::a_run_failed_by_two_schedulers_at_once_on_postgresql_alerts_and_counts_once",
