@@ -209,6 +209,22 @@ pub struct Alert {
     pub run: Option<i64>,
 }
 
+impl Alert {
+    /// An alert about the scheduler itself (no tenant, schedule or run):
+    /// `scheduler_lost`, `disk_full`, `ledger_missing` …
+    pub fn scheduler_wide(what: &str, message: String, at: DateTime<Utc>) -> Self {
+        Self {
+            what: what.to_string(),
+            message,
+            owner: None,
+            at,
+            tenant: String::new(),
+            schedule: String::new(),
+            run: None,
+        }
+    }
+}
+
 /// Who stopped an attempt that did not fail by itself (a `failed` event's
 /// `stopped`), so the trace tells it as what it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -94,18 +94,14 @@ impl Engine {
             error = %e,
             "the disk is full: holding (nothing half-written; every pass tries the same work again)"
         );
-        let alert = Alert {
-            what: "disk_full".into(),
-            message: format!(
+        let alert = Alert::scheduler_wide(
+            "disk_full",
+            format!(
                 "{e}; scheduler {} holds: it opens and starts nothing it cannot record, and tries again until there is room",
                 self.opts.owner
             ),
-            owner: None,
-            at: now,
-            tenant: String::new(),
-            schedule: String::new(),
-            run: None,
-        };
+            now,
+        );
         self.send_alert(&alert, now);
         self.holding.disk_full = Some(DiskFull {
             since: now,

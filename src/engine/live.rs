@@ -309,18 +309,14 @@ impl Engine {
         let now = self.clock.now();
         if let crate::store::StoreError::FileChanged(what) = &e {
             tracing::error!(error = %e, "stopping: the ledger file is not the one this scheduler opened");
-            let alert = crate::core::event::Alert {
-                what: what.alert_kind().to_string(),
-                message: format!(
+            let alert = crate::core::event::Alert::scheduler_wide(
+                what.alert_kind(),
+                format!(
                     "{what}; scheduler {} stopped its agents and exited (restart it to open the ledger at its path)",
                     self.opts.owner
                 ),
-                owner: None,
-                at: now,
-                tenant: String::new(),
-                schedule: String::new(),
-                run: None,
-            };
+                now,
+            );
             self.send_alert(&alert, now);
         }
         self.stop_claiming();

@@ -84,9 +84,9 @@ impl Engine {
         })?;
         for peer in rows.iter().filter(|r| r.newly_lost(&me.owner, now)) {
             let silent = now - peer.last_seen;
-            let alert = Alert {
-                what: "scheduler_lost".into(),
-                message: format!(
+            let alert = Alert::scheduler_wide(
+                "scheduler_lost",
+                format!(
                     "scheduler {} (pid {} on {}) went silent: last seen {}, {}s ago, without a clean stop",
                     peer.owner,
                     peer.pid,
@@ -94,12 +94,8 @@ impl Engine {
                     crate::time::rfc3339(peer.last_seen),
                     silent.num_seconds()
                 ),
-                owner: None,
-                at: now,
-                tenant: String::new(),
-                schedule: String::new(),
-                run: None,
-            };
+                now,
+            );
             let lost = Event::SchedulerLost {
                 owner: peer.owner.clone(),
                 last_seen: peer.last_seen,
