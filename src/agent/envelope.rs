@@ -5,22 +5,25 @@ use crate::store::types::{RunReason, RunState};
 use crate::time::duration::format_duration;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Everything an agent is told about the attempt it runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Envelope {
     pub run_id: i64,
     pub tenant: String,
     pub schedule: String,
     pub window: EnvelopeWindow,
     /// `tenant/schedule/window_key`: the same for every attempt of a run, so an agent
-    /// can dedupe its side effects (see [`idempotency_key`]).
+    /// can dedupe its side effects (made by [`idempotency_key`]).
     pub idempotency_key: String,
     /// 1-based.
+    #[schemars(range(min = 1))]
     pub attempt: u32,
     pub reason: RunReason,
     /// The scheduler's "now" in the schedule's time zone, RFC 3339.
+    #[schemars(extend("format" = "date-time"))]
     pub now: String,
     pub context: TimeContext,
     /// Summaries of the schedule's last runs, newest first.
@@ -28,7 +31,7 @@ pub struct Envelope {
     pub completed_steps: Vec<String>,
     /// Side-effect steps that started but were never confirmed: check before acting.
     pub uncertain_steps: Vec<String>,
-    /// The uncertain step to check; `None` unless `reason` is `verify`.
+    /// The uncertain step to check; null unless `reason` is `verify`.
     pub verify_step: Option<String>,
     /// An operator approved with "resume after step X".
     pub resume_after: Option<String>,
@@ -86,11 +89,39 @@ impl Envelope {
     }
 }
 
+/// The envelope as written to a command agent's stdin, one line: the
+/// [`Envelope`], and for a handshake agent `"protocol": 2, "acks": true`
+/// (facts of the transport). The published schema, docs/schema/envelope.json,
+/// is generated from this type.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EnvelopeLine<'a> {
+    #[serde(flatten)]
+    pub envelope: &'a Envelope,
+    /// Only for an agent with `handshake = true`; absent for the others (protocol 1).
+    #[serde(flatten)]
+    pub handshake: Option<Handshake>,
+}
+
+/// What a handshake agent's envelope says besides the [`Envelope`]: stdin
+/// stays open after the envelope line and carries an `ack` or `deny` line for
+/// each side-effect step's `started` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Handshake {
+    /// The protocol version, 2.
+    #[schemars(range(min = 2, max = 2))]
+    pub protocol: u32,
+    /// Always `true`: side-effect steps are answered on stdin.
+    #[schemars(extend("const" = true))]
+    pub acks: bool,
+}
+
 /// The window the run belongs to; instants are RFC 3339 in the schedule's local offset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvelopeWindow {
     pub key: String,
+    #[schemars(extend("format" = "date-time"))]
     pub start: String,
+    #[schemars(extend("format" = "date-time"))]
     pub end: String,
     /// IANA name, e.g. `Asia/Shanghai`.
     pub timezone: String,
@@ -140,12 +171,13 @@ impl std::fmt::Debug for LazyEnvelope {
 }
 
 /// The time context of DESIGN.md: local business day, time since the last success.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TimeContext {
     pub business_day: bool,
-    /// e.g. `1d2h` (whole minutes); `None` if the schedule never succeeded.
+    /// e.g. `1d2h` (whole minutes); null if the schedule never succeeded.
     pub since_last_success: Option<String>,
     /// RFC 3339, local.
+    #[schemars(extend("format" = "date-time"))]
     pub last_success_at: Option<String>,
     pub timezone: String,
 }
@@ -162,7 +194,7 @@ impl TimeContext {
 }
 
 /// One past run in the execution memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryEntry {
     /// The window key.
     pub window: std::sync::Arc<str>,

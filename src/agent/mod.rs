@@ -7,6 +7,7 @@ pub mod envelope;
 pub(crate) mod log;
 pub mod protocol;
 pub mod runner;
+pub mod schema;
 
 pub use envelope::{Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key};
 pub use protocol::{AgentLine, AgentResult, ResultStatus, parse_line};

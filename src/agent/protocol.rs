@@ -4,6 +4,7 @@
 
 use crate::config::model::ErrorClass;
 use crate::store::types::StepStatus;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -17,7 +18,7 @@ pub const PROTOCOL_VERSION: u32 = 2;
 
 /// agentcron's answer to a side-effect step's `started` line, one JSON line on
 /// the agent's stdin (DESIGN.md "Side-effect handshake").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Reply {
     /// Go ahead: the `started` step is journaled and the attempt's fence
@@ -73,7 +74,7 @@ impl AgentLine {
 }
 
 /// The agent's own verdict on its attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentResult {
     pub status: ResultStatus,
     /// Only meaningful with `status: failure`; absent = classify by exit code.
@@ -95,25 +96,47 @@ pub struct AgentResult {
     pub rate_limited: Option<bool>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultStatus {
     Success,
     Failure,
 }
 
-#[derive(Deserialize)]
-struct StepEvent {
-    name: String,
-    status: StepStatus,
+/// One protocol line an agent writes, as a serde type. [`parse_line`] reads
+/// lines by hand (it is total: any input is some [`AgentLine`]); this type is
+/// what the published schema, docs/schema/agent-line.json, is generated from,
+/// and tests/protocol_schema.rs holds that every line the schema accepts
+/// parses as the event it names, and no line it rejects does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ProtocolLine {
+    /// The agent is alive.
+    Heartbeat,
+    /// A step began or ended.
+    Step(StepEvent),
+    /// Usage; lines add up over the run.
+    Usage(UsageEvent),
+    /// The verdict; the last one counts.
+    Result(AgentResult),
 }
 
-#[derive(Deserialize)]
-struct UsageEvent {
+/// `{"event":"step",…}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StepEvent {
+    /// The step's name (not blank), e.g. `deliver`.
+    #[schemars(pattern(r"\S"))]
+    pub name: String,
+    pub status: StepStatus,
+}
+
+/// `{"event":"usage",…}`, both fields optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageEvent {
     #[serde(default)]
-    tokens: Option<i64>,
+    pub tokens: Option<i64>,
     #[serde(default)]
-    cost_usd: Option<f64>,
+    pub cost_usd: Option<f64>,
 }
 
 /// Parses one line (without its newline). Never panics.

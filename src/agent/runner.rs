@@ -260,13 +260,15 @@ impl AgentRunner for ProcessRunner {
 /// them. Other agents get the version-1 envelope unchanged: without `acks`
 /// nobody answers, and an agent that parses envelopes strictly keeps working.
 pub fn envelope_line(envelope: &crate::agent::envelope::Envelope, acks: bool) -> Vec<u8> {
+    let line = crate::agent::envelope::EnvelopeLine {
+        envelope,
+        handshake: acks.then_some(crate::agent::envelope::Handshake {
+            protocol: PROTOCOL_VERSION,
+            acks: true,
+        }),
+    };
     // Serializing plain structs and a serde_json::Value cannot fail.
-    let mut value = serde_json::to_value(envelope).unwrap_or_default();
-    if acks && let Some(map) = value.as_object_mut() {
-        map.insert("protocol".into(), PROTOCOL_VERSION.into());
-        map.insert("acks".into(), true.into());
-    }
-    let mut body = serde_json::to_vec(&value).unwrap_or_default();
+    let mut body = serde_json::to_vec(&line).unwrap_or_default();
     body.push(b'\n');
     body
 }

@@ -5,8 +5,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Where a run is in its life. See [`RunState::can_become`] for the machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "Where a run is in its life (DESIGN.md \"Run state machine\").")]
 pub enum RunState {
     Pending,
     Running,
