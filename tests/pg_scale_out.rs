@@ -941,9 +941,11 @@ fn four_schedulers_share_one_ledger_without_double_fires() {
     let pg = Pg::connect(&url);
     let t = check(&pg, dir.path(), stopped_at);
     report(TEST, &t, &fleet, ran_for, began.elapsed());
-    let owners: Vec<&str> = fleet.procs.iter().map(|p| p.owner.as_str()).collect();
-    assert_worked(&t, ran_for, &owners);
-    assert_eq!(t.claims_by_owner.len(), 4, "four schedulers claimed: {t:#?}");
+    // Most windows ran, none twice (`check`). Which scheduler claims them is
+    // not asked: on today's design whichever takes the write lock first
+    // opens an instant's windows, and one of four may claim none in a short
+    // run (seen under load). Spreading the work is the partition issue's.
+    assert_worked(&t, ran_for, &[]);
     assert!(
         !fleet.warnings().keys().any(|k| k.starts_with("ERROR")),
         "errors in the schedulers' logs: {:#?}",
