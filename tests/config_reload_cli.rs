@@ -394,19 +394,6 @@ fn plan_exit_codes_and_json_shape() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn start(dir: &Path, log: &str) -> Scheduler {
-    let log = std::fs::File::create(dir.join(log)).unwrap();
-    Scheduler(
-        Command::new(bin())
-            .args(["run", "--headless", "--config"])
-            .arg(dir.join("agentcron.toml"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    )
-}
-
 fn status_json(dir: &Path) -> Option<Value> {
     serde_json::from_slice(&cli(dir, &["status", "--json"]).stdout).ok()
 }
@@ -424,7 +411,7 @@ fn a_gated_change_waits_for_approve_config_even_across_a_restart() {
         "heartbeat = \"1s\"\nrequire_approval_for = [\"prod\"]\n",
     );
     std::fs::write(&file, format!("{head}{TICK}")).unwrap();
-    let s = start(dir, "a.log");
+    let s = Scheduler::headless(dir, "a.log");
     wait_for("tick runs under v1", || {
         runs(dir, "tick")
             .iter()
@@ -443,7 +430,7 @@ fn a_gated_change_waits_for_approve_config_even_across_a_restart() {
     assert_eq!(waiting.detail["schedules"], serde_json::json!(["tick"]));
     // Restarted on the changed file: it still runs v1, and says so.
     drop(s);
-    let s = start(dir, "b.log");
+    let s = Scheduler::headless(dir, "b.log");
     let st = wait_for("status: v1 runs, v2 waits, nobody on an older config", || {
         let v = status_json(dir)?;
         (v["schedulers"]["alive"] == 1
@@ -510,7 +497,7 @@ fn a_reload_that_would_remove_every_schedule_needs_allow_empty() {
     let dir = tmp.path();
     let file = dir.join("agentcron.toml");
     std::fs::write(&file, format!("{HEAD}{TICK}{ADDED}")).unwrap();
-    let s = start(dir, "scheduler.log");
+    let s = Scheduler::headless(dir, "scheduler.log");
     wait_for("tick runs under v1", || {
         runs(dir, "tick")
             .iter()

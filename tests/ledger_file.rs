@@ -7,7 +7,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 use support::process::{Scheduler, bin, cli, wait_within};
 
@@ -104,19 +104,6 @@ fn verbs_on_a_missing_ledger_exit_2_and_create_nothing() {
     assert!(!db.exists(), "trigger --db created the ledger");
 }
 
-fn start(dir: &Path) -> Scheduler {
-    let log = std::fs::File::create(dir.join("scheduler.log")).unwrap();
-    Scheduler(
-        Command::new(bin())
-            .args(["run", "--headless", "--config"])
-            .arg(dir.join("agentcron.toml"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    )
-}
-
 /// The scheduler's first run has succeeded (so it ticks on the file).
 fn running(dir: &Path) {
     wait_within(DEADLINE, "a succeeded run", || {
@@ -142,7 +129,7 @@ fn a_scheduler_whose_ledger_is_deleted_says_so_and_stops() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("agentcron.toml"), CONFIG).unwrap();
-    let mut s = start(dir);
+    let mut s = Scheduler::headless(dir, "scheduler.log");
     running(dir);
     std::fs::remove_file(dir.join("test.db")).unwrap();
     let (code, log) = exited(dir, &mut s);
@@ -161,7 +148,7 @@ fn a_scheduler_whose_ledger_is_replaced_says_so_and_stops() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("agentcron.toml"), CONFIG).unwrap();
-    let mut s = start(dir);
+    let mut s = Scheduler::headless(dir, "scheduler.log");
     running(dir);
     // A restored copy put in its place: the same bytes, another file.
     let db = dir.join("test.db");

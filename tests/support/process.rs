@@ -34,6 +34,23 @@ pub fn wait_within<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option
 /// A scheduler process, killed (and reaped) when the test lets go of it.
 pub struct Scheduler(pub Child);
 
+impl Scheduler {
+    /// `agentcron run --headless --config DIR/agentcron.toml`, its stderr
+    /// (the log) in `DIR/LOG`.
+    pub fn headless(dir: &Path, log: &str) -> Scheduler {
+        let log = std::fs::File::create(dir.join(log)).unwrap();
+        Scheduler(
+            Command::new(bin())
+                .args(["run", "--headless", "--config"])
+                .arg(dir.join("agentcron.toml"))
+                .stdout(std::process::Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
 impl Drop for Scheduler {
     fn drop(&mut self) {
         let _ = self.0.kill();
