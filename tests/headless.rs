@@ -346,8 +346,9 @@ close_after = "10m"
         RunState::Succeeded,
         "finished within the grace period"
     );
-    // The long one is left to lease expiry, but nothing of it runs on.
-    assert_eq!(state("long"), RunState::Running);
+    // The long one is stopped at the end of the grace period and its end
+    // recorded then (issue 52: it used to be left to lease expiry).
+    assert_eq!(state("long"), RunState::RetryWait);
     // Gone, or a zombie waiting for init to reap it (it was reparented there).
     let alive = std::fs::read_to_string(format!("/proc/{long_child}/stat"))
         .ok()
@@ -359,4 +360,128 @@ close_after = "10m"
     );
     let log = std::fs::read_to_string(dir.path().join("a.log")).unwrap();
     assert!(log.contains("grace period over"), "{log}");
+}
+
+/// Issue 52: `systemctl stop` (SIGTERM) of a headless scheduler with an agent
+/// running ends that attempt when the grace period runs out, at that instant,
+/// as "stopped by scheduler shutdown" — not left `running` for the next start
+/// to record as lost (lease expired) twenty minutes later.
+#[test]
+fn a_sigterm_ends_the_running_attempt_as_a_shutdown_and_a_restart_never_finds_it_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent.sh");
+    std::fs::write(&agent, "#!/bin/sh\ncat >/dev/null\nsleep 300\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A short lease: were the run left `running`, the restart would find its
+    // lease expired (and record it lost) within seconds.
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!(
+            r#"
+[scheduler]
+database = "test.db"
+lease = "2s"
+shutdown_grace = "1s"
+
+[agents.slow]
+kind = "command"
+command = ["{agent}"]
+timeout = "10m"
+
+[[schedule]]
+id = "slow"
+agent = "slow"
+on_event = "go"
+close_after = "10m"
+retry = {{ max_attempts = 3, backoff = "fixed", initial = "1s", max = "1s", jitter = 0.0 }}
+"#,
+            agent = agent.display()
+        ),
+    )
+    .unwrap();
+    let mut a = start(dir.path(), "a.log");
+    wait_for("the database", Duration::from_secs(20), || store(dir.path()));
+    let out = Command::new(bin())
+        .args(["event", "post", "go", "--id", "e1", "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run_id = wait_for("the run to be running", Duration::from_secs(20), || {
+        let s = store(dir.path())?;
+        let run = s.read(|tx| tx.find_run("default", "slow", "e1")).ok()??;
+        let started = s.read(|tx| tx.attempts(run.id)).ok()?.len() == 1;
+        (run.state == RunState::Running && started).then_some(run.id)
+    });
+    let signalled = chrono::Utc::now();
+    sigterm(&mut a);
+    let exited = chrono::Utc::now();
+    let s = store(dir.path()).unwrap();
+    let run = s.read(|tx| tx.run(run_id)).unwrap();
+    assert_ne!(
+        run.state,
+        RunState::Running,
+        "left running for lease expiry: {run:?}"
+    );
+    assert_eq!(run.state, RunState::RetryWait, "{run:?}");
+    let attempts = s.read(|tx| tx.attempts(run_id)).unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    let first = &attempts[0];
+    assert_eq!(first.status, AttemptStatus::Cancelled, "{first:?}");
+    assert_eq!(
+        first.error_class,
+        Some(agentcron::config::model::ErrorClass::Retryable),
+        "{first:?}"
+    );
+    let message = first.message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("stopped by scheduler shutdown at "),
+        "{first:?}"
+    );
+    // Ended at the real instant: after the grace period, before the process exited.
+    let ended = first.ended_at.expect("the attempt has ended");
+    assert!(
+        ended >= signalled + chrono::TimeDelta::milliseconds(900) && ended <= exited,
+        "ended {ended}, signalled {signalled}, exited {exited}"
+    );
+    let events_of = |s: &agentcron::store::Store| {
+        s.read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(run_id),
+                ..EventFilter::default()
+            })
+        })
+        .unwrap()
+    };
+    let failed: Vec<_> = events_of(&s).into_iter().filter(|e| e.kind == "failed").collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].detail["stopped"], "shutdown", "{failed:?}");
+    assert_eq!(failed[0].at, ended);
+    drop(s);
+    // The next start takes the retry; nothing is ever told as lost.
+    let mut b = start(dir.path(), "b.log");
+    wait_for("the retry to start", Duration::from_secs(30), || {
+        let s = store(dir.path())?;
+        (s.read(|tx| tx.attempts(run_id)).ok()?.len() == 2).then_some(())
+    });
+    sigterm(&mut b);
+    let s = store(dir.path()).unwrap();
+    let events = events_of(&s);
+    assert!(
+        !events.iter().any(|e| e.kind == "lost"),
+        "a clean stop was later recorded as lost: {events:?}"
+    );
+    let attempts = s.read(|tx| tx.attempts(run_id)).unwrap();
+    assert!(
+        attempts.iter().all(|a| a.status != AttemptStatus::Lost),
+        "{attempts:?}"
+    );
+    // The trace tells the stop as what it was.
+    let out = Command::new(bin())
+        .args(["show", &run_id.to_string(), "--config"])
+        .arg(dir.path().join("agentcron.toml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("stopped by scheduler shutdown at"), "{text}");
 }

@@ -4,8 +4,8 @@
 
 use super::exit;
 use crate::agent::runner::DefaultRunner;
-use crate::console::{self, ConsoleOptions, EmbeddedScheduler};
-use crate::engine::{Engine, EngineOptions};
+use crate::console::{self, ConsoleOptions};
+use crate::engine::{Engine, EngineOptions, Stopper};
 use crate::store::Store;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -80,9 +80,11 @@ pub fn run(o: Options<'_>) -> i32 {
         .clone()
         .map(|s| s as Arc<dyn console::EmbeddedScheduler>);
     let code = console::run(opts);
-    // A quit through the dialog stopped it already; SIGTERM / SIGHUP did not.
+    // A quit through the dialog stopped it already; SIGTERM / SIGHUP did not:
+    // that is a shutdown (its attempts, if the grace period runs out, end as
+    // "stopped by scheduler shutdown", never left to be found lost).
     if let Some(s) = scheduler {
-        s.stop(false);
+        s.shut_down();
         s.join();
     }
     code
@@ -127,14 +129,24 @@ pub fn rehearse(file: &Path, theme: Option<String>, no_color: bool, read_only: b
 struct Embedded {
     owner: String,
     grace: std::time::Duration,
-    /// Resolves the engine's shutdown future (taken on the first stop).
-    shutdown: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    /// Resolves the engine's shutdown future with who stopped it (taken on
+    /// the first stop).
+    shutdown: Mutex<Option<tokio::sync::oneshot::Sender<Stopper>>>,
     /// True: stop running attempts now (they retry).
     stop_now: tokio::sync::watch::Sender<bool>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Embedded {
+    /// Stops it for a signal (the console ended without its quit dialog):
+    /// running attempts get the grace period, then end as stopped by the
+    /// shutdown. Nothing when the dialog stopped it already.
+    fn shut_down(&self) {
+        if let Some(tx) = self.shutdown.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(Stopper::Shutdown);
+        }
+    }
+
     fn join(&self) {
         let handle = self.thread.lock().ok().and_then(|mut t| t.take());
         if let Some(h) = handle {
@@ -157,7 +169,7 @@ impl console::EmbeddedScheduler for Embedded {
             let _ = self.stop_now.send(true);
         }
         if let Some(tx) = self.shutdown.lock().ok().and_then(|mut s| s.take()) {
-            let _ = tx.send(());
+            let _ = tx.send(Stopper::Operator);
         }
     }
 
@@ -195,7 +207,7 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
     let cfg = Arc::new(cfg);
     let applied = crate::config::Applied::new(cfg.clone());
     let server = super::run::bind_api(&applied, listen)?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<Stopper>();
     let (now_tx, now_rx) = tokio::sync::watch::channel(false);
     let grace = cfg.scheduler.shutdown_grace;
     let opts = EngineOptions {
@@ -218,9 +230,8 @@ fn start_embedded(cfg: crate::config::Config, listen: Option<&str>) -> Result<Em
                 let mut engine = Engine::new(cfg.clone(), store, clock, Arc::new(DefaultRunner), opts);
                 engine.set_config_version(version);
                 engine.keep_secrets(secrets);
-                let shutdown = async {
-                    let _ = stop_rx.await;
-                };
+                // A dropped sender (the console gone without a word) is a shutdown.
+                let shutdown = async { stop_rx.await.unwrap_or(Stopper::Shutdown) };
                 // Errors end up in the store's trace where possible; the console
                 // shows the scheduler as stopped by its missing ticks.
                 let _ = engine.run_live_until(shutdown, grace, Some(now_rx)).await;

@@ -238,6 +238,8 @@ pub enum Stopped {
     Superseded,
     /// A budget was exceeded.
     Budget,
+    /// The scheduler was stopped and its grace period ran out.
+    Shutdown,
 }
 
 /// Why a window was skipped, for machines (metrics labels): the switch that

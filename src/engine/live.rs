@@ -2,6 +2,17 @@
 //! or at most a second so other processes' changes are seen), stop gracefully.
 
 use super::{CancelCause, Engine, Result};
+
+/// Who stopped a live scheduler: the words its stopped attempts end with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopper {
+    /// A signal (SIGINT or SIGTERM of `run --headless`; SIGTERM or SIGHUP of
+    /// the console): "stopped by scheduler shutdown".
+    Shutdown,
+    /// The operator quit the console through its dialog: "stopped when the
+    /// operator quit".
+    Operator,
+}
 use crate::agent::runner::AttemptSignal;
 use crate::core::event::Event;
 use crate::store::types::{EventFilter, NewEvent};
@@ -103,21 +114,34 @@ impl Engine {
     }
 
     /// Runs until `shutdown` resolves, then stops claiming, waits up to `grace`
-    /// for running attempts, and leaves the rest to lease expiry.
+    /// for running attempts, and ends the rest as stopped by the shutdown
+    /// (`run --headless` on SIGINT or SIGTERM).
     pub async fn run_live(
         &mut self,
         shutdown: impl std::future::Future<Output = ()>,
         grace: Duration,
     ) -> Result<()> {
-        self.run_live_until(shutdown, grace, None).await
+        self.run_live_until(
+            async {
+                shutdown.await;
+                Stopper::Shutdown
+            },
+            grace,
+            None,
+        )
+        .await
     }
 
-    /// The hook of the console that embeds this scheduler (its quit dialog):
-    /// like [`Engine::run_live`], and once `stop_now` turns true — before the
-    /// drain or during it — or when the grace period runs out, the running
-    /// attempts are stopped with [`CancelCause::OperatorQuit`] and recorded
-    /// as retries ("stopped when the operator quit at …") instead of being
-    /// left to lease expiry.
+    /// Like [`Engine::run_live`]; `shutdown` says who stopped the scheduler.
+    /// Once `stop_now` turns true — before the drain or during it — or when
+    /// the grace period runs out, the running attempts are stopped (their
+    /// whole process groups) and each end is recorded at once through the
+    /// recovery rules: "stopped when the operator quit at …"
+    /// ([`CancelCause::OperatorQuit`]: the console's quit dialog; it retries
+    /// at once) or "stopped by scheduler shutdown at …"
+    /// ([`CancelCause::Shutdown`]: a signal; retryable by the usual rules).
+    /// None is left to lease expiry, which is for a crash or a freeze: a
+    /// clean stop is never told later as "lost".
     ///
     /// A transient store error (the database locked by another process
     /// beyond the busy timeout; a PostgreSQL ledger unreachable, or a
@@ -128,14 +152,14 @@ impl Engine {
     /// [`Engine::ledger_lost`]).
     pub async fn run_live_until(
         &mut self,
-        shutdown: impl std::future::Future<Output = ()>,
+        shutdown: impl std::future::Future<Output = Stopper>,
         grace: Duration,
         mut stop_now: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<()> {
         tokio::pin!(shutdown);
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
-        loop {
+        let by = loop {
             if let Err(e) = self.store.check_file() {
                 return self.ledger_lost(e).await;
             }
@@ -160,7 +184,7 @@ impl Engine {
             let wait = due.unwrap_or(POLL);
             let until = Instant::now() + wait;
             tokio::select! {
-                _ = &mut shutdown => break,
+                by = &mut shutdown => break by,
                 _ = tokio::time::sleep(if due.is_some() { wait.saturating_sub(TIMER_SLACK) } else { wait }) => {
                     if due.is_some() {
                         sleep_exactly_until(until);
@@ -175,7 +199,7 @@ impl Engine {
                     }
                 }
             }
-        }
+        };
         self.stop_claiming();
         tracing::info!(running = self.running_count(), "stopping: claiming nothing new");
         let deadline = Instant::now() + grace;
@@ -207,16 +231,28 @@ impl Engine {
                 }
             }
         }
-        if stop_now.is_some() && self.running_count() > 0 {
-            self.stop_for_operator().await?;
+        if self.running_count() > 0 {
+            let at = self.clock.now();
+            // "Stop now" is only ever the operator's (the quit dialog).
+            let cause = if by == Stopper::Operator || now_wanted(&stop_now) {
+                CancelCause::OperatorQuit(at)
+            } else {
+                tracing::warn!(
+                    running = self.running_count(),
+                    "grace period over; stopping the agents and recording their attempts as stopped by scheduler shutdown"
+                );
+                CancelCause::Shutdown(at)
+            };
+            self.stop_running(cause).await?;
         }
         let left = self.running_count();
         if left > 0 {
+            // Only an agent that outlived SIGKILL, or a report lost with its
+            // transaction: nothing more this process can record.
             tracing::warn!(
                 left,
-                "grace period over; stopping the agents, leaving their runs to lease expiry"
+                "attempts not recorded as stopped; leaving them to lease expiry"
             );
-            self.stop_agents().await;
         }
         let now = self.clock.now();
         let stopped = Event::SchedulerStopped {
@@ -231,13 +267,13 @@ impl Engine {
         Ok(())
     }
 
-    /// The operator quit and stopped the running attempts: each is cancelled
-    /// (its whole process group) and its end recorded through the recovery
-    /// rules as a retry, so nothing is left to lease expiry.
-    async fn stop_for_operator(&mut self) -> Result<()> {
-        let at = self.clock.now();
+    /// The scheduler stops with attempts still running: each is cancelled
+    /// (its whole process group: SIGTERM, then SIGKILL) and its end recorded
+    /// at once, with `cause`'s words and instant, through the recovery rules,
+    /// so nothing is left to lease expiry.
+    async fn stop_running(&mut self, cause: CancelCause) -> Result<()> {
         for r in self.running.values_mut() {
-            r.cancel = Some(CancelCause::OperatorQuit(at));
+            r.cancel = Some(cause.clone());
             r.handle.cancel();
         }
         let deadline = Instant::now() + STOP_AGENTS_WITHIN;
@@ -248,7 +284,12 @@ impl Engine {
             }
             tokio::select! {
                 report = self.recv_report() => match report {
-                    Some(r) => self.handle(r)?,
+                    Some(r) => {
+                        // A store error here loses only this report: the
+                        // others are still recorded, this run goes to lease expiry.
+                        let handled = self.handle(r);
+                        self.hold(handled)?;
+                    }
                     None => break,
                 },
                 _ = tokio::time::sleep(left) => break,
@@ -257,12 +298,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Stops the agents still running after the grace period (their whole
+    /// Stops the agents of a scheduler that lost its ledger file (their whole
     /// process groups: SIGTERM, then SIGKILL) and waits for them to end, so no
     /// agent of this scheduler keeps acting once it is gone. Their runs are not
-    /// touched: they stay `running` until the lease expires and a scheduler
-    /// marks the attempt lost (then retry, or a human if a side-effect step is
-    /// uncertain), exactly as after a crash.
+    /// touched (nothing can be recorded where anyone looks): they stay
+    /// `running` until the lease expires and a scheduler marks the attempt
+    /// lost (then retry, or a human if a side-effect step is uncertain),
+    /// exactly as after a crash.
     async fn stop_agents(&mut self) {
         let mut open: std::collections::HashSet<(i64, i64)> = self
             .running

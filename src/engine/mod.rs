@@ -21,6 +21,7 @@ pub(crate) mod registry;
 mod reload;
 pub mod tick_time;
 
+pub use live::Stopper;
 pub use registry::Registration;
 pub use reload::{ReloadOutcome, ReloadSource};
 

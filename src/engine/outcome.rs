@@ -312,6 +312,15 @@ impl Engine {
                     ),
                 }
             }
+            Some(CancelCause::Shutdown(at)) => {
+                outcome = Outcome::Failure {
+                    class: ErrorClass::Retryable,
+                    reason: format!(
+                        "stopped by scheduler shutdown at {}",
+                        at.with_timezone(&s.timezone).format("%H:%M:%S %Z")
+                    ),
+                }
+            }
             _ => {}
         }
         if matches!(ending, Ending::TimedOut) && r.cancel.is_none() {

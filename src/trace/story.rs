@@ -422,6 +422,11 @@ impl Story {
                         "attempt {n} {reason} (not a failure: it retries at once){}",
                         self.steps_note(*n)
                     ),
+                    // The reason says when; what follows says if and when it retries.
+                    (Some(n), Some(Stopped::Shutdown)) => format!(
+                        "attempt {n} {reason} (the shutdown grace period ran out){}",
+                        self.steps_note(*n)
+                    ),
                     (Some(n), Some(Stopped::KillSwitch)) => format!(
                         "attempt {n} stopped {hm} by the kill switch (--cancel-running): {reason}{}",
                         self.steps_note(*n)

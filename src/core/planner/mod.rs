@@ -58,6 +58,11 @@ pub enum Cancel {
     /// The operator quit the console that embeds this scheduler and chose to
     /// stop running attempts (at this instant): they retry, whatever their count.
     OperatorQuit(DateTime<Utc>),
+    /// The scheduler was stopped (SIGTERM or SIGINT of `run --headless`,
+    /// SIGTERM or SIGHUP of the console) and its grace period ran out (at this
+    /// instant): the attempt ends now, retryable by the usual rules, instead
+    /// of being left to lease expiry and told later as lost.
+    Shutdown(DateTime<Utc>),
 }
 
 /// An attempt's end as the recovery rules see it.
@@ -710,6 +715,7 @@ fn fail(
     let is_final = (class == ErrorClass::NonRetryable).then_some(true);
     let stopped = cancel.and_then(|c| match c {
         Cancel::OperatorQuit(_) => Some(Stopped::OperatorQuit),
+        Cancel::Shutdown(_) => Some(Stopped::Shutdown),
         Cancel::Kill => Some(Stopped::KillSwitch),
         Cancel::Superseded(_) => Some(Stopped::Superseded),
         Cancel::Budget(_) => Some(Stopped::Budget),
