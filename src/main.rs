@@ -511,7 +511,7 @@ fn main() {
                 after: after.as_deref(),
                 json: *json,
             };
-            cli::next::run(&cli.config, &opts)
+            cli::next::run(&cli.config, cli.db.as_deref(), &opts)
         }
         Some(Command::Run { headless: _ }) => {
             cli::run::run(&cli.config, cli.db.as_deref(), log_format, cli.listen.as_deref())

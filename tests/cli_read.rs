@@ -921,3 +921,84 @@ fn explain_json_says_what_moves_a_stuck_run_on() {
     assert_eq!(v["verdict"], "not_yet");
     assert_eq!(v["next"], "it opens 2099-06-06 09:00");
 }
+
+/// Issue 52: a typo saved in the file (the schedulers still run the last good
+/// version) does not stop the read verbs: each warns once on stderr and reads
+/// the ledger; `status` exits by the schedulers' health (none here: 1) and
+/// says `config_file_invalid`; `check` is what fails on the file.
+#[test]
+fn the_read_verbs_read_the_ledger_when_the_file_does_not_load() {
+    let db = scenario();
+    let good = std::fs::read_to_string(db.config()).unwrap();
+    let broken = good.replacen("cron = \"30 9 * * *\"", "evrey = \"5m\"", 1);
+    assert_ne!(good, broken);
+    std::fs::write(db.config(), &broken).unwrap();
+    let config = db.config().display().to_string();
+    let flaky = run_id(&db, "flaky", "2026-06-06").to_string();
+    for verb in [
+        vec!["runs"],
+        vec!["runs", "--json"],
+        vec!["events"],
+        vec!["events", "--schedule", "report"],
+        vec!["show", flaky.as_str()],
+        vec!["explain", "report", "--window", "2026-06-06"],
+        vec!["dlq", "list"],
+    ] {
+        // No --db: the file names the ledger even though it does not load.
+        let mut args = vec!["--config", config.as_str()];
+        args.extend(verb.iter().copied());
+        let out = run(&args);
+        assert_eq!(out.code, 0, "{verb:?}: {}", out.stderr);
+        assert_has(
+            &out.stderr,
+            &[
+                &format!("warning: config {config} does not load ("),
+                "evrey",
+                "run `agentcron check`",
+            ],
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
+        assert!(!out.stdout.is_empty(), "{verb:?} printed nothing");
+    }
+    let out = run(&["--config", config.as_str(), "runs", "--json"]);
+    assert_eq!(out.json().as_array().unwrap().len(), 4);
+    // No scheduler alive here: 1, whatever the file.
+    let out = run(&["--config", config.as_str(), "status", "--json"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let status = out.json();
+    assert_eq!(status["config_file_invalid"], true, "{status}");
+    assert!(
+        status["config_file_error"].as_str().unwrap().contains("evrey"),
+        "{status}"
+    );
+    // `check` is where the file fails.
+    let out = run(&["--config", config.as_str(), "check"]);
+    assert_eq!(out.code, 1);
+    assert_has(&out.stderr, &["unknown key `evrey`"]);
+    // Mended: no warning, and the JSON says so.
+    std::fs::write(db.config(), &good).unwrap();
+    let out = run(&["--config", config.as_str(), "status", "--json"]);
+    assert_eq!(out.json()["config_file_invalid"], false);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+}
+
+/// Issue 52: `--kind` takes every kind the ledger can hold (the list comes
+/// from the event type itself), not only those of runs.
+#[test]
+fn events_kind_accepts_every_kind_the_ledger_can_hold() {
+    let db = scenario();
+    for kind in agentcron::core::event::KINDS {
+        let out = db.cmd(&["events", "--kind", kind]);
+        assert_eq!(out.code, 0, "{kind}: {}", out.stderr);
+    }
+    let out = db.cmd(&[
+        "events",
+        "--kind",
+        "config_rejected,config_waiting,scheduler_lost",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_has(&out.stdout, &["no events"]);
+    let out = db.cmd(&["events", "--kind", "config_rejectd"]);
+    assert_eq!(out.code, 2);
+    assert_has(&out.stderr, &["did you mean `config_rejected`?"]);
+}

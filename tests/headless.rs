@@ -485,3 +485,66 @@ retry = {{ max_attempts = 3, backoff = "fixed", initial = "1s", max = "1s", jitt
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("stopped by scheduler shutdown at"), "{text}");
 }
+
+fn cli_out(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = support::process::cli(dir, args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 52: with a typo saved in the file (the scheduler still running the
+/// last good version, the reload rejected), `status` exits by the schedulers'
+/// health — 0 while one is alive, 1 once none is — with a warning about the
+/// file, and the rejection is there to read with `events`, no `--db` needed.
+#[test]
+fn a_typo_in_the_file_leaves_status_to_the_schedulers_health() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "[scheduler]\ndatabase = \"test.db\"\nshutdown_grace = \"1s\"\n\n\
+                [agents.a]\nkind = \"command\"\ncommand = [\"true\"]\n\n\
+                [[schedule]]\nid = \"s\"\nagent = \"a\"\nevery = \"5m\"\n";
+    std::fs::write(dir.path().join("agentcron.toml"), good).unwrap();
+    let mut a = start(dir.path(), "a.log");
+    wait_for("a live scheduler", Duration::from_secs(20), || {
+        (cli_out(dir.path(), &["status"]).0 == 0).then_some(())
+    });
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        good.replace("every = \"5m\"", "evrey = \"5m\""),
+    )
+    .unwrap();
+    unsafe {
+        libc::kill(a.id() as i32, libc::SIGHUP);
+    }
+    let (code, stdout, stderr) = wait_for("config_rejected", Duration::from_secs(20), || {
+        let out = cli_out(dir.path(), &["events", "--kind", "config_rejected", "--json"]);
+        out.1.contains("config_rejected").then_some(out)
+    });
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("evrey"), "{stdout}");
+    assert!(stderr.starts_with("warning: config "), "{stderr}");
+    let (code, stdout, stderr) = cli_out(dir.path(), &["status"]);
+    assert_eq!(code, 0, "a scheduler is alive:\n{stdout}{stderr}");
+    assert!(stdout.contains("schedulers: 1 alive"), "{stdout}");
+    assert!(
+        stderr.contains("does not load (") && stderr.contains("showing the ledger's version 1"),
+        "{stderr}"
+    );
+    let (code, stdout, _) = cli_out(dir.path(), &["status", "--json"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["config_file_invalid"], true, "{json}");
+    let (code, stdout, stderr) = cli_out(dir.path(), &["runs"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("warning: config "), "{stderr}");
+    assert!(!stdout.is_empty());
+    let (code, stdout, _) = cli_out(dir.path(), &["next", "s", "--count", "1"]);
+    assert_eq!(code, 0, "next reads the ledger's version: {stdout}");
+    sigterm(&mut a);
+    let (code, stdout, stderr) = cli_out(dir.path(), &["status"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("NO SCHEDULER ALIVE"), "{stdout}");
+    assert!(stderr.contains("warning: config "), "{stderr}");
+}

@@ -25,7 +25,14 @@ pub struct Options<'a> {
 }
 
 pub fn run(o: Options<'_>) -> i32 {
-    let mut cfg = match super::load_config(o.config) {
+    // An attached console only reads: a file that does not load shows the
+    // ledger's version (as the read verbs do); the embedded scheduler needs it.
+    let loaded = if o.attach {
+        super::db::config_or_ledger(o.config, o.db)
+    } else {
+        super::load_config(o.config)
+    };
+    let mut cfg = match loaded {
         Ok(c) => c,
         Err(code) => return code,
     };

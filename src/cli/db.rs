@@ -14,7 +14,12 @@ use chrono_tz::Tz;
 use std::path::Path;
 
 /// A ledger a read verb reads: the embedded file, or a PostgreSQL one.
-pub struct Ledger(Store);
+pub struct Ledger {
+    store: Store,
+    /// The config file does not load: why, in one line. The verb shows the
+    /// ledger's applied version instead (or the ledger alone).
+    pub file_invalid: Option<String>,
+}
 
 impl Ledger {
     /// Runs `f` on the ledger, in one read transaction.
@@ -22,7 +27,7 @@ impl Ledger {
         &self,
         f: impl FnOnce(&dyn LedgerRead) -> crate::store::Result<T>,
     ) -> crate::store::Result<T> {
-        self.0.read(|tx| f(tx))
+        self.store.read(|tx| f(tx))
     }
 }
 
@@ -30,38 +35,199 @@ impl Ledger {
 /// `postgres://` ledger (`--db`, or the config's `[scheduler] database`) is
 /// read there, its password from the URL, `PGPASSWORD` or `[scheduler]
 /// password_file`.
+///
+/// A config file that does not load does not stop a read verb (DESIGN
+/// "Status"): it warns on stderr and reads with the ledger's applied version
+/// ([`Ledger::file_invalid`] says why); `check` is where the file's errors fail.
 pub fn open_ledger_for_cli(config: &Path, db: Option<&Path>) -> Result<(Ledger, Option<Config>), i32> {
-    let cfg = config_for_cli(config, db)?;
-    let path = database_path(db, cfg.as_ref())?;
-    Ok((Ledger(open_store(&path, false)?), cfg))
+    let (store, cfg, file_invalid) = open_to_read(config, db)?;
+    Ok((Ledger { store, file_invalid }, cfg))
 }
 
 /// Opens the database for a CLI verb, printing a plain error and returning the
 /// exit code when it cannot: 2 when nothing can be opened (no config to find it
 /// in, no file, locked, corrupt, too new), or the config loader's code when the
-/// config names the database but does not load. No verb creates a file.
+/// config names the database but does not load and the verb writes. A verb
+/// that only reads goes on with the ledger's version (as
+/// [`open_ledger_for_cli`]). No verb creates a file.
 pub fn open_for_cli(config: &Path, db: Option<&Path>, write: bool) -> Result<(Store, Option<Config>), i32> {
-    let cfg = config_for_cli(config, db)?;
+    if !write {
+        let (store, cfg, _) = open_to_read(config, db)?;
+        return Ok((store, cfg));
+    }
+    let cfg = match config_for_cli(config, db)? {
+        FileConfig::Loaded(cfg) => cfg.map(|c| *c),
+        // A verb that acts does so on the file's word: it must load.
+        FileConfig::Invalid(_) => Some(super::load_config(config)?),
+    };
     let path = database_path(db, cfg.as_ref())?;
     Ok((open_store(&path, write)?, cfg))
 }
 
-/// The config a verb reads: optional with `--db`, required (and valid)
-/// without it, since it names the database.
-fn config_for_cli(config: &Path, db: Option<&Path>) -> Result<Option<Config>, i32> {
-    if db.is_some() {
-        let cfg = optional_config(config);
-        crate::store::pg::use_password_file(cfg.as_ref().and_then(|c| c.scheduler.password_file.as_deref()));
-        return Ok(cfg);
+/// The read verbs' opening: the store, the config to read it with and, when
+/// the file does not load, why (already warned about).
+fn open_to_read(config: &Path, db: Option<&Path>) -> Result<(Store, Option<Config>, Option<String>), i32> {
+    match config_for_cli(config, db)? {
+        FileConfig::Loaded(cfg) => {
+            let cfg = cfg.map(|c| *c);
+            let path = database_path(db, cfg.as_ref())?;
+            Ok((open_store(&path, false)?, cfg, None))
+        }
+        FileConfig::Invalid(invalid) => {
+            let path = db.map_or_else(|| invalid.database.clone(), Path::to_path_buf);
+            let store = open_store(&path, false)?;
+            let cfg = ledger_config(&store, &path, config, &invalid.why);
+            Ok((store, cfg, Some(invalid.why)))
+        }
     }
+}
+
+/// The config a read verb uses when the file does not load: the version the
+/// ledger runs, after a one-line warning on stderr naming the file, the
+/// problem and the version.
+fn ledger_config(store: &Store, database: &Path, config: &Path, why: &str) -> Option<Config> {
+    let loaded = ledger_version(store, database);
+    warn_file_invalid(config, why, loaded.as_ref().map(|(v, _)| *v));
+    loaded.map(|(_, c)| c)
+}
+
+/// The version the ledger runs and its config (its text as stored, secrets
+/// sealed: reading needs none), the ledger at `database`.
+pub(crate) fn ledger_version(store: &Store, database: &Path) -> Option<(i64, Config)> {
+    let stored = store.read(|tx| tx.current_config()).ok().flatten()?;
+    let mut cfg = crate::config::load_str(&stored.text, Path::new(&stored.path)).ok()?;
+    cfg.scheduler.database = database.to_path_buf();
+    Some((stored.version, cfg))
+}
+
+/// "warning: config FILE does not load (WHY); showing the ledger's version N
+/// — run `agentcron check`", on stderr.
+pub(crate) fn warn_file_invalid(config: &Path, why: &str, version: Option<i64>) {
+    let showing = match version {
+        Some(v) => format!("showing the ledger's version {v}"),
+        None => "showing the ledger without a config (times in UTC)".to_string(),
+    };
+    eprintln!(
+        "warning: config {} does not load ({why}); {showing} — run `agentcron check`",
+        config.display()
+    );
+}
+
+/// The config of a verb that reads it whole (`next SCHEDULE`, `console
+/// --attach`): the file, or when it does not load the version the ledger runs
+/// (with a warning; `check` tells the file's errors). Without a ledger that
+/// has one, the file's errors as [`super::load_config`] reports them.
+pub fn config_or_ledger(config: &Path, db: Option<&Path>) -> Result<crate::config::Config, i32> {
+    let diags = match crate::config::load_file(config) {
+        Ok(_) => return super::load_config(config),
+        Err(crate::config::LoadError::Invalid(diags)) => diags,
+        Err(e) => return Err(super::check::report_load_error(config, &e)),
+    };
+    let around = crate::config::load::read_around_errors(config);
+    crate::store::pg::use_password_file(around.as_ref().and_then(|c| c.scheduler.password_file.as_deref()));
+    let database = match (db, around) {
+        (Some(db), _) => db.to_path_buf(),
+        (None, Some(c)) => c.scheduler.database,
+        (None, None) => config.with_file_name("agentcron.db"),
+    };
+    let is_url = database.to_str().is_some_and(crate::store::pg::is_url);
+    let store = if is_url || database.exists() {
+        Store::open_read_only(&database).ok()
+    } else {
+        None
+    };
+    let Some(store) = store else {
+        return Err(super::check::report_load_error(
+            config,
+            &crate::config::LoadError::Invalid(diags),
+        ));
+    };
+    match ledger_version(&store, &database) {
+        Some((version, cfg)) => {
+            warn_file_invalid(config, &one_line(&diags), Some(version));
+            Ok(cfg)
+        }
+        None => Err(super::check::report_load_error(
+            config,
+            &crate::config::LoadError::Invalid(diags),
+        )),
+    }
+}
+
+/// The config file as a read verb finds it.
+enum FileConfig {
+    /// Loaded; `None` with `--db` and no file (or a broken one: times in UTC).
+    Loaded(Option<Box<Config>>),
+    /// There, but it does not load.
+    Invalid(InvalidFile),
+}
+
+/// A config file that does not load, and what can still be read of it.
+struct InvalidFile {
+    /// The first problem, in one line (`LINE:COL: message (+N more)`).
+    why: String,
+    /// Its `[scheduler] database` as far as it reads (else the default).
+    database: std::path::PathBuf,
+}
+
+/// The config a verb reads: optional with `--db`, required without it,
+/// since it names the database; one that does not load is
+/// [`FileConfig::Invalid`] (a file that cannot be read at all stops the verb).
+fn config_for_cli(config: &Path, db: Option<&Path>) -> Result<FileConfig, i32> {
     if !config.exists() {
+        if db.is_some() {
+            return Ok(FileConfig::Loaded(None));
+        }
         eprintln!(
             "agentcron: no config at {}; pass --config FILE, or --db FILE to read a database directly",
             config.display()
         );
         return Err(exit::USAGE);
     }
-    Ok(Some(super::load_config(config)?))
+    match load_file(config) {
+        Ok(cfg) => {
+            crate::store::pg::use_password_file(cfg.scheduler.password_file.as_deref());
+            Ok(FileConfig::Loaded(Some(Box::new(cfg))))
+        }
+        Err(LoadError::Invalid(diags)) => {
+            let around = crate::config::load::read_around_errors(config);
+            crate::store::pg::use_password_file(
+                around.as_ref().and_then(|c| c.scheduler.password_file.as_deref()),
+            );
+            let database =
+                around.map_or_else(|| config.with_file_name("agentcron.db"), |c| c.scheduler.database);
+            Ok(FileConfig::Invalid(InvalidFile {
+                why: one_line(&diags),
+                database,
+            }))
+        }
+        Err(e) if db.is_some() => {
+            eprintln!("agentcron: note: {e}; showing times in UTC");
+            Ok(FileConfig::Loaded(None))
+        }
+        Err(e) => {
+            eprintln!("agentcron: {e}");
+            Err(exit::USAGE)
+        }
+    }
+}
+
+/// A config's problems in one line: the first few, located, and how many more
+/// (a typo often shows twice: the unknown key, and what it then lacks).
+pub(crate) fn one_line(diags: &[crate::config::Diagnostic]) -> String {
+    const SHOWN: usize = 3;
+    let mut parts: Vec<String> = diags
+        .iter()
+        .take(SHOWN)
+        .map(|d| format!("{}:{}: {}", d.line, d.col, d.message))
+        .collect();
+    if diags.len() > SHOWN {
+        parts.push(format!("{} more", diags.len() - SHOWN));
+    }
+    if parts.is_empty() {
+        return "not a valid config".into();
+    }
+    parts.join("; ")
 }
 
 /// `--db`, else the config's `[scheduler] database`.
@@ -97,28 +263,6 @@ fn open_store(path: &Path, write: bool) -> Result<Store, i32> {
         eprintln!("agentcron: {e}");
         exit::USAGE
     })
-}
-
-/// The config when `--db` already names the database: used for time zones only,
-/// so a missing file is fine and a broken one is a note, not an error.
-fn optional_config(config: &Path) -> Option<Config> {
-    if !config.exists() {
-        return None;
-    }
-    match load_file(config) {
-        Ok(c) => Some(c),
-        Err(LoadError::Invalid(_)) => {
-            eprintln!(
-                "agentcron: note: {} is not valid (see `agentcron check`); showing times in UTC",
-                config.display()
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!("agentcron: note: {e}; showing times in UTC");
-            None
-        }
-    }
 }
 
 /// A schedule id a read verb was given must be one the config has, or (a

@@ -36,7 +36,7 @@ pub struct Options<'a> {
 /// (an extra zero or two) cannot make the command run for minutes.
 pub const MAX_COUNT: usize = 10_000;
 
-pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
+pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     if let Err(e) = check_usage(opts) {
         eprintln!("agentcron next: {e}");
         return exit::USAGE;
@@ -83,7 +83,7 @@ pub fn run(config: &Path, opts: &Options<'_>) -> i32 {
             rule
         }
         Target::Schedule(id) => {
-            let cfg = match super::load_config(config) {
+            let cfg = match super::db::config_or_ledger(config, db) {
                 Ok(c) => c,
                 Err(code) => return code,
             };

@@ -1,6 +1,8 @@
 //! `agentcron status [--json]`: is it working? Exit 0 when at least one
 //! scheduler is alive and the kill switch is off, 1 otherwise (for cron jobs
-//! and monitoring checks), 2 when nothing could be opened.
+//! and monitoring checks), 2 when nothing could be opened. A config file that
+//! does not load is a warning (and `config_file_invalid` in the JSON), not the
+//! exit code: the schedulers run the ledger's version.
 
 use super::db::{self, open_ledger_for_cli};
 use super::exit;
@@ -26,7 +28,16 @@ pub fn run(config: &Path, db: Option<&Path>, json: bool, utc: bool) -> i32 {
         }
     };
     if json {
-        let code = db::print_json("status", &status.to_json());
+        let mut value = status.to_json();
+        // The file on disk, not what runs: the ledger's version runs either way.
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert(
+                "config_file_invalid".into(),
+                serde_json::Value::Bool(store.file_invalid.is_some()),
+            );
+            obj.insert("config_file_error".into(), store.file_invalid.clone().into());
+        }
+        let code = db::print_json("status", &value);
         if code != exit::OK {
             return code;
         }

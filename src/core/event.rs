@@ -705,94 +705,68 @@ impl Event {
     }
 }
 
-/// Every kind the trace writes ([`Event::kind`] of each variant but `Other`),
-/// for checking what a person typed (`events --kind`).
-pub const KINDS: &[&str] = &[
-    "scheduler_started",
-    "scheduler_stopped",
-    "tick",
-    "clock_jump",
-    "catchup_planned",
-    "window_opened",
-    "skipped",
-    "expired",
-    "event_posted",
-    "gate",
-    "switch_held",
-    "decision",
-    "claimed",
-    "started",
-    "heartbeat",
-    "step",
-    "agent_output",
-    "succeeded",
-    "failed",
-    "retry_scheduled",
-    "parked_for_human",
-    "approved",
-    "rejected",
-    "requeued",
-    "dead_lettered",
-    "missed",
-    "catchup_queued",
-    "concurrency_halved",
-    "lost",
-    "stale_result",
-    "circuit_opened",
-    "circuit_half_open",
-    "circuit_closed",
-    "switch_changed",
-    "alert",
-    "alert_failed",
-];
+/// [`KINDS`] and [`Event::kind`] of every variant but `Other`, from one list:
+/// a variant added to [`Event`] must be named here (the match is exhaustive),
+/// so `events --kind` accepts every kind the ledger can hold.
+macro_rules! event_kinds {
+    ($($pat:pat => $name:literal,)*) => {
+        /// Every kind the trace writes ([`Event::kind`] of each variant but
+        /// `Other`), for checking what a person typed (`events --kind`).
+        pub const KINDS: &[&str] = &[$($name),*];
 
-/// The stored kind of every variant but `Other`.
-fn known_kind(e: &Event) -> &'static str {
-    match e {
-        Event::SchedulerStarted { .. } => "scheduler_started",
-        Event::SchedulerStopped { .. } => "scheduler_stopped",
-        Event::Tick { .. } => "tick",
-        Event::SchedulerLost { .. } => "scheduler_lost",
-        Event::ClockJump { .. } => "clock_jump",
-        Event::CatchupPlanned { .. } => "catchup_planned",
-        Event::WindowOpened { .. } => "window_opened",
-        Event::Skipped { .. } => "skipped",
-        Event::Expired { .. } => "expired",
-        Event::EventPosted { .. } => "event_posted",
-        Event::Gate(_) => "gate",
-        Event::SwitchHeld { .. } => "switch_held",
-        Event::Decision(_) => "decision",
-        Event::Claimed { .. } => "claimed",
-        Event::Started { .. } => "started",
-        Event::Heartbeat { .. } => "heartbeat",
-        Event::Step { .. } => "step",
-        Event::AgentOutput { .. } => "agent_output",
-        Event::Succeeded { .. } => "succeeded",
-        Event::Failed { .. } => "failed",
-        Event::RetryScheduled { .. } => "retry_scheduled",
-        Event::ParkedForHuman { .. } => "parked_for_human",
-        Event::Approved { .. } => "approved",
-        Event::Rejected { .. } => "rejected",
-        Event::Requeued { .. } => "requeued",
-        Event::DeadLettered { .. } => "dead_lettered",
-        Event::Missed { .. } => "missed",
-        Event::CatchupQueued { .. } => "catchup_queued",
-        Event::ConcurrencyHalved { .. } => "concurrency_halved",
-        Event::Lost { .. } => "lost",
-        Event::StaleResult { .. } => "stale_result",
-        Event::CircuitOpened { .. } => "circuit_opened",
-        Event::CircuitHalfOpen { .. } => "circuit_half_open",
-        Event::CircuitClosed { .. } => "circuit_closed",
-        Event::SwitchChanged { .. } => "switch_changed",
-        Event::Alert(_) => "alert",
-        Event::AlertFailed { .. } => "alert_failed",
-        Event::ConfigApplied { .. } => "config_applied",
-        Event::ReloadRequested { .. } => "reload_requested",
-        Event::ConfigRejected { .. } => "config_rejected",
-        Event::ConfigWaiting { .. } => "config_waiting",
-        Event::ScheduleVersioned { .. } => "schedule_versioned",
-        Event::Other { .. } => "other",
-    }
+        /// The stored kind of every variant but `Other`.
+        fn known_kind(e: &Event) -> &'static str {
+            match e {
+                $($pat => $name,)*
+                Event::Other { .. } => "other",
+            }
+        }
+    };
+}
+
+event_kinds! {
+    Event::SchedulerStarted { .. } => "scheduler_started",
+    Event::SchedulerStopped { .. } => "scheduler_stopped",
+    Event::Tick { .. } => "tick",
+    Event::SchedulerLost { .. } => "scheduler_lost",
+    Event::ClockJump { .. } => "clock_jump",
+    Event::CatchupPlanned { .. } => "catchup_planned",
+    Event::WindowOpened { .. } => "window_opened",
+    Event::Skipped { .. } => "skipped",
+    Event::Expired { .. } => "expired",
+    Event::EventPosted { .. } => "event_posted",
+    Event::Gate(_) => "gate",
+    Event::SwitchHeld { .. } => "switch_held",
+    Event::Decision(_) => "decision",
+    Event::Claimed { .. } => "claimed",
+    Event::Started { .. } => "started",
+    Event::Heartbeat { .. } => "heartbeat",
+    Event::Step { .. } => "step",
+    Event::AgentOutput { .. } => "agent_output",
+    Event::Succeeded { .. } => "succeeded",
+    Event::Failed { .. } => "failed",
+    Event::RetryScheduled { .. } => "retry_scheduled",
+    Event::ParkedForHuman { .. } => "parked_for_human",
+    Event::Approved { .. } => "approved",
+    Event::Rejected { .. } => "rejected",
+    Event::Requeued { .. } => "requeued",
+    Event::DeadLettered { .. } => "dead_lettered",
+    Event::Missed { .. } => "missed",
+    Event::CatchupQueued { .. } => "catchup_queued",
+    Event::ConcurrencyHalved { .. } => "concurrency_halved",
+    Event::Lost { .. } => "lost",
+    Event::StaleResult { .. } => "stale_result",
+    Event::CircuitOpened { .. } => "circuit_opened",
+    Event::CircuitHalfOpen { .. } => "circuit_half_open",
+    Event::CircuitClosed { .. } => "circuit_closed",
+    Event::SwitchChanged { .. } => "switch_changed",
+    Event::Alert(_) => "alert",
+    Event::AlertFailed { .. } => "alert_failed",
+    Event::ConfigApplied { .. } => "config_applied",
+    Event::ReloadRequested { .. } => "reload_requested",
+    Event::ConfigRejected { .. } => "config_rejected",
+    Event::ConfigWaiting { .. } => "config_waiting",
+    Event::ScheduleVersioned { .. } => "schedule_versioned",
 }
 
 #[cfg(test)]

@@ -90,6 +90,25 @@ pub fn load_str_with(text: &str, path: &Path, extra: &[&str]) -> Result<Config, 
     }
 }
 
+/// What can be read of a config file that does not load (see
+/// [`load_file`]): everything the loader could make of it, with defaults where
+/// a value is wrong or missing (a text that is not TOML reads as an empty
+/// file; `None` only if even that fails). Only for finding things the file names that the rest of it does not
+/// change — the ledger of `[scheduler] database` — so that the read verbs can
+/// show the ledger while the file is being fixed; never to run anything.
+pub fn read_around_errors(path: &Path) -> Option<Config> {
+    let text = std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let text = if DeTable::parse(&text).is_ok() {
+        text
+    } else {
+        String::new()
+    };
+    let root = DeTable::parse(&text).ok()?;
+    Some(Loader::new(&text, path).config(root.get_ref()))
+}
+
 /// Texts from this size on (a few thousand schedules) leave enough freed
 /// parse memory to be worth handing back.
 const RELEASE_AFTER: usize = 1 << 20;
