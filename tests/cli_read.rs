@@ -612,6 +612,34 @@ fn explain_a_window_that_never_opened_then_was_caught_up() {
     );
 }
 
+/// Issue 52: a schedule the config names that has simply not run yet is an
+/// answer (exit 0: when it first fires), not a failure.
+#[test]
+fn explain_a_schedule_that_has_not_run_yet_says_when_it_will() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{}\n[[schedule]]\nid = \"fresh\"\nagent = \"sim\"\ncron = \"0 9 * * *\"\n",
+        base()
+    );
+    let cfg = config(&dir, &toml);
+    let mut d = driver(&dir, cfg, "2026-06-06T02:00:00Z", vec![], vec![]);
+    d.run_until(t("2026-06-06T02:10:00Z")).unwrap();
+    let db = Db { dir };
+    let out = db.cmd(&["explain", "fresh"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_has(
+        &out.stdout,
+        &[
+            "fresh: no runs in this database",
+            "per the config its next window, ",
+            " opens ",
+        ],
+    );
+    let out = db.cmd(&["explain", "fresh", "--json"]);
+    assert_eq!(out.code, 0);
+    assert_eq!(out.json()["verdict"], "no_runs");
+}
+
 #[test]
 fn explain_a_schedule_without_runs_is_exit_1() {
     let db = scenario();
@@ -1001,4 +1029,41 @@ fn events_kind_accepts_every_kind_the_ledger_can_hold() {
     let out = db.cmd(&["events", "--kind", "config_rejectd"]);
     assert_eq!(out.code, 2);
     assert_has(&out.stderr, &["did you mean `config_rejected`?"]);
+}
+
+/// Issue 52: a cost summed from floating-point reports is shown rounded —
+/// `$0.0051` in text and `0.0051` in JSON, never `0.0050999999999999999`.
+#[test]
+fn show_rounds_the_cost_of_an_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{}\n[[schedule]]\nid = \"spend\"\nagent = \"sim\"\ncron = \"0 9 * * *\"\n",
+        base()
+    );
+    let cfg = config(&dir, &toml);
+    let noisy = 0.0017 + 0.0017 + 0.0017;
+    assert_ne!(noisy, 0.0051, "the sum is not exactly 0.0051");
+    let mut d = driver(
+        &dir,
+        cfg,
+        "2026-06-06T00:59:30Z",
+        vec![(
+            "spend",
+            sim_agent(vec![SimAttempt {
+                tokens: 300,
+                cost_usd: noisy,
+                ..Default::default()
+            }]),
+        )],
+        vec![],
+    );
+    d.run_until(t("2026-06-06T01:10:00Z")).unwrap();
+    let db = Db { dir };
+    let id = run_id(&db, "spend", "2026-06-06").to_string();
+    let out = db.cmd(&["show", &id, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cost = &out.json()["attempt_list"][0]["cost_usd"];
+    assert_eq!(cost.to_string(), "0.0051", "{}", out.stdout);
+    let out = db.cmd(&["show", &id]);
+    assert_has(&out.stdout, &["usage: 300 tokens, $0.0051"]);
 }

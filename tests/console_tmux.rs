@@ -538,6 +538,25 @@ fn step_through_a_rehearsal_until_every_expectation_holds() {
     tm.wait_for("[exited 0]");
 }
 
+/// Issue 52: quitting a rehearsal with its expectations still pending exits 1,
+/// as `rehearse FILE` does for any expectation that does not hold.
+#[test]
+fn quitting_a_rehearsal_with_expectations_pending_exits_1() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = root.join("sample-config/rehearsals/data-delay.toml");
+    let command = shell_words(&[
+        &bin().display().to_string(),
+        "rehearse",
+        &scenario.display().to_string(),
+        "--console",
+    ]);
+    let tm = Tmux::start(root, &command);
+    let first = tm.wait_for("step 0 ·");
+    assert!(first.contains("… pending"), "{first}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 1]");
+}
+
 /// A schedule whose agent takes a few seconds (a real process), run once per
 /// posted `go` event.
 const SLOW: &str = r#"

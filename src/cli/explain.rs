@@ -109,5 +109,9 @@ pub fn run(config: &Path, db: Option<&Path>, opts: &Options<'_>) -> i32 {
     } else {
         print!("{}", x.text());
     }
-    if x.found() { exit::OK } else { exit::DOES_NOT_HOLD }
+    if x.answered() {
+        exit::OK
+    } else {
+        exit::DOES_NOT_HOLD
+    }
 }

@@ -150,7 +150,7 @@ fn attempt_json(a: &Attempt) -> Value {
         "processed": a.processed,
         "message": a.message,
         "tokens": a.tokens,
-        "cost_usd": a.cost_usd,
+        "cost_usd": crate::core::money::usd(a.cost_usd),
         "log": a.log,
     })
 }
@@ -244,7 +244,11 @@ fn text(run: &Run, attempts: &[Attempt], steps: &[Step], events: &[Event], tz: T
             out.push_str(&format!("     processed: {p}\n"));
         }
         if a.tokens > 0 || a.cost_usd > 0.0 {
-            out.push_str(&format!("     usage: {} tokens, ${:.4}\n", a.tokens, a.cost_usd));
+            out.push_str(&format!(
+                "     usage: {} tokens, {}\n",
+                a.tokens,
+                crate::core::money::usd_text(a.cost_usd)
+            ));
         }
         let lines: Vec<&str> = a.log.lines().collect();
         if !lines.is_empty() {

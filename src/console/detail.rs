@@ -42,7 +42,10 @@ fn attempts(m: &Model, t: &Theme, d: &RunDetail) -> Vec<Line<'static>> {
             spans.push(Span::styled(format!("  {}", c.as_str()), t.style(Token::Warn)));
         }
         out.push(Line::from(spans));
-        let mut facts = vec![format!("tokens {}", a.tokens), format!("cost ${:.4}", a.cost_usd)];
+        let mut facts = vec![
+            format!("tokens {}", a.tokens),
+            format!("cost {}", crate::core::money::usd_text(a.cost_usd)),
+        ];
         if let Some(p) = a.processed {
             facts.push(format!("processed {p}"));
         }

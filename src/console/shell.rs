@@ -201,7 +201,7 @@ pub fn run(opts: ConsoleOptions) -> i32 {
     let result = event_loop(&mut term, opts, live, theme, dirs);
     restore_terminal();
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("agentcron: terminal error: {e}");
             1
@@ -516,7 +516,7 @@ fn event_loop(
     live: Option<(Live, Store)>,
     theme: Theme,
     dirs: Vec<PathBuf>,
-) -> io::Result<()> {
+) -> io::Result<i32> {
     let clock = SystemClock;
     let size = term.size()?;
     let mut model = Model::new(Init {
@@ -627,5 +627,10 @@ fn event_loop(
     }
     // Stops a rehearsal and removes its database before the terminal is restored.
     exec.player = None;
-    outcome
+    // `rehearse FILE --console` exits as `rehearse FILE` would on what it saw.
+    let rehearsed = opts.rehearsal.is_some().then(|| {
+        let progress = model.rehearsal.as_ref().and_then(|r| r.progress.as_ref());
+        progress.map(|p| &p.verdicts[..])
+    });
+    outcome.map(|()| rehearsed.map_or(0, crate::rehearsal::exit_code))
 }

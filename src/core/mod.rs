@@ -12,11 +12,13 @@
 //! - [`layers`]: the layers as values and functions.
 //! - [`recovery`]: classification, retries, circuit breaker, catch-up.
 //! - [`registry`]: the scheduler registry's rows and who is alive.
+//! - [`money`]: costs as they are shown (rounded).
 
 pub mod decision;
 pub mod event;
 pub mod layers;
 pub mod machine;
+pub mod money;
 pub mod plan;
 pub mod planner;
 pub mod records;

@@ -212,7 +212,11 @@ impl Engine {
                         .store
                         .read(|tx| tx.schedule_cost_between(&s.tenant, &s.id, from, to))?;
                     if spent > cap {
-                        breach = Some(format!("daily cost cap exceeded: ${spent:.2} > ${cap:.2}"));
+                        breach = Some(format!(
+                            "daily cost cap exceeded: {} > {}",
+                            crate::core::money::usd_text(spent),
+                            crate::core::money::usd_text(cap)
+                        ));
                     }
                 }
                 if let Some(b) = breach

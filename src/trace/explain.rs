@@ -77,6 +77,9 @@ pub struct Explanation {
     pub next: Option<String>,
     /// Later windows due by now without a run (explaining a schedule's newest run).
     pub later: Option<String>,
+    /// The config names the schedule (so "no runs" means not run yet, not
+    /// an unknown name).
+    pub known_schedule: bool,
 }
 
 impl Explanation {
@@ -93,9 +96,17 @@ impl Explanation {
         self
     }
 
-    /// Whether the window (or the schedule) has a run: `explain` exits 1 when not.
+    /// Whether the window (or the schedule) has a run.
     pub fn found(&self) -> bool {
         self.run.is_some()
+    }
+
+    /// Whether this answers the question: the window (or the schedule) has a
+    /// run, or a schedule the config names simply has not run yet (the text
+    /// says when it first will). `explain` exits 1 when not: an unknown
+    /// schedule, or a window without a run.
+    pub fn answered(&self) -> bool {
+        self.found() || (self.known_schedule && self.verdict == Outcome::NoRuns)
     }
 
     /// The story as lines: the headline, then one indented clause per step.
@@ -306,6 +317,7 @@ impl<'a> Ctx<'a> {
             steps,
             next,
             later: None,
+            known_schedule: self.sched.is_some(),
         }
     }
 
@@ -404,6 +416,7 @@ impl<'a> Ctx<'a> {
             steps,
             next: next_for_run(run, &self.story(run.window_start)),
             later: None,
+            known_schedule: self.sched.is_some(),
         })
     }
 
@@ -898,6 +911,7 @@ mod tests {
                 .to_vec(),
             next: None,
             later: None,
+            known_schedule: true,
         };
         assert_eq!(x.text(), "h\n  a;\n  b.\n");
     }

@@ -265,7 +265,11 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
         push_held(
             &mut out,
             SwitchName::Budget,
-            format!("daily cost cap reached: ${spent:.2} of ${cap:.2}"),
+            format!(
+                "daily cost cap reached: {} of {}",
+                crate::core::money::usd_text(spent),
+                crate::core::money::usd_text(cap)
+            ),
             Hold::Wait,
         );
         return out;
