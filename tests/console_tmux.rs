@@ -644,6 +644,45 @@ fn ctrl_c_twice_stops_the_attempt_now_and_it_retries() {
     );
 }
 
+/// Issue 52: SIGTERM to the console (no quit dialog) is a shutdown: the
+/// attempt still running when the grace period runs out ends then, as
+/// "stopped by scheduler shutdown", and retries — never left to be found lost.
+#[test]
+fn sigterm_to_the_console_ends_the_running_attempt_as_a_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = slow_config("sleep 60").replace("shutdown_grace = \"20s\"", "shutdown_grace = \"1s\"");
+    config(&dir, &slow);
+    let pidfile = dir.path().join("console.pid");
+    let inner = format!(
+        "echo $$ > {}; exec {}",
+        quote(&pidfile.display().to_string()),
+        console_command(dir.path(), &[])
+    );
+    let tm = Tmux::start(dir.path(), &format!("sh -c {}", quote(&inner)));
+    tm.wait_for(" LIVE ");
+    let out = cli(dir.path(), &["event", "post", "go", "--id", "g1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    tm.wait_for("► running");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .expect("pid");
+    // SAFETY: signalling the console this test started, by its pid.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    tm.wait_for("[exited");
+    let run = run_json(dir.path());
+    assert_eq!(run["state"], "retry_wait", "{run}");
+    let out = cli(dir.path(), &["explain", "slow-report"]);
+    assert!(
+        text(&out).contains("stopped by scheduler shutdown at"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// Issue 19's first minute: the real binary on a copy of `sample-config/`, no
 /// other step. Within 60 s the screen shows a succeeded run, a gate waiting
 /// and then passing, a retry, a run waiting for approval and a backfill entry
