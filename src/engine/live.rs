@@ -2,6 +2,11 @@
 //! or at most a second so other processes' changes are seen), stop gracefully.
 
 use super::{CancelCause, Engine, Result};
+use crate::agent::runner::AttemptSignal;
+use crate::core::event::Event;
+use crate::store::types::{EventFilter, NewEvent};
+use chrono::TimeDelta;
+use std::time::{Duration, Instant};
 
 /// Who stopped a live scheduler: the words its stopped attempts end with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,11 +18,6 @@ pub enum Stopper {
     /// operator quit".
     Operator,
 }
-use crate::agent::runner::AttemptSignal;
-use crate::core::event::Event;
-use crate::store::types::{EventFilter, NewEvent};
-use chrono::TimeDelta;
-use std::time::{Duration, Instant};
 
 /// Longest sleep: switches, approvals and runs created by other processes
 /// (CLI, console, other schedulers) are seen within this.
@@ -273,7 +273,11 @@ impl Engine {
     /// so nothing is left to lease expiry.
     async fn stop_running(&mut self, cause: CancelCause) -> Result<()> {
         for r in self.running.values_mut() {
-            r.cancel = Some(cause.clone());
+            // One already being stopped (a budget, the kill switch, fenced)
+            // keeps its own cause: it is told as what it was.
+            if r.cancel.is_none() {
+                r.cancel = Some(cause.clone());
+            }
             r.handle.cancel();
         }
         let deadline = Instant::now() + STOP_AGENTS_WITHIN;
