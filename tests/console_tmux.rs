@@ -847,6 +847,43 @@ on_event = "go"
     tm.wait_for("[exited 0]");
 }
 
+/// Issue 52: `console --attach` opens on the ledger's version when a typo is
+/// saved in the file (the scheduler still runs the last good version).
+#[test]
+fn attach_opens_on_the_ledgers_version_when_the_file_does_not_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = format!("{BASE}\n[[schedule]]\nid = \"heartbeat\"\nagent = \"sim\"\nevery = \"2s\"\n");
+    config(&dir, &good);
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(dir.path().join("test.db"))
+        .args(["run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let _headless = Headless(child);
+    let deadline = Instant::now() + DEADLINE;
+    while !cli(dir.path(), &["status"]).status.success() {
+        assert!(Instant::now() < deadline, "the headless scheduler never came up");
+        std::thread::sleep(POLL);
+    }
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        good.replace("every = ", "evrey = "),
+    )
+    .unwrap();
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["console", "--attach"]));
+    let screen = tm.wait_for(" LIVE ");
+    assert!(!screen.contains("is not valid"), "{screen}");
+    tm.wait_for("heartbeat");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
+
 #[test]
 fn the_header_says_when_no_scheduler_is_alive() {
     let dir = tempfile::tempdir().unwrap();
