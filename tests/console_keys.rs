@@ -138,18 +138,31 @@ fn context_for(layer: Layer, action: Action) -> Model {
             open_detail(&mut m, run);
         }
         Layer::Help => m.overlay = Overlay::Help { scroll: 3 },
+        Layer::Input if action == Action::Complete => {
+            m.bar = Some(Bar::Command(LineInput::with_text("pa")));
+        }
         Layer::Input => {
             m.bar = Some(Bar::Filter(LineInput::with_text("sync")));
             m.filter = "sync".into();
         }
-        Layer::Dialog => {
+        Layer::Quitting => {
+            m = embedding_model(true);
+            update(&mut m, ch('q'));
+            update(&mut m, key(KeyCode::Right));
+            update(&mut m, key(KeyCode::Enter));
+            assert!(matches!(
+                quit_phase(&m),
+                Some(QuitPhase::Stopping { now: false, .. })
+            ));
+        }
+        Layer::Dialog | Layer::DialogText | Layer::DialogChoice | Layer::DialogButtons => {
             let label = "hourly-sync x".to_string();
-            let focus = match action {
-                // Left/Right switch buttons; on the text field they move the cursor.
-                Action::NextField | Action::PrevField => Field::Cancel,
-                // Up/Down choose the step to resume after.
-                Action::NextChoice | Action::PrevChoice => Field::Choice,
-                _ => Field::Confirm,
+            let focus = match (layer, action) {
+                (Layer::DialogText, _) => Field::Reason,
+                // Up/Down choose the step to resume after; Enter goes on.
+                (Layer::DialogChoice, _) => Field::Choice,
+                (_, Action::Confirm) => Field::Confirm,
+                _ => Field::Cancel,
             };
             m.overlay = reason_dialog(
                 Intent::Approve {
@@ -321,9 +334,20 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
             );
             assert!(!after.quitting, "{ctx}: q leaves the rehearsal, not the console");
         }
-        Action::NextField | Action::PrevField => {
+        Action::NextField | Action::PrevField | Action::PrevButton | Action::NextButton => {
             assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}")
         }
+        Action::NextInput => {
+            // On to the next field, never confirming.
+            assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}");
+            assert!(matches!(after.overlay, Overlay::Dialog(_)), "{ctx}");
+            assert!(cmds.iter().all(|c| !c.is_operator_action()), "{ctx}");
+        }
+        Action::Complete => match &after.bar {
+            Some(Bar::Command(l)) => assert_eq!(l.text, "pause ", "{ctx}"),
+            other => panic!("{ctx}: {other:?}"),
+        },
+        Action::StopNow => assert_eq!(cmds, [Cmd::StopScheduler { now: true }], "{ctx}"),
         Action::NextChoice | Action::PrevChoice => {
             let resume = |m: &Model| match &m.overlay {
                 Overlay::Dialog(d) => match d.as_ref() {
@@ -607,29 +631,45 @@ fn command_mode_parses_into_cmds_and_dialogs() {
 }
 
 #[test]
-fn reason_dialogs_require_a_reason_and_enter_on_the_last_field_confirms() {
+fn reason_dialogs_require_a_reason_and_enter_in_the_box_never_confirms() {
     let mut m = loaded_model(80, 24);
     update(&mut m, ch('5'));
     update(&mut m, ch('x'));
     assert!(matches!(dialog_intent(&m), Some(Intent::Reject { .. })));
-    // Enter without a reason is refused and stays in the reason.
+    // Issue 52: reject fired on the first Enter after the reason. Enter in
+    // the box goes to the buttons, on Cancel, and acts on nothing.
+    type_text(&mut m, "duplicate delivery");
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert!(cmds.is_empty(), "Enter in the box never confirms: {cmds:?}");
+    assert!(matches!(m.overlay, Overlay::Dialog(_)));
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    // The action without a reason is refused and goes back to the box.
+    update(&mut m, key(KeyCode::BackTab));
+    assert_eq!(dialog_focus(&m), Some(Field::Reason));
+    for _ in 0.."duplicate delivery".len() {
+        update(&mut m, key(KeyCode::Backspace));
+    }
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "empty reason refused");
-    assert!(matches!(m.overlay, Overlay::Dialog(_)));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
-    // Tab to the buttons: Cancel comes first and cancels.
+    // Cancel cancels.
     type_text(&mut m, "duplicate delivery");
-    update(&mut m, key(KeyCode::Tab));
-    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Enter));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty());
     assert!(matches!(m.overlay, Overlay::None));
 
-    // Approve: reason, Enter (to the resume-after choice), Enter confirms.
+    // Approve: reason, Enter (to the resume-after choice), Enter (to the
+    // buttons, on Cancel), Right, Enter.
     update(&mut m, ch('a'));
     type_text(&mut m, "verified: not delivered");
     update(&mut m, key(KeyCode::Enter));
     assert_eq!(dialog_focus(&m), Some(Field::Choice));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     let human = m.snapshot.approvals[0].run.id;
     assert!(cmds.contains(&Cmd::Approve {
@@ -669,12 +709,16 @@ fn the_kill_switch_asks_to_type_its_name() {
     update(&mut m, key(KeyCode::Enter)); // to the name field
     assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "kil");
-    // Enter on the name (the last field) confirms — refused while it is wrong.
+    // Enter on the name (the last box) goes to the buttons, never confirming;
+    // the action is refused while the name is wrong, and goes back to it.
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "wrong word refused");
     assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "l");
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::SetKill {
@@ -698,7 +742,7 @@ fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
     type_text(&mut m, "runaway agent");
     update(&mut m, key(KeyCode::Enter));
     type_text(&mut m, "kill");
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::SetKill {
@@ -720,8 +764,7 @@ fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
         other => panic!("{other:?}"),
     }
     type_text(&mut m, "delivery confirmed by phone");
-    update(&mut m, key(KeyCode::Enter));
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::Approve {
@@ -970,7 +1013,10 @@ fn dead_letters_are_listed_and_requeued_from_the_retry_pane() {
     ));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
     type_text(&mut m, "upstream fixed");
-    // Enter on the last (only) field confirms, as in every dialog.
+    // Enter in the box goes to the buttons (on Cancel); Right Enter acts.
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     assert_eq!(
         update(&mut m, key(KeyCode::Enter)),
         vec![Cmd::Requeue {
@@ -1079,8 +1125,7 @@ fn rehearsal_steps_plays_and_reports_the_verdict() {
     update(&mut m, ch('5'));
     update(&mut m, ch('a'));
     type_text(&mut m, "checked in the rehearsal");
-    update(&mut m, key(KeyCode::Enter));
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert!(matches!(&cmds[..], [Cmd::Approve { .. }]), "{cmds:?}");
 }
 
@@ -1212,12 +1257,33 @@ fn acts(cmds: &[Cmd]) -> Vec<Cmd> {
     cmds.iter().filter(|c| c.is_operator_action()).cloned().collect()
 }
 
-/// Issue 19: Enter Enter used to cancel the kill switch, unkill and reject.
-/// Every dialog now acts the same way — type what it asks, Enter on the last
-/// field confirms (a second Enter lands harmlessly on the main screen) — and
-/// Esc cancels without acting.
+/// Presses a dialog's action the one way every dialog takes: Enter through
+/// its fields to the buttons (on Cancel), Right, Enter.
+fn press_action(m: &mut Model) -> Vec<Cmd> {
+    let mut cmds = Vec::new();
+    for _ in 0..4 {
+        if dialog_focus(m) == Some(Field::Cancel) {
+            break;
+        }
+        cmds.extend(update(m, key(KeyCode::Enter)));
+    }
+    assert_eq!(
+        dialog_focus(m),
+        Some(Field::Cancel),
+        "Enter reaches the buttons on Cancel"
+    );
+    cmds.extend(update(m, key(KeyCode::Right)));
+    cmds.extend(update(m, key(KeyCode::Enter)));
+    cmds
+}
+
+/// Issue 52: trigger opened on its action and backfill on Cancel, so Right
+/// Enter cancelled one and confirmed the other; reject fired on the first
+/// Enter after the reason. One grammar now: the buttons start on Cancel,
+/// Enter in a text box moves on and never confirms (Enter after Enter lands
+/// on Cancel and cancels), Right Enter on the buttons acts, Esc cancels.
 #[test]
-fn every_dialog_acts_on_enter_enter_and_cancels_on_esc() {
+fn every_dialog_speaks_one_grammar() {
     let human = loaded_model(80, 24).snapshot.approvals[0].run.id;
     let select = |id: &str| -> Vec<Msg> {
         let m = loaded_model(80, 24);
@@ -1326,20 +1392,62 @@ fn every_dialog_acts_on_enter_enter_and_cancels_on_esc() {
         ),
     ];
     for (what, keys, kill_off, reason, word, want) in cases {
-        // Enter Enter: the issue's own key sequence (for the kill switch: reason,
-        // Tab, the name, Enter, Enter).
+        let inputs = usize::from(reason.is_some()) + usize::from(word.is_some());
+        // Opened: the focus in the first box, or on Cancel; the buttons on Cancel.
+        let m = opened(&keys, kill_off);
+        let Overlay::Dialog(d) = &m.overlay else {
+            unreachable!()
+        };
+        assert_eq!(d.button(), Field::Cancel, "{what}: the buttons start on Cancel");
+        let first = if inputs > 0 { Field::Reason } else { Field::Cancel };
+        assert_eq!(d.focus(), first, "{what}");
+
+        // Enter in the boxes moves on and never confirms: filled in, Enter
+        // after Enter reaches Cancel, and the next Enter cancels.
+        let fill = |m: &mut Model| {
+            if let Some(r) = reason {
+                type_text(m, r);
+            }
+            if let Some(w) = word {
+                update(m, key(KeyCode::Enter));
+                type_text(m, w);
+            }
+        };
         let mut m = opened(&keys, kill_off);
+        fill(&mut m);
         let mut cmds = Vec::new();
-        if let Some(r) = reason {
-            type_text(&mut m, r);
+        for _ in 0..3 {
+            if dialog_focus(&m) == Some(Field::Cancel) {
+                break;
+            }
+            cmds.extend(update(&mut m, key(KeyCode::Enter)));
         }
-        if let Some(w) = word {
-            update(&mut m, key(KeyCode::Tab));
-            type_text(&mut m, w);
+        assert_eq!(
+            dialog_focus(&m),
+            Some(Field::Cancel),
+            "{what}: Enter goes to the buttons"
+        );
+        cmds.extend(update(&mut m, key(KeyCode::Enter)));
+        assert!(acts(&cmds).is_empty(), "{what}: Enter never confirms: {cmds:?}");
+        assert!(
+            matches!(m.overlay, Overlay::None),
+            "{what}: Enter on Cancel cancels"
+        );
+
+        // The same keys act in every dialog: fill in, Enter to the buttons,
+        // Right to the action, Enter.
+        let mut m = opened(&keys, kill_off);
+        fill(&mut m);
+        let mut cmds = Vec::new();
+        for _ in 0..3 {
+            if dialog_focus(&m) == Some(Field::Cancel) {
+                break;
+            }
+            cmds.extend(update(&mut m, key(KeyCode::Enter)));
         }
+        cmds.extend(update(&mut m, key(KeyCode::Right)));
         cmds.extend(update(&mut m, key(KeyCode::Enter)));
-        cmds.extend(update(&mut m, key(KeyCode::Enter)));
-        assert_eq!(acts(&cmds), vec![want.clone()], "{what}: Enter Enter acts once");
+        assert_eq!(acts(&cmds), vec![want.clone()], "{what}: Right Enter acts once");
         assert!(
             !matches!(m.overlay, Overlay::Dialog(_)),
             "{what}: the dialog closed"
@@ -1399,16 +1507,22 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
     assert!(m.quitting);
 
-    // One of ours running: q asks, focus on waiting; Esc cancels.
+    // One of ours running: q asks, focus on Cancel (as in every dialog);
+    // Enter and Esc cancel.
     let mut m = embedding_model(true);
     assert_eq!(m.own_attempts().len(), 1, "only our attempts are listed");
     assert!(update(&mut m, ch('q')).is_empty());
-    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert!(matches!(m.overlay, Overlay::None) && !m.quitting);
+    update(&mut m, ch('q'));
     assert!(update(&mut m, key(KeyCode::Esc)).is_empty());
     assert!(matches!(m.overlay, Overlay::None) && !m.quitting);
 
     // Wait: the scheduler drains; the dialog shows the progress; Ctrl-C then stops now.
     update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert_eq!(cmds, vec![Cmd::StopScheduler { now: false }]);
     assert!(matches!(
@@ -1427,7 +1541,7 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     // Stop now from the buttons.
     let mut m = embedding_model(true);
     update(&mut m, ch('q'));
-    update(&mut m, key(KeyCode::Tab));
+    update(&mut m, key(KeyCode::Left));
     assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::StopNow)));
     assert_eq!(
         update(&mut m, key(KeyCode::Enter)),
@@ -1437,7 +1551,7 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     // Ctrl-C: the same dialog; a second Ctrl-C stops at once.
     let mut m = embedding_model(true);
     assert!(update(&mut m, ctrl('c')).is_empty());
-    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
     let screen = render(&m, &agentcron::console::theme::Theme::plain(), 80, 24);
     assert!(screen.contains("Quit agentcron?"), "{screen}");
     assert!(

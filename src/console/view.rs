@@ -427,7 +427,27 @@ fn input_spans(prefix: &str, text: &str, cursor: usize, t: &Theme) -> Vec<Span<'
 fn bar_line(m: &Model, t: &Theme) -> Line<'static> {
     match &m.bar {
         Some(Bar::Filter(l)) => return Line::from(input_spans("/", &l.text, l.cursor, t)),
-        Some(Bar::Command(l)) => return Line::from(input_spans(":", &l.text, l.cursor, t)),
+        Some(Bar::Command(l)) => {
+            let mut spans = input_spans(":", &l.text, l.cursor, t);
+            // What Tab could complete to: as many as fit.
+            if !m.completions.is_empty() {
+                spans.push(Span::styled("   Tab:", t.style(Token::Muted)));
+                let room = usize::from(m.width).saturating_sub(width(&spans));
+                let mut used = 0;
+                for (i, c) in m.completions.iter().enumerate() {
+                    let left = m.completions.len() - i;
+                    let more = format!(" +{left} more");
+                    let w = c.chars().count() + 1;
+                    if used + w + more.len() > room && left > 1 || used + w > room {
+                        spans.push(Span::styled(more, t.style(Token::Muted)));
+                        break;
+                    }
+                    spans.push(Span::styled(format!(" {c}"), t.style(Token::Accent)));
+                    used += w;
+                }
+            }
+            return Line::from(spans);
+        }
         None => {}
     }
     if let Some(s) = &m.status {
