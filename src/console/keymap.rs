@@ -516,6 +516,7 @@ pub const KEYMAP: &[Binding] = &[
     bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Input, false),
     // Dialogs: one grammar. The buttons start on Cancel; Enter in a text box
     // moves on and never confirms; Enter on a button presses it.
+    bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Dialog, false),
     bind(
         &[code(KeyCode::Tab)],
         A::NextField,
@@ -530,11 +531,10 @@ pub const KEYMAP: &[Binding] = &[
         L::Dialog,
         false,
     ),
-    bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Dialog, false),
     bind(
         &[code(KeyCode::Enter)],
         A::NextInput,
-        "next box, then the buttons",
+        "next box / the buttons",
         L::DialogText,
         false,
     ),
@@ -562,21 +562,21 @@ pub const KEYMAP: &[Binding] = &[
     bind(
         &[code(KeyCode::Left)],
         A::PrevButton,
-        "previous button",
+        "left",
         L::DialogButtons,
         false,
     ),
     bind(
         &[code(KeyCode::Right)],
         A::NextButton,
-        "next button",
+        "right",
         L::DialogButtons,
         false,
     ),
     bind(
         &[code(KeyCode::Enter)],
         A::Confirm,
-        "press the button",
+        "press",
         L::DialogButtons,
         false,
     ),

@@ -446,6 +446,9 @@ pub(crate) fn target_lines(targets: &[String], width: usize, theme: &Theme) -> V
 /// word longer than a line is cut where it must be.
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
+    if text.chars().count() <= width {
+        return vec![text.to_string()];
+    }
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {

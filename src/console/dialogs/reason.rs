@@ -214,11 +214,21 @@ impl ReasonDialog {
     /// there is none): each line wrapped at words, continued indented.
     fn plan_lines(&self, width: usize, theme: &Theme) -> Vec<Line<'static>> {
         let wrapped = |text: &str, style: ratatui::style::Style| -> Vec<Line<'static>> {
-            wrap_words(text, width.saturating_sub(2))
+            if text.chars().count() <= width {
+                return vec![Line::from(Span::styled(text.to_string(), style))];
+            }
+            // A line's own indent is kept; what wraps goes two further in.
+            let indent = text.len() - text.trim_start().len();
+            let lead = " ".repeat(indent);
+            wrap_words(text, width.saturating_sub(indent + 2))
                 .into_iter()
                 .enumerate()
                 .map(|(i, part)| {
-                    let part = if i == 0 { part } else { format!("  {part}") };
+                    let part = if i == 0 {
+                        format!("{lead}{part}")
+                    } else {
+                        format!("{lead}  {part}")
+                    };
                     Line::from(Span::styled(part, style))
                 })
                 .collect()
