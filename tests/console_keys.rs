@@ -1562,3 +1562,378 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     assert!(!m.quitting);
     assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
 }
+
+/// The index of an intent's kind: exhaustive, so a new kind of dialog must
+/// join the table below.
+fn intent_kind(i: &Intent) -> usize {
+    match i {
+        Intent::Approve { .. } => 0,
+        Intent::Reject { .. } => 1,
+        Intent::Requeue { .. } => 2,
+        Intent::Pause { .. } => 3,
+        Intent::Resume { .. } => 4,
+        Intent::Trigger { .. } => 5,
+        Intent::CloseCircuit { .. } => 6,
+        Intent::KillOn { .. } => 7,
+        Intent::KillOff => 8,
+        Intent::Reload => 9,
+        Intent::ApproveConfig { .. } => 10,
+        Intent::Backfill { .. } => 11,
+    }
+}
+
+/// Issue 52: trigger opened focused on its action, backfill on Cancel. Every
+/// kind of dialog changes state, and every one starts with its buttons on
+/// Cancel: the focus is in its first text box, or, without one, on Cancel.
+#[test]
+fn every_dialog_kind_starts_with_its_buttons_on_cancel() {
+    let s = || "daily-sales-report".to_string();
+    let table = vec![
+        Intent::Approve {
+            run: 1,
+            label: "x".into(),
+            resume_after: None,
+        },
+        Intent::Reject {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::Requeue {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::Pause { schedule: s() },
+        Intent::Resume { schedule: s() },
+        Intent::Trigger { schedule: s() },
+        Intent::CloseCircuit { schedule: s() },
+        Intent::KillOn {
+            cancel_running: false,
+        },
+        Intent::KillOn { cancel_running: true },
+        Intent::KillOff,
+        Intent::Reload,
+        Intent::ApproveConfig { version: 2 },
+        Intent::Backfill {
+            schedule: s(),
+            from: now(),
+            to: now(),
+            range: "r".into(),
+        },
+    ];
+    let mut seen: Vec<usize> = table.iter().map(intent_kind).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, (0..12).collect::<Vec<_>>(), "every kind is in the table");
+    for intent in table {
+        let d = Dialog::open(intent.clone());
+        assert_eq!(
+            d.button(),
+            Field::Cancel,
+            "{intent:?}: the buttons start on Cancel"
+        );
+        let want = if intent.needs_reason() {
+            Field::Reason
+        } else {
+            Field::Cancel
+        };
+        assert_eq!(d.focus(), want, "{intent:?}");
+        // Its footer is its focused field's: a text box's or the buttons'.
+        let own = if want == Field::Reason {
+            Layer::DialogText
+        } else {
+            Layer::DialogButtons
+        };
+        assert_eq!(d.layers(), vec![own, Layer::Dialog], "{intent:?}");
+    }
+    // The quit dialog too.
+    let mut m = embedding_model(true);
+    update(&mut m, ch('q'));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
+}
+
+/// Enter in a text box moves on (the next box, then the buttons on Cancel)
+/// and never confirms, however complete the dialog is.
+#[test]
+fn enter_in_a_text_box_moves_to_the_buttons_and_never_confirms() {
+    for intent in [
+        Intent::Reject {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::KillOn {
+            cancel_running: false,
+        },
+    ] {
+        let mut d = Dialog::open(intent.clone());
+        let kill = intent.confirm_word().is_some();
+        let press = |d: &mut Dialog, code: KeyCode| {
+            d.handle_key(&ratatui::crossterm::event::KeyEvent::new(
+                code,
+                ratatui::crossterm::event::KeyModifiers::NONE,
+            ))
+        };
+        for c in "because".chars() {
+            press(&mut d, KeyCode::Char(c));
+        }
+        assert_eq!(
+            press(&mut d, KeyCode::Enter),
+            agentcron::console::dialogs::Outcome::Continue
+        );
+        if kill {
+            assert_eq!(d.focus(), Field::Word, "{intent:?}");
+            for c in "kill".chars() {
+                press(&mut d, KeyCode::Char(c));
+            }
+            assert_eq!(
+                press(&mut d, KeyCode::Enter),
+                agentcron::console::dialogs::Outcome::Continue
+            );
+        }
+        assert_eq!(d.focus(), Field::Cancel, "{intent:?}: Enter lands on Cancel");
+        // Enter there cancels; Right Enter acts.
+        let mut cancel = d.clone();
+        assert_eq!(
+            press(&mut cancel, KeyCode::Enter),
+            agentcron::console::dialogs::Outcome::Cancel
+        );
+        press(&mut d, KeyCode::Right);
+        assert!(
+            matches!(
+                press(&mut d, KeyCode::Enter),
+                agentcron::console::dialogs::Outcome::Submit(_)
+            ),
+            "{intent:?}"
+        );
+    }
+}
+
+/// The footer line of `m` rendered at 100×30.
+fn footer(m: &Model) -> String {
+    let screen = render(m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    screen.lines().last().unwrap_or_default().to_string()
+}
+
+/// Issue 52: every dialog's footer said "↓ choose (resume after) ↑ choose".
+/// Each footer is now generated from the keys of its own dialog's focused
+/// field.
+#[test]
+fn each_dialog_footer_lists_its_own_keys() {
+    // Trigger: buttons only.
+    let mut m = loaded_model(100, 30);
+    select_schedule(&mut m, "daily-sales-report");
+    update(&mut m, ch('t'));
+    let f = footer(&m);
+    for want in ["← left", "→ right", "Enter press", "Esc cancel"] {
+        assert!(f.contains(want), "trigger: {want} in {f}");
+    }
+    for not in ["resume after", "next box", "choose"] {
+        assert!(!f.contains(not), "trigger: no {not} in {f}");
+    }
+    // Reject: in its reason box.
+    let mut m = loaded_model(100, 30);
+    update(&mut m, ch('5'));
+    update(&mut m, ch('x'));
+    let f = footer(&m);
+    assert!(f.contains("Enter next box / the buttons"), "{f}");
+    for not in ["resume after", "press", "← left"] {
+        assert!(!f.contains(not), "reject: no {not} in {f}");
+    }
+    // Approve, on its resume-after choice: only there is a step chosen.
+    update(&mut m, key(KeyCode::Esc));
+    update(&mut m, ch('a'));
+    type_text(&mut m, "ok");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(dialog_focus(&m), Some(Field::Choice));
+    let f = footer(&m);
+    assert!(f.contains("↓ next step to resume after"), "{f}");
+    assert!(f.contains("↑ previous step"), "{f}");
+    // Quitting while waiting: Ctrl-C stops them now; no button keys.
+    let mut m = embedding_model(true);
+    update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    update(&mut m, key(KeyCode::Enter));
+    let f = footer(&m);
+    assert!(f.contains("C-c stop them now"), "{f}");
+    assert!(!f.contains("press"), "{f}");
+}
+
+/// Issue 52: "Wait for them" must not leave an unchanged screen for up to
+/// `shutdown_grace`: the dialog counts down, with the attempts still running,
+/// on every tick (virtual `now` in the message).
+#[test]
+fn a_waiting_quit_counts_down_with_the_attempts_still_running() {
+    let mut m = embedding_model(true);
+    let t0 = m.wall;
+    update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    assert_eq!(
+        update(&mut m, key(KeyCode::Enter)),
+        vec![Cmd::StopScheduler { now: false }]
+    );
+    let theme = agentcron::console::theme::Theme::plain();
+    let mine = m.own_attempts()[0].clone();
+    let mut screens = Vec::new();
+    for (secs, left) in [(1, "29s left"), (12, "18s left"), (29, "1s left")] {
+        update(
+            &mut m,
+            Msg::Tick {
+                now: t0 + chrono::Duration::seconds(secs),
+            },
+        );
+        let screen = render(&m, &theme, 80, 24);
+        assert!(screen.contains(left), "{secs}s after: {left} in\n{screen}");
+        assert!(screen.contains("1 attempt"), "{screen}");
+        assert!(
+            screen.contains(&format!("#{} {}", mine.run, mine.schedule)),
+            "the attempt is named:\n{screen}"
+        );
+        screens.push(screen);
+    }
+    assert!(screens.windows(2).all(|w| w[0] != w[1]), "re-rendered each tick");
+    // The attempt ended: the dialog says so, still counting.
+    let mut snap = m.snapshot.clone();
+    snap.running.retain(|r| r.lease_owner.as_deref() != Some("me:1"));
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &theme, 80, 24);
+    assert!(
+        screen.contains("0 attempts") || screen.contains("No attempt"),
+        "{screen}"
+    );
+}
+
+/// Issue 52 (item 6): the schedules pane told each schedule's next fire in
+/// the schedule's own zone, under a header in the console's. One zone per
+/// screen: the header's.
+#[test]
+fn next_fires_are_in_the_console_zone_whatever_the_schedule_fires_in() {
+    let mut snap = fixed_snapshot();
+    let row = &mut snap.schedules[0];
+    let id = row.id.clone();
+    row.timezone = chrono_tz::America::New_York;
+    // 09:00 in New York (EDT) is 21:00 in Shanghai, the console's zone.
+    let at = agentcron::console::snapshot::NextFire {
+        at: t("2026-06-08T13:00:00Z"),
+        window_key: "2026-06-08".into(),
+        note: None,
+    };
+    row.next_fire = Some(at);
+    let mut m = model_sized(100, 24, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 24);
+    assert!(
+        screen.lines().next().unwrap_or_default().contains("CST"),
+        "{screen}"
+    );
+    let line = screen
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or_else(|| panic!("{id} listed:\n{screen}"));
+    assert!(line.contains("21:00"), "in the console's zone: {line}");
+    assert!(!line.contains("09:00"), "not in the schedule's: {line}");
+}
+
+/// Issue 52 (item 3): the console follows the config version the database
+/// runs: a schedule added by a reload is listed, completed and triggerable in
+/// the same console, and the zone follows the version's.
+#[test]
+fn a_schedule_added_by_a_reload_is_listed_completed_and_triggerable() {
+    let mut m = loaded_model(100, 30);
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 1,
+            tz: chrono_tz::Asia::Shanghai,
+        },
+    );
+    assert!(m.status.is_none(), "the first version read is not news");
+    // The reload applied v2, which adds `added-later`; the poller's next
+    // snapshot is read with it.
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 2,
+            tz: chrono_tz::Asia::Shanghai,
+        },
+    );
+    assert_eq!(m.config_version, Some(2));
+    assert!(
+        m.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("config v2 applied")),
+        "{:?}",
+        m.status
+    );
+    let mut snap = fixed_snapshot();
+    let mut row = snap.schedules[0].clone();
+    row.id = "added-later".into();
+    snap.schedules.push(row);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    assert!(screen.contains("added-later"), "{screen}");
+    // `:trigger add` Tab completes it; the command opens its dialog.
+    update(&mut m, ch(':'));
+    type_text(&mut m, "trigger add");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(matches!(&m.bar, Some(Bar::Command(l)) if l.text == "trigger added-later "));
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        dialog_intent(&m),
+        Some(&Intent::Trigger {
+            schedule: "added-later".into()
+        })
+    );
+    // And `t` on its row.
+    update(&mut m, key(KeyCode::Esc));
+    update(&mut m, ch('1'));
+    select_schedule(&mut m, "added-later");
+    update(&mut m, ch('t'));
+    let cmds = press_action(&mut m);
+    assert_eq!(
+        acts(&cmds),
+        vec![Cmd::Trigger {
+            schedule: "added-later".into()
+        }]
+    );
+    // A version in another zone moves the console's zone with it.
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 3,
+            tz: chrono_tz::Europe::Berlin,
+        },
+    );
+    assert_eq!(m.tz, chrono_tz::Europe::Berlin);
+}
+
+/// Tab in the command bar completes command names, then schedule ids and run
+/// ids from the model, showing the candidates when there are several.
+#[test]
+fn tab_completes_commands_schedules_and_runs() {
+    let mut m = loaded_model(100, 30);
+    update(&mut m, ch(':'));
+    type_text(&mut m, "paus");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(matches!(&m.bar, Some(Bar::Command(l)) if l.text == "pause "));
+    update(&mut m, key(KeyCode::Tab));
+    assert!(m.completions.len() > 1, "every schedule: {:?}", m.completions);
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    let bar = screen.lines().nth(28).unwrap_or_default();
+    assert!(
+        bar.contains("Tab:") && bar.contains("daily-sales-report"),
+        "{bar}"
+    );
+    // Any other key clears the candidates.
+    type_text(&mut m, "d");
+    assert!(m.completions.is_empty());
+    // Approve completes the runs waiting for a human.
+    update(&mut m, key(KeyCode::Esc));
+    let human = m.snapshot.approvals[0].run.id;
+    update(&mut m, ch(':'));
+    type_text(&mut m, "approve ");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(
+        matches!(&m.bar, Some(Bar::Command(l)) if l.text == format!("approve {human} ")),
+        "{:?}",
+        m.bar
+    );
+}
