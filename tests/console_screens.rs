@@ -618,14 +618,26 @@ fn help_keys_never_run_into_their_descriptions() {
 fn the_kill_switch_state_reads_whole_in_the_switches_pane() {
     let mut snap = fixed_snapshot();
     snap.switches.kill = None;
-    let mut m = model_sized(80, 24, false);
-    update(&mut m, Msg::Snapshot(Box::new(snap)));
-    update(&mut m, ch('7'));
-    let s = screen(&m, 80, 24);
-    assert!(s.contains("○ kill switch off "), "{s}");
+    // Focused at 80 columns, and beside the focused pane at 160 (where its
+    // state column was cut).
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut m = model_sized(w, h, false);
+        update(&mut m, Msg::Snapshot(Box::new(snap.clone())));
+        if w == 80 {
+            update(&mut m, ch('7'));
+        }
+        let s = screen(&m, w, h);
+        // The pane's row (the header shows the mark too).
+        let row = s
+            .lines()
+            .find(|l| l.contains("global"))
+            .unwrap_or_else(|| panic!("the kill switch row:\n{s}"));
+        assert!(row.contains("○ kill switch off "), "{row}");
+    }
     let m = at_pane(Pane::Switches, 80, 24);
     let s = screen(&m, 80, 24);
-    assert!(s.contains("■ KILL SWITCH ON "), "{s}");
+    let row = s.lines().find(|l| l.contains("global")).unwrap_or_default();
+    assert!(row.contains("■ KILL SWITCH ON "), "{row}");
 }
 
 /// Issue 52 (item 8): the unkill dialog's list of released runs was cut
