@@ -11,6 +11,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
+/// The dialog grammar in words, above the dialog keys.
+const DIALOG_GRAMMAR: [&str; 2] = [
+    "Focus starts in the first box, else on Cancel. Enter in a box moves on",
+    "and never confirms; on the buttons (Cancel first) Enter presses.",
+];
+
 /// Spaces between the key column and the descriptions.
 const GAP: usize = 2;
 
@@ -59,6 +65,15 @@ pub fn lines(read_only: bool, counts: &[(RunState, u64)], theme: &Theme) -> Vec<
             layer.title().to_string(),
             theme.style(Token::Accent),
         )));
+        if layer == keymap::Layer::Dialog {
+            // The one grammar every dialog speaks (its rows follow).
+            for l in DIALOG_GRAMMAR {
+                out.push(Line::from(Span::styled(
+                    format!("  {l}"),
+                    theme.style(Token::Muted),
+                )));
+            }
+        }
         for b in bindings {
             let mut spans = vec![
                 Span::styled(format!("  {:<col$}", b.keys_label()), theme.style(Token::Focus)),
