@@ -913,3 +913,48 @@ fn a_schedule_added_by_reload_is_listed_and_triggered_in_the_same_console() {
     let runs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("runs --json");
     assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
 }
+
+/// Issue 52: a console attached to a headless scheduler follows a reload
+/// another process asked for (`agentcron reload`, applied by that scheduler):
+/// the new schedule is listed without restarting the console.
+#[test]
+fn an_attached_console_follows_a_reload_done_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let db = dir.path().join("test.db");
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let _headless = Headless(child);
+    let deadline = Instant::now() + DEADLINE;
+    while !db.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the headless scheduler made no database"
+        );
+        std::thread::sleep(POLL);
+    }
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["console", "--attach"]));
+    let before = tm.wait_for("refund-review");
+    assert!(before.contains("Schedules (1)"), "{before}");
+    let added = "\n[[schedule]]\nid = \"added-elsewhere\"\nagent = \"sim\"\non_event = \"never.posted\"\n";
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!("{BASE}{REFUNDS}{added}"),
+    )
+    .unwrap();
+    let out = cli(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = tm.wait_for("added-elsewhere");
+    assert!(after.contains("Schedules (2)"), "{after}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+}
