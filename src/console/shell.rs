@@ -5,7 +5,10 @@
 //!
 //! The store is read by a poller thread with its own connection: every 250 ms
 //! it probes the newest event id and reloads the snapshot when it moved (or the
-//! selection changed, or 5 s passed, for next fires and maintenance). The full
+//! selection changed, or 5 s passed, for next fires and maintenance). Before
+//! such a reload it follows the database's config version ([`super::follow`]):
+//! a new one is what the snapshot is read with, what the executor's actions
+//! check against (shared as a [`crate::config::Applied`]), and the model's zone. The full
 //! scans of a snapshot (needs_human, dead letters) are reused for 5 s,
 //! or longer on databases where they are slow.
 //!
@@ -112,14 +115,15 @@ impl Source {
         }
     }
 
-    /// Follows the database's config version; true when it changed (sent to
-    /// the model, shared with the executor, and used by the next snapshot).
-    fn follow_config(&mut self, tx: &Sender<Msg>) -> bool {
+    /// Follows the database's config version: a new one is sent to the
+    /// model, shared with the executor, and used by the next snapshot.
+    /// A store error is left to the snapshot read that follows to report.
+    fn follow_config(&mut self, tx: &Sender<Msg>) {
         let Some((follow, applied)) = self.follow.as_mut() else {
-            return false;
+            return;
         };
         let msg = match follow.poll(&self.store) {
-            Ok(Followed::Same) => return false,
+            Ok(Followed::Same) => return,
             Ok(Followed::Applied { version, cfg }) => {
                 let tz = cfg.scheduler.timezone;
                 self.cfg = *cfg;
@@ -127,11 +131,10 @@ impl Source {
                 Msg::ConfigApplied { version, tz }
             }
             Ok(Followed::Failed { version, error }) => Msg::ConfigUnloadable { version, error },
-            // The probe that follows says what is wrong with the store.
-            Err(_) => return false,
+            // The snapshot read that follows says what is wrong with the store.
+            Err(_) => return,
         };
         let _ = tx.send(msg);
-        true
     }
 }
 
@@ -339,7 +342,6 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
                 }
             }
             let Some(src) = source.as_mut() else { continue };
-            force |= src.follow_config(&tx);
             let id = match snapshot::last_event_id(&src.store) {
                 Ok(id) => id,
                 Err(e) => {
@@ -353,6 +355,10 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
             if !(force || stale || Some(id) != last_id) {
                 continue;
             }
+            // Applying a config version writes `config_applied`: its version is
+            // looked at whenever the trace moved (and on every full reload),
+            // before the snapshot that shows it is read.
+            src.follow_config(&tx);
             // Reuse the full scans while young, or while nothing was written since.
             let reuse = slow
                 .as_ref()
