@@ -1242,9 +1242,8 @@ fn open(m: &mut Model, cmds: &mut Vec<Cmd>) {
 
 /// Whether `action` can act on what is selected now: approve / reject need a
 /// `needs_human` run, requeue a failed or dead one, Tab completion the command
-/// bar (the footer lists only keys
-/// that work here). Other actions always apply; unknown runs are given the
-/// benefit of the doubt (the store decides).
+/// bar (the footer lists only keys that work here). Other actions always
+/// apply; unknown runs are given the benefit of the doubt (the store decides).
 pub fn action_applies(m: &Model, action: Action) -> bool {
     let wanted: &[RunState] = match action {
         // Tab completes in the command bar, not in the filter.
