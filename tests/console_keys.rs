@@ -1937,3 +1937,25 @@ fn tab_completes_commands_schedules_and_runs() {
         m.bar
     );
 }
+
+/// A quit in progress stays on screen in a terminal below the minimum size:
+/// asking, and then counting down.
+#[test]
+fn a_quit_stays_visible_in_a_small_terminal() {
+    let mut m = embedding_model(true);
+    let t0 = m.wall;
+    let theme = agentcron::console::theme::Theme::plain();
+    update(&mut m, ch('q'));
+    let screen = render(&m, &theme, 50, 10);
+    assert!(screen.contains("quit? 1 running · Cancel"), "{screen}");
+    update(&mut m, key(KeyCode::Right));
+    update(&mut m, key(KeyCode::Enter));
+    update(
+        &mut m,
+        Msg::Tick {
+            now: t0 + chrono::Duration::seconds(5),
+        },
+    );
+    let screen = render(&m, &theme, 50, 10);
+    assert!(screen.contains("quitting: 1 running, 25s left"), "{screen}");
+}

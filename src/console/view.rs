@@ -15,6 +15,7 @@
 use super::app::{Bar, Level, Model, Overlay, Screen};
 use super::detail;
 use super::dialogs::help;
+use super::dialogs::quit::QuitPhase;
 use super::keymap;
 use super::marks;
 use super::panes::{self, Pane};
@@ -129,6 +130,21 @@ fn too_small(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
             t.style(Token::Warn)
                 .add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )));
+    }
+    // A quit in progress stays visible, counting down, at any size.
+    if let Overlay::Quit(q) = &m.overlay {
+        let n = m.own_attempts().len();
+        let text = match (&q.phase, q.seconds_left(m.wall)) {
+            (QuitPhase::Ask(b), _) => format!("quit? {n} running · {} (←/→ Enter, Esc)", b.label()),
+            (QuitPhase::Stopping { now: false, .. }, Some(left)) => {
+                format!(
+                    "quitting: {n} running, {} left",
+                    super::format::duration_short(left)
+                )
+            }
+            _ => format!("quitting: stopping {n} running"),
+        };
+        lines.push(Line::from(Span::styled(text, t.style(Token::Warn))));
     }
     lines.extend([
         Line::from(Span::styled(

@@ -34,7 +34,7 @@ pub enum QuitButton {
 const BUTTONS: [QuitButton; 3] = [QuitButton::Cancel, QuitButton::Wait, QuitButton::StopNow];
 
 impl QuitButton {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             QuitButton::Wait => "Wait for them",
             QuitButton::StopNow => "Stop them now",
