@@ -135,3 +135,51 @@ fn approve_config_shows_the_waiting_versions_plan_and_applies_it_with_a_reason()
         p.lines
     );
 }
+
+/// Issue 52: a console attached to a database another process schedules
+/// keeps following the version the database runs — a reload done elsewhere
+/// (here: `control::propose`, what `agentcron reload` ends in) is what its
+/// panes list and its actions check against, within one poll.
+#[test]
+fn an_attached_console_follows_a_reload_done_by_another_process() {
+    use agentcron::console::follow::{Follow, Followed};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentcron.toml");
+    std::fs::write(&path, V1).unwrap();
+    let mine = load_str(V1, &path).unwrap();
+    let store = Store::open(&dir.path().join("test.db")).unwrap();
+    control::propose(&store, &mine, V1, "scheduler", now()).unwrap();
+
+    let mut follow = Follow::new(&mine);
+    match follow.poll(&store).unwrap() {
+        Followed::Applied { version: 1, cfg } => {
+            assert_eq!(cfg.schedules.len(), 1);
+            assert_eq!(cfg.path, mine.path, "its own file is what :reload previews");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(follow.poll(&store).unwrap(), Followed::Same));
+
+    // Another process reloads its own file, which adds a schedule.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other_path = other_dir.path().join("agentcron.toml");
+    let v2 = format!("{V1}\n[[schedule]]\nid = \"added\"\nagent = \"a\"\non_event = \"go\"\n");
+    std::fs::write(&other_path, &v2).unwrap();
+    let theirs = load_str(&v2, &other_path).unwrap();
+    control::propose(&store, &theirs, &v2, "elsewhere", now()).unwrap();
+
+    // The file the console started with does not know it: acting on it from
+    // there is what the console did before (“no schedule in the config”).
+    let trigger = Cmd::Trigger {
+        schedule: "added".into(),
+    };
+    assert!(perform(&store, &mine, &trigger, "alice", now()).is_err());
+    let followed = match follow.poll(&store).unwrap() {
+        Followed::Applied { version: 2, cfg } => cfg,
+        other => panic!("{other:?}"),
+    };
+    assert!(followed.schedule("added").is_some());
+    assert_eq!(follow.version(), Some(2));
+    let said = perform(&store, &followed, &trigger, "alice", now()).unwrap();
+    assert!(said.contains("added"), "{said}");
+}

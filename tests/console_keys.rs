@@ -138,18 +138,31 @@ fn context_for(layer: Layer, action: Action) -> Model {
             open_detail(&mut m, run);
         }
         Layer::Help => m.overlay = Overlay::Help { scroll: 3 },
+        Layer::Input if action == Action::Complete => {
+            m.bar = Some(Bar::Command(LineInput::with_text("pa")));
+        }
         Layer::Input => {
             m.bar = Some(Bar::Filter(LineInput::with_text("sync")));
             m.filter = "sync".into();
         }
-        Layer::Dialog => {
+        Layer::Quitting => {
+            m = embedding_model(true);
+            update(&mut m, ch('q'));
+            update(&mut m, key(KeyCode::Right));
+            update(&mut m, key(KeyCode::Enter));
+            assert!(matches!(
+                quit_phase(&m),
+                Some(QuitPhase::Stopping { now: false, .. })
+            ));
+        }
+        Layer::Dialog | Layer::DialogText | Layer::DialogChoice | Layer::DialogButtons => {
             let label = "hourly-sync x".to_string();
-            let focus = match action {
-                // Left/Right switch buttons; on the text field they move the cursor.
-                Action::NextField | Action::PrevField => Field::Cancel,
-                // Up/Down choose the step to resume after.
-                Action::NextChoice | Action::PrevChoice => Field::Choice,
-                _ => Field::Confirm,
+            let focus = match (layer, action) {
+                (Layer::DialogText, _) => Field::Reason,
+                // Up/Down choose the step to resume after; Enter goes on.
+                (Layer::DialogChoice, _) => Field::Choice,
+                (_, Action::Confirm) => Field::Confirm,
+                _ => Field::Cancel,
             };
             m.overlay = reason_dialog(
                 Intent::Approve {
@@ -321,9 +334,20 @@ fn check(layer: Layer, action: Action, key: &str, before: &Model, after: &Model,
             );
             assert!(!after.quitting, "{ctx}: q leaves the rehearsal, not the console");
         }
-        Action::NextField | Action::PrevField => {
+        Action::NextField | Action::PrevField | Action::PrevButton | Action::NextButton => {
             assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}")
         }
+        Action::NextInput => {
+            // On to the next field, never confirming.
+            assert_ne!(dialog_focus(after), dialog_focus(before), "{ctx}");
+            assert!(matches!(after.overlay, Overlay::Dialog(_)), "{ctx}");
+            assert!(cmds.iter().all(|c| !c.is_operator_action()), "{ctx}");
+        }
+        Action::Complete => match &after.bar {
+            Some(Bar::Command(l)) => assert_eq!(l.text, "pause ", "{ctx}"),
+            other => panic!("{ctx}: {other:?}"),
+        },
+        Action::StopNow => assert_eq!(cmds, [Cmd::StopScheduler { now: true }], "{ctx}"),
         Action::NextChoice | Action::PrevChoice => {
             let resume = |m: &Model| match &m.overlay {
                 Overlay::Dialog(d) => match d.as_ref() {
@@ -607,29 +631,45 @@ fn command_mode_parses_into_cmds_and_dialogs() {
 }
 
 #[test]
-fn reason_dialogs_require_a_reason_and_enter_on_the_last_field_confirms() {
+fn reason_dialogs_require_a_reason_and_enter_in_the_box_never_confirms() {
     let mut m = loaded_model(80, 24);
     update(&mut m, ch('5'));
     update(&mut m, ch('x'));
     assert!(matches!(dialog_intent(&m), Some(Intent::Reject { .. })));
-    // Enter without a reason is refused and stays in the reason.
+    // Issue 52: reject fired on the first Enter after the reason. Enter in
+    // the box goes to the buttons, on Cancel, and acts on nothing.
+    type_text(&mut m, "duplicate delivery");
+    let cmds = update(&mut m, key(KeyCode::Enter));
+    assert!(cmds.is_empty(), "Enter in the box never confirms: {cmds:?}");
+    assert!(matches!(m.overlay, Overlay::Dialog(_)));
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    // The action without a reason is refused and goes back to the box.
+    update(&mut m, key(KeyCode::BackTab));
+    assert_eq!(dialog_focus(&m), Some(Field::Reason));
+    for _ in 0.."duplicate delivery".len() {
+        update(&mut m, key(KeyCode::Backspace));
+    }
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "empty reason refused");
-    assert!(matches!(m.overlay, Overlay::Dialog(_)));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
-    // Tab to the buttons: Cancel comes first and cancels.
+    // Cancel cancels.
     type_text(&mut m, "duplicate delivery");
-    update(&mut m, key(KeyCode::Tab));
-    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Enter));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty());
     assert!(matches!(m.overlay, Overlay::None));
 
-    // Approve: reason, Enter (to the resume-after choice), Enter confirms.
+    // Approve: reason, Enter (to the resume-after choice), Enter (to the
+    // buttons, on Cancel), Right, Enter.
     update(&mut m, ch('a'));
     type_text(&mut m, "verified: not delivered");
     update(&mut m, key(KeyCode::Enter));
     assert_eq!(dialog_focus(&m), Some(Field::Choice));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     let human = m.snapshot.approvals[0].run.id;
     assert!(cmds.contains(&Cmd::Approve {
@@ -669,12 +709,16 @@ fn the_kill_switch_asks_to_type_its_name() {
     update(&mut m, key(KeyCode::Enter)); // to the name field
     assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "kil");
-    // Enter on the name (the last field) confirms — refused while it is wrong.
+    // Enter on the name (the last box) goes to the buttons, never confirming;
+    // the action is refused while the name is wrong, and goes back to it.
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert!(cmds.is_empty(), "wrong word refused");
     assert_eq!(dialog_focus(&m), Some(Field::Word));
     type_text(&mut m, "l");
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::SetKill {
@@ -698,7 +742,7 @@ fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
     type_text(&mut m, "runaway agent");
     update(&mut m, key(KeyCode::Enter));
     type_text(&mut m, "kill");
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::SetKill {
@@ -720,8 +764,7 @@ fn kill_cancel_running_and_approve_resume_after_from_the_command_bar() {
         other => panic!("{other:?}"),
     }
     type_text(&mut m, "delivery confirmed by phone");
-    update(&mut m, key(KeyCode::Enter));
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert_eq!(
         cmds,
         vec![Cmd::Approve {
@@ -970,7 +1013,10 @@ fn dead_letters_are_listed_and_requeued_from_the_retry_pane() {
     ));
     assert_eq!(dialog_focus(&m), Some(Field::Reason));
     type_text(&mut m, "upstream fixed");
-    // Enter on the last (only) field confirms, as in every dialog.
+    // Enter in the box goes to the buttons (on Cancel); Right Enter acts.
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert_eq!(dialog_focus(&m), Some(Field::Cancel));
+    update(&mut m, key(KeyCode::Right));
     assert_eq!(
         update(&mut m, key(KeyCode::Enter)),
         vec![Cmd::Requeue {
@@ -1079,8 +1125,7 @@ fn rehearsal_steps_plays_and_reports_the_verdict() {
     update(&mut m, ch('5'));
     update(&mut m, ch('a'));
     type_text(&mut m, "checked in the rehearsal");
-    update(&mut m, key(KeyCode::Enter));
-    let cmds = update(&mut m, key(KeyCode::Enter));
+    let cmds = press_action(&mut m);
     assert!(matches!(&cmds[..], [Cmd::Approve { .. }]), "{cmds:?}");
 }
 
@@ -1212,12 +1257,33 @@ fn acts(cmds: &[Cmd]) -> Vec<Cmd> {
     cmds.iter().filter(|c| c.is_operator_action()).cloned().collect()
 }
 
-/// Issue 19: Enter Enter used to cancel the kill switch, unkill and reject.
-/// Every dialog now acts the same way — type what it asks, Enter on the last
-/// field confirms (a second Enter lands harmlessly on the main screen) — and
-/// Esc cancels without acting.
+/// Presses a dialog's action the one way every dialog takes: Enter through
+/// its fields to the buttons (on Cancel), Right, Enter.
+fn press_action(m: &mut Model) -> Vec<Cmd> {
+    let mut cmds = Vec::new();
+    for _ in 0..4 {
+        if dialog_focus(m) == Some(Field::Cancel) {
+            break;
+        }
+        cmds.extend(update(m, key(KeyCode::Enter)));
+    }
+    assert_eq!(
+        dialog_focus(m),
+        Some(Field::Cancel),
+        "Enter reaches the buttons on Cancel"
+    );
+    cmds.extend(update(m, key(KeyCode::Right)));
+    cmds.extend(update(m, key(KeyCode::Enter)));
+    cmds
+}
+
+/// Issue 52: trigger opened on its action and backfill on Cancel, so Right
+/// Enter cancelled one and confirmed the other; reject fired on the first
+/// Enter after the reason. One grammar now: the buttons start on Cancel,
+/// Enter in a text box moves on and never confirms (Enter after Enter lands
+/// on Cancel and cancels), Right Enter on the buttons acts, Esc cancels.
 #[test]
-fn every_dialog_acts_on_enter_enter_and_cancels_on_esc() {
+fn every_dialog_speaks_one_grammar() {
     let human = loaded_model(80, 24).snapshot.approvals[0].run.id;
     let select = |id: &str| -> Vec<Msg> {
         let m = loaded_model(80, 24);
@@ -1326,20 +1392,62 @@ fn every_dialog_acts_on_enter_enter_and_cancels_on_esc() {
         ),
     ];
     for (what, keys, kill_off, reason, word, want) in cases {
-        // Enter Enter: the issue's own key sequence (for the kill switch: reason,
-        // Tab, the name, Enter, Enter).
+        let inputs = usize::from(reason.is_some()) + usize::from(word.is_some());
+        // Opened: the focus in the first box, or on Cancel; the buttons on Cancel.
+        let m = opened(&keys, kill_off);
+        let Overlay::Dialog(d) = &m.overlay else {
+            unreachable!()
+        };
+        assert_eq!(d.button(), Field::Cancel, "{what}: the buttons start on Cancel");
+        let first = if inputs > 0 { Field::Reason } else { Field::Cancel };
+        assert_eq!(d.focus(), first, "{what}");
+
+        // Enter in the boxes moves on and never confirms: filled in, Enter
+        // after Enter reaches Cancel, and the next Enter cancels.
+        let fill = |m: &mut Model| {
+            if let Some(r) = reason {
+                type_text(m, r);
+            }
+            if let Some(w) = word {
+                update(m, key(KeyCode::Enter));
+                type_text(m, w);
+            }
+        };
         let mut m = opened(&keys, kill_off);
+        fill(&mut m);
         let mut cmds = Vec::new();
-        if let Some(r) = reason {
-            type_text(&mut m, r);
+        for _ in 0..3 {
+            if dialog_focus(&m) == Some(Field::Cancel) {
+                break;
+            }
+            cmds.extend(update(&mut m, key(KeyCode::Enter)));
         }
-        if let Some(w) = word {
-            update(&mut m, key(KeyCode::Tab));
-            type_text(&mut m, w);
+        assert_eq!(
+            dialog_focus(&m),
+            Some(Field::Cancel),
+            "{what}: Enter goes to the buttons"
+        );
+        cmds.extend(update(&mut m, key(KeyCode::Enter)));
+        assert!(acts(&cmds).is_empty(), "{what}: Enter never confirms: {cmds:?}");
+        assert!(
+            matches!(m.overlay, Overlay::None),
+            "{what}: Enter on Cancel cancels"
+        );
+
+        // The same keys act in every dialog: fill in, Enter to the buttons,
+        // Right to the action, Enter.
+        let mut m = opened(&keys, kill_off);
+        fill(&mut m);
+        let mut cmds = Vec::new();
+        for _ in 0..3 {
+            if dialog_focus(&m) == Some(Field::Cancel) {
+                break;
+            }
+            cmds.extend(update(&mut m, key(KeyCode::Enter)));
         }
+        cmds.extend(update(&mut m, key(KeyCode::Right)));
         cmds.extend(update(&mut m, key(KeyCode::Enter)));
-        cmds.extend(update(&mut m, key(KeyCode::Enter)));
-        assert_eq!(acts(&cmds), vec![want.clone()], "{what}: Enter Enter acts once");
+        assert_eq!(acts(&cmds), vec![want.clone()], "{what}: Right Enter acts once");
         assert!(
             !matches!(m.overlay, Overlay::Dialog(_)),
             "{what}: the dialog closed"
@@ -1399,16 +1507,22 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
     assert!(m.quitting);
 
-    // One of ours running: q asks, focus on waiting; Esc cancels.
+    // One of ours running: q asks, focus on Cancel (as in every dialog);
+    // Enter and Esc cancel.
     let mut m = embedding_model(true);
     assert_eq!(m.own_attempts().len(), 1, "only our attempts are listed");
     assert!(update(&mut m, ch('q')).is_empty());
-    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
+    assert!(update(&mut m, key(KeyCode::Enter)).is_empty());
+    assert!(matches!(m.overlay, Overlay::None) && !m.quitting);
+    update(&mut m, ch('q'));
     assert!(update(&mut m, key(KeyCode::Esc)).is_empty());
     assert!(matches!(m.overlay, Overlay::None) && !m.quitting);
 
     // Wait: the scheduler drains; the dialog shows the progress; Ctrl-C then stops now.
     update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
     let cmds = update(&mut m, key(KeyCode::Enter));
     assert_eq!(cmds, vec![Cmd::StopScheduler { now: false }]);
     assert!(matches!(
@@ -1427,7 +1541,7 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     // Stop now from the buttons.
     let mut m = embedding_model(true);
     update(&mut m, ch('q'));
-    update(&mut m, key(KeyCode::Tab));
+    update(&mut m, key(KeyCode::Left));
     assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::StopNow)));
     assert_eq!(
         update(&mut m, key(KeyCode::Enter)),
@@ -1437,7 +1551,7 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     // Ctrl-C: the same dialog; a second Ctrl-C stops at once.
     let mut m = embedding_model(true);
     assert!(update(&mut m, ctrl('c')).is_empty());
-    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Wait)));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
     let screen = render(&m, &agentcron::console::theme::Theme::plain(), 80, 24);
     assert!(screen.contains("Quit agentcron?"), "{screen}");
     assert!(
@@ -1447,4 +1561,401 @@ fn quitting_with_attempts_running_asks_wait_stop_or_cancel() {
     assert_eq!(update(&mut m, ctrl('c')), vec![Cmd::StopScheduler { now: true }]);
     assert!(!m.quitting);
     assert_eq!(update(&mut m, Msg::SchedulerStopped), vec![Cmd::Quit]);
+}
+
+/// The index of an intent's kind: exhaustive, so a new kind of dialog must
+/// join the table below.
+fn intent_kind(i: &Intent) -> usize {
+    match i {
+        Intent::Approve { .. } => 0,
+        Intent::Reject { .. } => 1,
+        Intent::Requeue { .. } => 2,
+        Intent::Pause { .. } => 3,
+        Intent::Resume { .. } => 4,
+        Intent::Trigger { .. } => 5,
+        Intent::CloseCircuit { .. } => 6,
+        Intent::KillOn { .. } => 7,
+        Intent::KillOff => 8,
+        Intent::Reload => 9,
+        Intent::ApproveConfig { .. } => 10,
+        Intent::Backfill { .. } => 11,
+    }
+}
+
+/// Issue 52: trigger opened focused on its action, backfill on Cancel. Every
+/// kind of dialog changes state, and every one starts with its buttons on
+/// Cancel: the focus is in its first text box, or, without one, on Cancel.
+#[test]
+fn every_dialog_kind_starts_with_its_buttons_on_cancel() {
+    let s = || "daily-sales-report".to_string();
+    let table = vec![
+        Intent::Approve {
+            run: 1,
+            label: "x".into(),
+            resume_after: None,
+        },
+        Intent::Reject {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::Requeue {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::Pause { schedule: s() },
+        Intent::Resume { schedule: s() },
+        Intent::Trigger { schedule: s() },
+        Intent::CloseCircuit { schedule: s() },
+        Intent::KillOn {
+            cancel_running: false,
+        },
+        Intent::KillOn { cancel_running: true },
+        Intent::KillOff,
+        Intent::Reload,
+        Intent::ApproveConfig { version: 2 },
+        Intent::Backfill {
+            schedule: s(),
+            from: now(),
+            to: now(),
+            range: "r".into(),
+        },
+    ];
+    let mut seen: Vec<usize> = table.iter().map(intent_kind).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, (0..12).collect::<Vec<_>>(), "every kind is in the table");
+    for intent in table {
+        let d = Dialog::open(intent.clone());
+        assert_eq!(
+            d.button(),
+            Field::Cancel,
+            "{intent:?}: the buttons start on Cancel"
+        );
+        let want = if intent.needs_reason() {
+            Field::Reason
+        } else {
+            Field::Cancel
+        };
+        assert_eq!(d.focus(), want, "{intent:?}");
+        // Its footer is its focused field's: a text box's or the buttons'.
+        let own = if want == Field::Reason {
+            Layer::DialogText
+        } else {
+            Layer::DialogButtons
+        };
+        assert_eq!(d.layers(), vec![own, Layer::Dialog], "{intent:?}");
+    }
+    // The quit dialog too.
+    let mut m = embedding_model(true);
+    update(&mut m, ch('q'));
+    assert_eq!(quit_phase(&m), Some(QuitPhase::Ask(QuitButton::Cancel)));
+}
+
+/// Enter in a text box moves on (the next box, then the buttons on Cancel)
+/// and never confirms, however complete the dialog is.
+#[test]
+fn enter_in_a_text_box_moves_to_the_buttons_and_never_confirms() {
+    for intent in [
+        Intent::Reject {
+            run: 1,
+            label: "x".into(),
+        },
+        Intent::KillOn {
+            cancel_running: false,
+        },
+    ] {
+        let mut d = Dialog::open(intent.clone());
+        let kill = intent.confirm_word().is_some();
+        let press = |d: &mut Dialog, code: KeyCode| {
+            d.handle_key(&ratatui::crossterm::event::KeyEvent::new(
+                code,
+                ratatui::crossterm::event::KeyModifiers::NONE,
+            ))
+        };
+        for c in "because".chars() {
+            press(&mut d, KeyCode::Char(c));
+        }
+        assert_eq!(
+            press(&mut d, KeyCode::Enter),
+            agentcron::console::dialogs::Outcome::Continue
+        );
+        if kill {
+            assert_eq!(d.focus(), Field::Word, "{intent:?}");
+            for c in "kill".chars() {
+                press(&mut d, KeyCode::Char(c));
+            }
+            assert_eq!(
+                press(&mut d, KeyCode::Enter),
+                agentcron::console::dialogs::Outcome::Continue
+            );
+        }
+        assert_eq!(d.focus(), Field::Cancel, "{intent:?}: Enter lands on Cancel");
+        // Enter there cancels; Right Enter acts.
+        let mut cancel = d.clone();
+        assert_eq!(
+            press(&mut cancel, KeyCode::Enter),
+            agentcron::console::dialogs::Outcome::Cancel
+        );
+        press(&mut d, KeyCode::Right);
+        assert!(
+            matches!(
+                press(&mut d, KeyCode::Enter),
+                agentcron::console::dialogs::Outcome::Submit(_)
+            ),
+            "{intent:?}"
+        );
+    }
+}
+
+/// The footer line of `m` rendered at 100×30.
+fn footer(m: &Model) -> String {
+    let screen = render(m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    screen.lines().last().unwrap_or_default().to_string()
+}
+
+/// Issue 52: every dialog's footer said "↓ choose (resume after) ↑ choose".
+/// Each footer is now generated from the keys of its own dialog's focused
+/// field.
+#[test]
+fn each_dialog_footer_lists_its_own_keys() {
+    // Trigger: buttons only.
+    let mut m = loaded_model(100, 30);
+    select_schedule(&mut m, "daily-sales-report");
+    update(&mut m, ch('t'));
+    let f = footer(&m);
+    for want in ["← left", "→ right", "Enter press", "Esc cancel"] {
+        assert!(f.contains(want), "trigger: {want} in {f}");
+    }
+    for not in ["resume after", "next box", "choose"] {
+        assert!(!f.contains(not), "trigger: no {not} in {f}");
+    }
+    // Reject: in its reason box.
+    let mut m = loaded_model(100, 30);
+    update(&mut m, ch('5'));
+    update(&mut m, ch('x'));
+    let f = footer(&m);
+    assert!(f.contains("Enter next box / the buttons"), "{f}");
+    for not in ["resume after", "press", "← left"] {
+        assert!(!f.contains(not), "reject: no {not} in {f}");
+    }
+    // Approve, on its resume-after choice: only there is a step chosen.
+    update(&mut m, key(KeyCode::Esc));
+    update(&mut m, ch('a'));
+    type_text(&mut m, "ok");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(dialog_focus(&m), Some(Field::Choice));
+    let f = footer(&m);
+    assert!(f.contains("↓ next step to resume after"), "{f}");
+    assert!(f.contains("↑ previous step"), "{f}");
+    // Quitting while waiting: Ctrl-C stops them now; no button keys.
+    let mut m = embedding_model(true);
+    update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    update(&mut m, key(KeyCode::Enter));
+    let f = footer(&m);
+    assert!(f.contains("C-c stop them now"), "{f}");
+    assert!(!f.contains("press"), "{f}");
+}
+
+/// Issue 52: "Wait for them" must not leave an unchanged screen for up to
+/// `shutdown_grace`: the dialog counts down, with the attempts still running,
+/// on every tick (virtual `now` in the message).
+#[test]
+fn a_waiting_quit_counts_down_with_the_attempts_still_running() {
+    let mut m = embedding_model(true);
+    let t0 = m.wall;
+    update(&mut m, ch('q'));
+    update(&mut m, key(KeyCode::Right));
+    assert_eq!(
+        update(&mut m, key(KeyCode::Enter)),
+        vec![Cmd::StopScheduler { now: false }]
+    );
+    let theme = agentcron::console::theme::Theme::plain();
+    let mine = m.own_attempts()[0].clone();
+    let mut screens = Vec::new();
+    for (secs, left) in [(1, "29s left"), (12, "18s left"), (29, "1s left")] {
+        update(
+            &mut m,
+            Msg::Tick {
+                now: t0 + chrono::Duration::seconds(secs),
+            },
+        );
+        let screen = render(&m, &theme, 80, 24);
+        assert!(screen.contains(left), "{secs}s after: {left} in\n{screen}");
+        assert!(screen.contains("1 attempt"), "{screen}");
+        assert!(
+            screen.contains(&format!("#{} {}", mine.run, mine.schedule)),
+            "the attempt is named:\n{screen}"
+        );
+        screens.push(screen);
+    }
+    assert!(screens.windows(2).all(|w| w[0] != w[1]), "re-rendered each tick");
+    // The attempt ended: the dialog says so, still counting.
+    let mut snap = m.snapshot.clone();
+    snap.running.retain(|r| r.lease_owner.as_deref() != Some("me:1"));
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &theme, 80, 24);
+    assert!(
+        screen.contains("0 attempts") || screen.contains("No attempt"),
+        "{screen}"
+    );
+}
+
+/// Issue 52 (item 6): the schedules pane told each schedule's next fire in
+/// the schedule's own zone, under a header in the console's. One zone per
+/// screen: the header's.
+#[test]
+fn next_fires_are_in_the_console_zone_whatever_the_schedule_fires_in() {
+    let mut snap = fixed_snapshot();
+    let row = &mut snap.schedules[0];
+    let id = row.id.clone();
+    row.timezone = chrono_tz::America::New_York;
+    // 09:00 in New York (EDT) is 21:00 in Shanghai, the console's zone.
+    let at = agentcron::console::snapshot::NextFire {
+        at: t("2026-06-08T13:00:00Z"),
+        window_key: "2026-06-08".into(),
+        note: None,
+    };
+    row.next_fire = Some(at);
+    let mut m = model_sized(100, 24, false);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 24);
+    assert!(
+        screen.lines().next().unwrap_or_default().contains("CST"),
+        "{screen}"
+    );
+    let line = screen
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or_else(|| panic!("{id} listed:\n{screen}"));
+    assert!(line.contains("21:00"), "in the console's zone: {line}");
+    assert!(!line.contains("09:00"), "not in the schedule's: {line}");
+}
+
+/// Issue 52 (item 3): the console follows the config version the database
+/// runs: a schedule added by a reload is listed, completed and triggerable in
+/// the same console, and the zone follows the version's.
+#[test]
+fn a_schedule_added_by_a_reload_is_listed_completed_and_triggerable() {
+    let mut m = loaded_model(100, 30);
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 1,
+            tz: chrono_tz::Asia::Shanghai,
+        },
+    );
+    assert!(m.status.is_none(), "the first version read is not news");
+    // The reload applied v2, which adds `added-later`; the poller's next
+    // snapshot is read with it.
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 2,
+            tz: chrono_tz::Asia::Shanghai,
+        },
+    );
+    assert_eq!(m.config_version, Some(2));
+    assert!(
+        m.status
+            .as_ref()
+            .is_some_and(|s| s.text.contains("config v2 applied")),
+        "{:?}",
+        m.status
+    );
+    let mut snap = fixed_snapshot();
+    let mut row = snap.schedules[0].clone();
+    row.id = "added-later".into();
+    snap.schedules.push(row);
+    update(&mut m, Msg::Snapshot(Box::new(snap)));
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    assert!(screen.contains("added-later"), "{screen}");
+    // `:trigger add` Tab completes it; the command opens its dialog.
+    update(&mut m, ch(':'));
+    type_text(&mut m, "trigger add");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(matches!(&m.bar, Some(Bar::Command(l)) if l.text == "trigger added-later "));
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(
+        dialog_intent(&m),
+        Some(&Intent::Trigger {
+            schedule: "added-later".into()
+        })
+    );
+    // And `t` on its row.
+    update(&mut m, key(KeyCode::Esc));
+    update(&mut m, ch('1'));
+    select_schedule(&mut m, "added-later");
+    update(&mut m, ch('t'));
+    let cmds = press_action(&mut m);
+    assert_eq!(
+        acts(&cmds),
+        vec![Cmd::Trigger {
+            schedule: "added-later".into()
+        }]
+    );
+    // A version in another zone moves the console's zone with it.
+    update(
+        &mut m,
+        Msg::ConfigApplied {
+            version: 3,
+            tz: chrono_tz::Europe::Berlin,
+        },
+    );
+    assert_eq!(m.tz, chrono_tz::Europe::Berlin);
+}
+
+/// Tab in the command bar completes command names, then schedule ids and run
+/// ids from the model, showing the candidates when there are several.
+#[test]
+fn tab_completes_commands_schedules_and_runs() {
+    let mut m = loaded_model(100, 30);
+    update(&mut m, ch(':'));
+    type_text(&mut m, "paus");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(matches!(&m.bar, Some(Bar::Command(l)) if l.text == "pause "));
+    update(&mut m, key(KeyCode::Tab));
+    assert!(m.completions.len() > 1, "every schedule: {:?}", m.completions);
+    let screen = render(&m, &agentcron::console::theme::Theme::plain(), 100, 30);
+    let bar = screen.lines().nth(28).unwrap_or_default();
+    assert!(
+        bar.contains("Tab:") && bar.contains("daily-sales-report"),
+        "{bar}"
+    );
+    // Any other key clears the candidates.
+    type_text(&mut m, "d");
+    assert!(m.completions.is_empty());
+    // Approve completes the runs waiting for a human.
+    update(&mut m, key(KeyCode::Esc));
+    let human = m.snapshot.approvals[0].run.id;
+    update(&mut m, ch(':'));
+    type_text(&mut m, "approve ");
+    update(&mut m, key(KeyCode::Tab));
+    assert!(
+        matches!(&m.bar, Some(Bar::Command(l)) if l.text == format!("approve {human} ")),
+        "{:?}",
+        m.bar
+    );
+}
+
+/// A quit in progress stays on screen in a terminal below the minimum size:
+/// asking, and then counting down.
+#[test]
+fn a_quit_stays_visible_in_a_small_terminal() {
+    let mut m = embedding_model(true);
+    let t0 = m.wall;
+    let theme = agentcron::console::theme::Theme::plain();
+    update(&mut m, ch('q'));
+    let screen = render(&m, &theme, 50, 10);
+    assert!(screen.contains("quit? 1 running · Cancel"), "{screen}");
+    update(&mut m, key(KeyCode::Right));
+    update(&mut m, key(KeyCode::Enter));
+    update(
+        &mut m,
+        Msg::Tick {
+            now: t0 + chrono::Duration::seconds(5),
+        },
+    );
+    let screen = render(&m, &theme, 50, 10);
+    assert!(screen.contains("quitting: 1 running, 25s left"), "{screen}");
 }

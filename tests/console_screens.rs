@@ -580,3 +580,87 @@ fn approvals_pane_shows_deadline_owner_log_and_error() {
     let out = screen(&m, 80, 24);
     assert!(!out.contains("why    "), "{out}");
 }
+
+/// Issue 52 (item 8): the help's key column was 18 wide, so `:approve-config
+/// VERSION` ran into its description. It is as wide as the longest key text
+/// and a gap.
+#[test]
+fn help_keys_never_run_into_their_descriptions() {
+    use agentcron::console::dialogs::help;
+    for read_only in [false, true] {
+        let lines = help::lines(read_only, &[], &dark());
+        let mut keyed = 0;
+        for l in &lines {
+            // A key row: an indented key span, then the description span.
+            if l.spans.len() < 2 || !l.spans[0].content.starts_with("  ") {
+                continue;
+            }
+            keyed += 1;
+            let key = l.spans[0].content.trim_end();
+            assert!(
+                l.spans[0].content.len() >= key.len() + 2,
+                "{key:?} runs into {:?}",
+                l.spans[1].content
+            );
+        }
+        assert!(keyed > 40, "{keyed} key rows");
+        // And `:approve-config VERSION` in particular is followed by a gap.
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert!(
+            text.iter().any(|l| l.contains(":approve-config VERSION  ")) || read_only,
+            "{text:#?}"
+        );
+    }
+}
+
+/// Issue 52 (item 8): the switches pane read "○ kill switch of".
+#[test]
+fn the_kill_switch_state_reads_whole_in_the_switches_pane() {
+    let mut snap = fixed_snapshot();
+    snap.switches.kill = None;
+    // Focused at 80 columns, and beside the focused pane at 160 (where its
+    // state column was cut).
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut m = model_sized(w, h, false);
+        update(&mut m, Msg::Snapshot(Box::new(snap.clone())));
+        if w == 80 {
+            update(&mut m, ch('7'));
+        }
+        let s = screen(&m, w, h);
+        // The pane's row (the header shows the mark too).
+        let row = s
+            .lines()
+            .find(|l| l.contains("global"))
+            .unwrap_or_else(|| panic!("the kill switch row:\n{s}"));
+        assert!(row.contains("○ kill switch off "), "{row}");
+    }
+    let m = at_pane(Pane::Switches, 80, 24);
+    let s = screen(&m, 80, 24);
+    let row = s.lines().find(|l| l.contains("global")).unwrap_or_default();
+    assert!(row.contains("■ KILL SWITCH ON "), "{row}");
+}
+
+/// Issue 52 (item 8): the unkill dialog's list of released runs was cut
+/// mid-word at the dialog's edge; it wraps at word boundaries.
+#[test]
+fn unkill_lists_the_released_runs_wrapped_at_words() {
+    let mut m = loaded_model(80, 24);
+    let mut held = m.snapshot.lanes[0].runs[0].clone();
+    held.schedule = "a-schedule-with-a-rather-long-name-for-its-runs".into();
+    held.window_key = "2026-06-08T09:00:00+08:00".into();
+    m.snapshot.kill_held = vec![held.clone()];
+    update(&mut m, ch('K'));
+    assert!(matches!(&m.overlay, Overlay::Dialog(d) if *d.intent() == Intent::KillOff));
+    let s = screen(&m, 80, 24);
+    // Every word of the target is whole on screen.
+    let words = format!(
+        "#{} {} {} ({}) is released",
+        held.id, held.schedule, held.window_key, held.state
+    );
+    let shown: Vec<&str> = s
+        .split(|c: char| c.is_whitespace() || c == '│' || c == '"')
+        .collect();
+    for w in words.split_whitespace() {
+        assert!(shown.contains(&w), "{w:?} whole in\n{s}");
+    }
+}

@@ -617,3 +617,23 @@ command = ["true"]
     let theme = Theme::builtin("dark").expect("dark");
     insta::assert_snapshot!("store_detail_explain_100x30", render(&m, &theme, 100, 30));
 }
+
+/// Issue 52 (item 6): one zone per screen. The run detail's explanation is
+/// told in the console's zone (its config's `[scheduler] timezone`), not in
+/// the zone the schedule fires in.
+#[test]
+fn the_run_detail_explains_in_the_console_zone() {
+    let (_dir, path, ids) = temp_store();
+    let store = Store::open_read_only(&path).expect("open");
+    let mut cfg = config();
+    assert!(
+        cfg.schedules
+            .iter()
+            .all(|s| s.timezone == chrono_tz::Asia::Shanghai)
+    );
+    cfg.scheduler.timezone = chrono_tz::Europe::Berlin;
+    let d = load_run_detail_with(&store, Some(&cfg), now(), ids.waiting).expect("detail");
+    let told = d.explanation.expect("explained").lines().join("\n");
+    assert!(told.contains("Europe/Berlin"), "{told}");
+    assert!(!told.contains("Asia/Shanghai"), "{told}");
+}

@@ -249,8 +249,9 @@ fn approve_a_needs_human_run_by_keys_with_a_typed_reason() {
     tm.keys(&["a"]);
     tm.wait_for(&format!("Approve run #{}", run.id));
     tm.type_text("refund list checked by phone");
-    // Enter leaves the reason for the buttons (approve is not dangerous: onto Approve).
-    tm.keys(&["Enter"]);
+    // Enter in the box never confirms: S-Tab goes from the reason round to
+    // the action button (whatever fields lie between), Enter presses it.
+    tm.keys(&["BTab"]);
     tm.keys(&["Enter"]);
     tm.wait_for(&format!("approved by {ACTOR}"));
     tm.keys(&["q"]);
@@ -612,8 +613,8 @@ fn q_with_an_attempt_running_asks_and_waiting_lets_it_succeed() {
         asked.contains("Wait for them") && asked.contains("Stop them now"),
         "{asked}"
     );
-    // The focus starts on waiting.
-    tm.keys(&["Enter"]);
+    // The focus starts on Cancel, as in every dialog; Right is waiting.
+    tm.keys(&["Right", "Enter"]);
     let waiting = tm.wait_for("Quitting: waiting for running attempts");
     assert!(waiting.contains("left of shutdown_grace"), "{waiting}");
     assert!(
@@ -968,4 +969,87 @@ fn the_console_s_embedded_scheduler_serves_with_listen_and_stops_cleanly() {
         http.get(&format!("http://{listen}/livez")).call().is_err(),
         "the server stopped with it"
     );
+}
+
+/// Issue 52: after `:reload` applied a new schedule the schedules pane kept
+/// its old rows and `t` on the new one said "no schedule in the config". The
+/// console follows the version the scheduler applied: the schedule added to
+/// the file is listed and triggered in the same console.
+#[test]
+fn a_schedule_added_by_reload_is_listed_and_triggered_in_the_same_console() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &[]));
+    tm.wait_for("refund-review");
+    let path = dir.path().join("agentcron.toml");
+    let added = "\n[[schedule]]\nid = \"added-by-reload\"\nagent = \"sim\"\non_event = \"never.posted\"\n";
+    std::fs::write(&path, format!("{BASE}{REFUNDS}{added}")).unwrap();
+    tm.keys(&[":"]);
+    tm.type_text("reload");
+    tm.keys(&["Enter"]);
+    // The plan names it; the buttons start on Cancel: Right, Enter reloads.
+    tm.wait_for("+ added-by-reload");
+    tm.keys(&["Right", "Enter"]);
+    tm.wait_for("config v2 applied");
+    let listed = tm.wait_for("added-by-reload");
+    assert!(listed.contains("Schedules (2)"), "{listed}");
+    // Select it (the second row) and trigger it.
+    tm.keys(&["1", "G", "t"]);
+    tm.wait_for("Trigger schedule added-by-reload now");
+    tm.keys(&["Right", "Enter"]);
+    let done = tm.wait_until("the trigger's result", |s| {
+        s.contains("added-by-reload: manual run") || s.contains("no schedule")
+    });
+    assert!(done.contains("added-by-reload: manual run"), "{done}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
+    let out = cli(dir.path(), &["runs", "--json", "--schedule", "added-by-reload"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("runs --json");
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+}
+
+/// Issue 52: a console attached to a headless scheduler follows a reload
+/// another process asked for (`agentcron reload`, applied by that scheduler):
+/// the new schedule is listed without restarting the console.
+#[test]
+fn an_attached_console_follows_a_reload_done_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    config(&dir, &format!("{BASE}{REFUNDS}"));
+    let db = dir.path().join("test.db");
+    let log = std::fs::File::create(dir.path().join("headless.log")).unwrap();
+    let child = Command::new(bin())
+        .arg("--config")
+        .arg(dir.path().join("agentcron.toml"))
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--headless"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("headless scheduler starts");
+    let _headless = Headless(child);
+    let deadline = Instant::now() + DEADLINE;
+    while !db.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the headless scheduler made no database"
+        );
+        std::thread::sleep(POLL);
+    }
+    let tm = Tmux::start(dir.path(), &console_command(dir.path(), &["console", "--attach"]));
+    let before = tm.wait_for("refund-review");
+    assert!(before.contains("Schedules (1)"), "{before}");
+    let added = "\n[[schedule]]\nid = \"added-elsewhere\"\nagent = \"sim\"\non_event = \"never.posted\"\n";
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!("{BASE}{REFUNDS}{added}"),
+    )
+    .unwrap();
+    let out = cli(dir.path(), &["reload"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = tm.wait_for("added-elsewhere");
+    assert!(after.contains("Schedules (2)"), "{after}");
+    tm.keys(&["q"]);
+    tm.wait_for("[exited 0]");
 }

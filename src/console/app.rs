@@ -65,6 +65,19 @@ pub enum Msg {
     SchedulerStopped,
     /// The tail of the scheduler's log file (after [`Cmd::ReadLog`]), or why not.
     LogTail(Result<LogTail, String>),
+    /// The database runs config version `version` now, in zone `tz`: the
+    /// panes, completions and actions follow it (snapshots read after this
+    /// message are of it).
+    ConfigApplied {
+        version: i64,
+        tz: Tz,
+    },
+    /// The version the database runs does not load here; the console keeps
+    /// the config it has.
+    ConfigUnloadable {
+        version: i64,
+        error: String,
+    },
 }
 
 /// The last lines of the embedded scheduler's log file (`:log`).
@@ -345,9 +358,14 @@ pub struct Model {
     pub overlay: Overlay,
     pub bar: Option<Bar>,
     pub filter: String,
+    /// What the last Tab in the command bar could complete to (more than one).
+    pub completions: Vec<String>,
     pub status: Option<Status>,
     pub quitting: bool,
     pub embedded: Option<EmbeddedInfo>,
+    /// The config version the console follows (the database's; `None`
+    /// before it was read, or on a database without versions).
+    pub config_version: Option<i64>,
 }
 
 impl Model {
@@ -390,9 +408,11 @@ impl Model {
             overlay: Overlay::None,
             bar: None,
             filter: String::new(),
+            completions: Vec::new(),
             status: None,
             quitting: false,
             embedded: init.embedded,
+            config_version: None,
         }
     }
 
@@ -416,8 +436,10 @@ impl Model {
 
     /// The keymap layers that receive keys now, topmost first.
     pub fn layers(&self) -> Vec<Layer> {
-        if matches!(self.overlay, Overlay::Dialog(_) | Overlay::Quit(_)) {
-            return vec![Layer::Dialog];
+        match &self.overlay {
+            Overlay::Dialog(d) => return d.layers(),
+            Overlay::Quit(q) => return q.layers(),
+            _ => {}
         }
         if self.bar.is_some() {
             return vec![Layer::Input];
@@ -536,6 +558,43 @@ impl Model {
         out
     }
 
+    /// What the console knows of a kind, for completing a command's argument:
+    /// schedule ids in pane order, run ids newest first.
+    pub fn known(&self, kind: command::ArgKind) -> Vec<String> {
+        use command::ArgKind;
+        let s = &self.snapshot;
+        let runs: Vec<&Run> = match kind {
+            ArgKind::Schedule => return s.schedules.iter().map(|r| r.id.clone()).collect(),
+            ArgKind::Theme => {
+                return super::theme::builtin_names()
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+            }
+            ArgKind::NeedsHuman => s.approvals.iter().map(|a| &a.run).collect(),
+            ArgKind::Requeueable => s
+                .dead
+                .iter()
+                .map(|r| &r.run)
+                .chain(s.lanes.iter().flat_map(|l| l.runs.iter()))
+                .filter(|r| matches!(r.state, RunState::Failed | RunState::Dead))
+                .collect(),
+            ArgKind::Run => s
+                .lanes
+                .iter()
+                .flat_map(|l| l.runs.iter())
+                .chain(s.retries.iter().map(|r| &r.run))
+                .chain(s.dead.iter().map(|r| &r.run))
+                .chain(s.approvals.iter().map(|r| &r.run))
+                .chain(s.backfill.iter().map(|r| &r.run))
+                .collect(),
+        };
+        let mut ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.dedup();
+        ids.iter().map(i64::to_string).collect()
+    }
+
     /// A run the model knows: in the snapshot or the open detail.
     fn known_run(&self, id: i64) -> Option<&Run> {
         if let Screen::Detail(d) = &self.screen
@@ -644,6 +703,23 @@ pub fn update(m: &mut Model, msg: Msg) -> Vec<Cmd> {
             }
         }
         Msg::LogTail(Err(e)) => m.error(e),
+        Msg::ConfigApplied { version, tz } => {
+            let before = m.config_version.replace(version);
+            // The console's zone is its config's: a rehearsal keeps its own
+            // and returns to this one.
+            match m.rehearsal.as_mut() {
+                Some(view) => view.live_tz = tz,
+                None => m.tz = tz,
+            }
+            if before.is_some_and(|b| b != version) {
+                m.info(format!("config v{version} applied; the panes follow it"));
+            }
+        }
+        Msg::ConfigUnloadable { version, error } => {
+            m.error(format!(
+                "config v{version} runs on the database but does not load here ({error}); showing the previous one"
+            ));
+        }
     }
     sync_focus(m, &mut cmds);
     sync_view(m, &mut cmds);
@@ -894,10 +970,16 @@ fn on_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
 }
 
 fn on_bar_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
+    let action = keymap::lookup(&[Layer::Input], key, false);
+    if action == Some(Action::Complete) {
+        complete_command(m);
+        return;
+    }
+    m.completions.clear();
     let Some(bar) = m.bar.as_mut() else {
         return;
     };
-    match keymap::lookup(&[Layer::Input], key, false) {
+    match action {
         Some(Action::Cancel) => {
             if matches!(bar, Bar::Filter(_)) {
                 m.filter.clear();
@@ -923,6 +1005,17 @@ fn on_bar_key(m: &mut Model, key: &KeyEvent, cmds: &mut Vec<Cmd>) {
             }
         },
     }
+}
+
+/// Tab in the command bar: completes the command name or its argument from
+/// what the console shows (see [`command::complete`]).
+fn complete_command(m: &mut Model) {
+    let Some(Bar::Command(line)) = &m.bar else {
+        return;
+    };
+    let done = command::complete(&line.text, &|kind| m.known(kind));
+    m.completions = done.candidates;
+    m.bar = Some(Bar::Command(LineInput::with_text(&done.line)));
 }
 
 fn open_detail(m: &mut Model, run: i64, cmds: &mut Vec<Cmd>) {
@@ -990,7 +1083,12 @@ fn apply(m: &mut Model, action: Action, cmds: &mut Vec<Cmd>) {
         | Action::PrevChoice
         | Action::Confirm
         | Action::Cancel
-        | Action::Accept => {}
+        | Action::Accept
+        | Action::Complete
+        | Action::NextInput
+        | Action::PrevButton
+        | Action::NextButton
+        | Action::StopNow => {}
     }
 }
 
@@ -1143,11 +1241,13 @@ fn open(m: &mut Model, cmds: &mut Vec<Cmd>) {
 }
 
 /// Whether `action` can act on what is selected now: approve / reject need a
-/// `needs_human` run, requeue a failed or dead one (the footer lists only keys
-/// that work here). Other actions always apply; unknown runs are given the
-/// benefit of the doubt (the store decides).
+/// `needs_human` run, requeue a failed or dead one, Tab completion the command
+/// bar (the footer lists only keys that work here). Other actions always
+/// apply; unknown runs are given the benefit of the doubt (the store decides).
 pub fn action_applies(m: &Model, action: Action) -> bool {
     let wanted: &[RunState] = match action {
+        // Tab completes in the command bar, not in the filter.
+        Action::Complete => return matches!(m.bar, Some(Bar::Command(_))),
         Action::Approve | Action::Reject => &[RunState::NeedsHuman],
         Action::Requeue => &[RunState::Failed, RunState::Dead],
         _ => return true,

@@ -125,6 +125,93 @@ pub const COMMANDS: &[CommandDoc] = &[
     doc("rehearse", "FILE", "step through a rehearsal scenario", false),
 ];
 
+/// What a command's argument names, for completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    Schedule,
+    /// Any run the console knows.
+    Run,
+    /// A run waiting for a human (approve, reject).
+    NeedsHuman,
+    /// A failed or dead run (requeue).
+    Requeueable,
+    Theme,
+}
+
+/// The kind of the first argument of `verb`, if Tab completes it.
+pub fn arg_kind(verb: &str) -> Option<ArgKind> {
+    Some(match verb {
+        "pause" | "resume" | "unpause" | "trigger" | "close" | "close-circuit" | "backfill" => {
+            ArgKind::Schedule
+        }
+        "goto" | "run" | "show" => ArgKind::Run,
+        "approve" | "reject" => ArgKind::NeedsHuman,
+        "requeue" => ArgKind::Requeueable,
+        "theme" => ArgKind::Theme,
+        _ => return None,
+    })
+}
+
+/// What Tab did to the command line: the line completed as far as the
+/// candidates agree, and the candidates (shown when there is more than one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub line: String,
+    pub candidates: Vec<String>,
+}
+
+/// Completes the last word of `line`: a command name, or the argument of a
+/// command that takes a schedule id, a run id or a theme name — the values
+/// `known` gives for that kind (the console's model: what it shows now).
+pub fn complete(line: &str, known: &dyn Fn(ArgKind) -> Vec<String>) -> Completion {
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let fresh = line.is_empty() || line.ends_with(char::is_whitespace);
+    let current = if fresh { "" } else { words.pop().unwrap_or("") };
+    let pool: Vec<String> = match words.as_slice() {
+        [] => COMMANDS.iter().map(|c| c.verb.to_string()).collect(),
+        [verb] => arg_kind(verb).map(known).unwrap_or_default(),
+        _ => vec![],
+    };
+    // Run ids complete with or without their `#`.
+    let typed = current.trim_start_matches('#');
+    let mut candidates: Vec<String> = pool.into_iter().filter(|c| c.starts_with(typed)).collect();
+    candidates.dedup();
+    let done = match candidates.as_slice() {
+        [] => current.to_string(),
+        [one] => format!("{one} "),
+        many => {
+            let prefix = common_prefix(many);
+            if prefix.chars().count() > typed.chars().count() {
+                prefix
+            } else {
+                current.to_string()
+            }
+        }
+    };
+    let mut out: Vec<&str> = words.clone();
+    out.push(&done);
+    let mut text = out.join(" ");
+    if words.is_empty() && done.is_empty() {
+        text.clear();
+    }
+    Completion {
+        line: text,
+        candidates: if candidates.len() > 1 { candidates } else { vec![] },
+    }
+}
+
+/// The longest prefix every string shares.
+fn common_prefix(all: &[String]) -> String {
+    let Some(first) = all.first() else {
+        return String::new();
+    };
+    let mut len = first.chars().count();
+    for s in &all[1..] {
+        len = len.min(first.chars().zip(s.chars()).take_while(|(a, b)| a == b).count());
+    }
+    first.chars().take(len).collect()
+}
+
 fn run_id(arg: &str) -> Result<i64, String> {
     arg.trim_start_matches('#')
         .parse::<i64>()
@@ -242,6 +329,38 @@ pub fn parse(line: &str) -> Result<Command, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn known(kind: ArgKind) -> Vec<String> {
+        match kind {
+            ArgKind::Schedule => vec!["daily-report".into(), "daily-sync".into(), "hourly".into()],
+            ArgKind::NeedsHuman => vec!["42".into(), "417".into()],
+            _ => vec![],
+        }
+    }
+
+    #[test]
+    fn tab_completes_command_names_then_their_arguments() {
+        let c = complete("pa", &known);
+        assert_eq!((c.line.as_str(), c.candidates.len()), ("pause ", 0));
+        let c = complete("re", &known);
+        assert_eq!(
+            c.line, "re",
+            "reject, reload, requeue, resume, rehearse: no common prefix"
+        );
+        assert!(c.candidates.contains(&"reject".to_string()) && c.candidates.contains(&"resume".to_string()));
+        let c = complete("trigger da", &known);
+        assert_eq!(c.line, "trigger daily-");
+        assert_eq!(c.candidates, vec!["daily-report", "daily-sync"]);
+        let c = complete("trigger daily-s", &known);
+        assert_eq!((c.line.as_str(), c.candidates.len()), ("trigger daily-sync ", 0));
+        let c = complete("approve #41", &known);
+        assert_eq!(c.line, "approve 417 ");
+        let c = complete("approve ", &known);
+        assert_eq!(c.line, "approve 4");
+        assert_eq!(c.candidates, vec!["42", "417"]);
+        let c = complete("help x", &known);
+        assert_eq!((c.line.as_str(), c.candidates.len()), ("help x", 0));
+    }
 
     #[test]
     fn parses_the_documented_commands() {

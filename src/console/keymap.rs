@@ -27,7 +27,16 @@ pub enum Layer {
     Help,
     /// The filter and command bars.
     Input,
+    /// Every dialog, wherever its focus is.
     Dialog,
+    /// A dialog's text box has the focus.
+    DialogText,
+    /// A dialog's choice (approve: the step to resume after) has the focus.
+    DialogChoice,
+    /// A dialog's buttons have the focus.
+    DialogButtons,
+    /// Quitting, waiting for the embedded scheduler's attempts.
+    Quitting,
 }
 
 impl Layer {
@@ -44,7 +53,11 @@ impl Layer {
             Layer::Detail => "Run detail",
             Layer::Help => "Help",
             Layer::Input => "Filter / command bar",
-            Layer::Dialog => "Dialogs",
+            Layer::Dialog => "Dialogs (every one: the buttons start on Cancel)",
+            Layer::DialogText => "Dialogs: in a text box (Enter never confirms)",
+            Layer::DialogChoice => "Dialogs: on a choice",
+            Layer::DialogButtons => "Dialogs: on the buttons",
+            Layer::Quitting => "Quitting: waiting for running attempts",
         }
     }
 
@@ -108,12 +121,21 @@ pub enum Action {
     // Dialogs and bars.
     NextField,
     PrevField,
+    /// Enter in a text box or on a choice: the next one, after the last the
+    /// buttons (on Cancel); it never confirms.
+    NextInput,
+    PrevButton,
+    NextButton,
+    /// While quitting waits for running attempts: stop them now (Ctrl-C).
+    StopNow,
     /// The next / previous option of a choice field (approve: resume after).
     NextChoice,
     PrevChoice,
     Confirm,
     Cancel,
     Accept,
+    /// Tab in the command bar: complete the command or its argument.
+    Complete,
 }
 
 impl Action {
@@ -484,8 +506,17 @@ pub const KEYMAP: &[Binding] = &[
     ),
     // Bars.
     bind(&[code(KeyCode::Enter)], A::Accept, "apply", L::Input, false),
+    bind(
+        &[code(KeyCode::Tab)],
+        A::Complete,
+        "complete (: commands, schedules, runs)",
+        L::Input,
+        false,
+    ),
     bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Input, false),
-    // Dialogs.
+    // Dialogs: one grammar. The buttons start on Cancel; Enter in a text box
+    // moves on and never confirms; Enter on a button presses it.
+    bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Dialog, false),
     bind(
         &[code(KeyCode::Tab)],
         A::NextField,
@@ -501,28 +532,61 @@ pub const KEYMAP: &[Binding] = &[
         false,
     ),
     bind(
-        &[code(KeyCode::Left), code(KeyCode::Right)],
-        A::NextField,
-        "switch button",
-        L::Dialog,
+        &[code(KeyCode::Enter)],
+        A::NextInput,
+        "next box / the buttons",
+        L::DialogText,
+        false,
+    ),
+    bind(
+        &[code(KeyCode::Down)],
+        A::NextChoice,
+        "next step to resume after",
+        L::DialogChoice,
+        false,
+    ),
+    bind(
+        &[code(KeyCode::Up)],
+        A::PrevChoice,
+        "previous step",
+        L::DialogChoice,
+        false,
+    ),
+    bind(
+        &[code(KeyCode::Enter)],
+        A::NextInput,
+        "to the buttons",
+        L::DialogChoice,
+        false,
+    ),
+    bind(
+        &[code(KeyCode::Left)],
+        A::PrevButton,
+        "left",
+        L::DialogButtons,
+        false,
+    ),
+    bind(
+        &[code(KeyCode::Right)],
+        A::NextButton,
+        "right",
+        L::DialogButtons,
         false,
     ),
     bind(
         &[code(KeyCode::Enter)],
         A::Confirm,
-        "next field / confirm",
-        L::Dialog,
+        "press",
+        L::DialogButtons,
         false,
     ),
-    bind(&[code(KeyCode::Esc)], A::Cancel, "cancel", L::Dialog, false),
     bind(
-        &[code(KeyCode::Down)],
-        A::NextChoice,
-        "choose (resume after)",
-        L::Dialog,
+        &[KeySpec::ctrl('c')],
+        A::StopNow,
+        "stop them now (the runs retry)",
+        L::Quitting,
         false,
     ),
-    bind(&[code(KeyCode::Up)], A::PrevChoice, "choose", L::Dialog, false),
 ];
 
 /// The action bound to `key` in the first of `layers` that binds it.

@@ -17,6 +17,7 @@ pub mod app;
 pub mod command;
 pub mod detail;
 pub mod dialogs;
+pub mod follow;
 pub mod format;
 pub mod input;
 pub mod keymap;

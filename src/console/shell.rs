@@ -5,7 +5,10 @@
 //!
 //! The store is read by a poller thread with its own connection: every 250 ms
 //! it probes the newest event id and reloads the snapshot when it moved (or the
-//! selection changed, or 5 s passed, for next fires and maintenance). The full
+//! selection changed, or 5 s passed, for next fires and maintenance). Before
+//! such a reload it follows the database's config version ([`super::follow`]):
+//! a new one is what the snapshot is read with, what the executor's actions
+//! check against (shared as a [`crate::config::Applied`]), and the model's zone. The full
 //! scans of a snapshot (needs_human, dead letters) are reused for 5 s,
 //! or longer on databases where they are slow.
 //!
@@ -17,12 +20,13 @@
 
 use super::actions;
 use super::app::{Cmd, EmbeddedInfo, Init, LogTail, Model, Msg, update};
+use super::follow::{Follow, Followed};
 use super::player::{Opened, Player, PlayerReq};
 use super::snapshot::{self, SlowTier, SnapshotRequest};
 use super::theme::{self, Theme};
 use super::view::view;
 use super::{ConsoleOptions, EmbeddedScheduler};
-use crate::config::Config;
+use crate::config::{Applied, Config};
 use crate::operator;
 use crate::rehearsal::scenario;
 use crate::store::Store;
@@ -93,6 +97,45 @@ struct Source {
     store: Store,
     cfg: Config,
     clock: Arc<dyn Clock>,
+    /// The live database: its config versions are followed, and the one
+    /// applied is shared with the executor's actions.
+    follow: Option<(Follow, Applied)>,
+}
+
+impl Source {
+    /// The live database's source, following its config versions.
+    fn live(id: u64, store: Store, live: &Live) -> Self {
+        let cfg = live.cfg.get();
+        Source {
+            id,
+            store,
+            follow: Some((Follow::new(&cfg), live.cfg.clone())),
+            cfg: (*cfg).clone(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Follows the database's config version: a new one is sent to the
+    /// model, shared with the executor, and used by the next snapshot.
+    /// A store error is left to the snapshot read that follows to report.
+    fn follow_config(&mut self, tx: &Sender<Msg>) {
+        let Some((follow, applied)) = self.follow.as_mut() else {
+            return;
+        };
+        let msg = match follow.poll(&self.store) {
+            Ok(Followed::Same) => return,
+            Ok(Followed::Applied { version, cfg }) => {
+                let tz = cfg.scheduler.timezone;
+                self.cfg = *cfg;
+                applied.set(Arc::new(self.cfg.clone()));
+                Msg::ConfigApplied { version, tz }
+            }
+            Ok(Followed::Failed { version, error }) => Msg::ConfigUnloadable { version, error },
+            // The snapshot read that follows says what is wrong with the store.
+            Err(_) => return,
+        };
+        let _ = tx.send(msg);
+    }
 }
 
 /// What the poller is asked to do.
@@ -113,7 +156,8 @@ fn theme_dirs(cfg: &Config) -> Vec<PathBuf> {
 /// The live database: where the console reads and acts outside rehearsals.
 struct Live {
     db: PathBuf,
-    cfg: Config,
+    /// The config version the database runs (followed by the poller).
+    cfg: Applied,
     read_only: bool,
     /// The connection operator actions write through (`None` when read-only).
     actions: Option<Store>,
@@ -161,7 +205,7 @@ pub fn run(opts: ConsoleOptions) -> i32 {
     } else {
         let mut live = Live {
             db: opts.db.clone(),
-            cfg: opts.config.clone(),
+            cfg: Applied::new(Arc::new(opts.config.clone())),
             read_only: opts.read_only,
             actions: None,
         };
@@ -297,7 +341,7 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
                     }
                 }
             }
-            let Some(src) = &source else { continue };
+            let Some(src) = source.as_mut() else { continue };
             let id = match snapshot::last_event_id(&src.store) {
                 Ok(id) => id,
                 Err(e) => {
@@ -311,6 +355,10 @@ fn spawn_poller(source: Option<Box<Source>>, tx: Sender<Msg>, requests: Receiver
             if !(force || stale || Some(id) != last_id) {
                 continue;
             }
+            // Applying a config version writes `config_applied`: its version is
+            // looked at whenever the trace moved (and on every full reload),
+            // before the snapshot that shows it is read.
+            src.follow_config(&tx);
             // Reuse the full scans while young, or while nothing was written since.
             let reuse = slow
                 .as_ref()
@@ -424,12 +472,7 @@ impl Executor {
                 self.player = None;
                 let Some(live) = &self.live else { return };
                 match live.reader() {
-                    Ok(store) => self.request(Request::Source(Box::new(Source {
-                        id: source,
-                        store,
-                        cfg: live.cfg.clone(),
-                        clock: Arc::new(SystemClock),
-                    }))),
+                    Ok(store) => self.request(Request::Source(Box::new(Source::live(source, store, live)))),
                     Err(e) => self.reply(Msg::SnapshotFailed(e.to_string())),
                 }
             }
@@ -442,7 +485,8 @@ impl Executor {
                 } else if let Some((store, live)) =
                     self.live.as_ref().and_then(|l| Some((l.actions.as_ref()?, l)))
                 {
-                    let result = actions::preview(store, &live.cfg, &intent, &self.actor, SystemClock.now());
+                    let result =
+                        actions::preview(store, &live.cfg.get(), &intent, &self.actor, SystemClock.now());
                     self.reply(Msg::Preview { intent, result });
                 }
             }
@@ -472,9 +516,9 @@ impl Executor {
         let result = match self
             .live
             .as_ref()
-            .and_then(|l| Some((l.actions.as_ref()?, &l.cfg)))
+            .and_then(|l| Some((l.actions.as_ref()?, l.cfg.get())))
         {
-            Some((store, cfg)) => actions::perform(store, cfg, &cmd, &self.actor, SystemClock.now()),
+            Some((store, cfg)) => actions::perform(store, &cfg, &cmd, &self.actor, SystemClock.now()),
             None => Err("no database to act on".to_string()),
         };
         self.reply(Msg::ActionResult(result));
@@ -498,6 +542,7 @@ impl Executor {
                 store: o.store,
                 cfg: o.config,
                 clock: o.clock,
+                follow: None,
             })));
         });
         match Player::start(sc, source, self.actor.clone(), self.tx.clone(), opened) {
@@ -539,12 +584,7 @@ fn event_loop(
     let input = spawn_input(tx.clone(), stop.clone());
     let (live, first_source) = match live {
         Some((live, reader)) => {
-            let src = Source {
-                id: model.source,
-                store: reader,
-                cfg: live.cfg.clone(),
-                clock: Arc::new(SystemClock),
-            };
+            let src = Source::live(model.source, reader, &live);
             (Some(live), Some(Box::new(src)))
         }
         None => (None, None),

@@ -15,6 +15,7 @@
 use super::app::{Bar, Level, Model, Overlay, Screen};
 use super::detail;
 use super::dialogs::help;
+use super::dialogs::quit::QuitPhase;
 use super::keymap;
 use super::marks;
 use super::panes::{self, Pane};
@@ -129,6 +130,21 @@ fn too_small(m: &Model, t: &Theme, f: &mut Frame, area: Rect) {
             t.style(Token::Warn)
                 .add_modifier(Modifier::REVERSED | Modifier::BOLD),
         )));
+    }
+    // A quit in progress stays visible, counting down, at any size.
+    if let Overlay::Quit(q) = &m.overlay {
+        let n = m.own_attempts().len();
+        let text = match (&q.phase, q.seconds_left(m.wall)) {
+            (QuitPhase::Ask(b), _) => format!("quit? {n} running · {} (←/→ Enter, Esc)", b.label()),
+            (QuitPhase::Stopping { now: false, .. }, Some(left)) => {
+                format!(
+                    "quitting: {n} running, {} left",
+                    super::format::duration_short(left)
+                )
+            }
+            _ => format!("quitting: stopping {n} running"),
+        };
+        lines.push(Line::from(Span::styled(text, t.style(Token::Warn))));
     }
     lines.extend([
         Line::from(Span::styled(
@@ -427,7 +443,27 @@ fn input_spans(prefix: &str, text: &str, cursor: usize, t: &Theme) -> Vec<Span<'
 fn bar_line(m: &Model, t: &Theme) -> Line<'static> {
     match &m.bar {
         Some(Bar::Filter(l)) => return Line::from(input_spans("/", &l.text, l.cursor, t)),
-        Some(Bar::Command(l)) => return Line::from(input_spans(":", &l.text, l.cursor, t)),
+        Some(Bar::Command(l)) => {
+            let mut spans = input_spans(":", &l.text, l.cursor, t);
+            // What Tab could complete to: as many as fit.
+            if !m.completions.is_empty() {
+                spans.push(Span::styled("   Tab:", t.style(Token::Muted)));
+                let room = usize::from(m.width).saturating_sub(width(&spans));
+                let mut used = 0;
+                for (i, c) in m.completions.iter().enumerate() {
+                    let left = m.completions.len() - i;
+                    let more = format!(" +{left} more");
+                    let w = c.chars().count() + 1;
+                    if used + w + more.len() > room && left > 1 || used + w > room {
+                        spans.push(Span::styled(more, t.style(Token::Muted)));
+                        break;
+                    }
+                    spans.push(Span::styled(format!(" {c}"), t.style(Token::Accent)));
+                    used += w;
+                }
+            }
+            return Line::from(spans);
+        }
         None => {}
     }
     if let Some(s) = &m.status {

@@ -256,14 +256,18 @@ pub fn window_at(
     Ok(None)
 }
 
-/// Explains one run (the console's run detail).
+/// Explains one run (the console's run detail), its times told in `tz` —
+/// the console's zone, whatever zone the schedule fires in: one zone per
+/// screen.
 pub fn explain_run(
     tx: &dyn LedgerRead,
     cfg: Option<&Config>,
     run: &Run,
     now: DateTime<Utc>,
+    tz: Tz,
 ) -> StoreResult<Explanation> {
-    let ctx = Ctx::new(cfg, &run.schedule, now, false);
+    let mut ctx = Ctx::new(cfg, &run.schedule, now, false);
+    ctx.tz = tz;
     ctx.explain_run(tx, run).map(|x| x.in_zone(ctx.tz))
 }
 

@@ -1,13 +1,14 @@
 //! Type to confirm (k9s style), for the global kill switch: a reason, then the
 //! switch's name typed out. The action button stays disabled until both are
-//! there. Enter on the reason goes to the name; Enter on the name — the last
-//! field — confirms, as in every dialog, once both are there (else it says
+//! there. As in every dialog (see [`super`]), Enter on the reason goes to the
+//! name, Enter on the name to the buttons (on Cancel) — never confirming —
+//! and Enter on the action presses it once both are there (else it says
 //! what is missing and goes there). With `--cancel-running` it lists the
 //! attempts it will stop.
 
 use super::{
-    Field, Intent, Outcome, buttons, centered, dialog_action, reason_box, styled_box, target_lines,
-    target_rows, typed,
+    DIALOG_WIDTH, Field, Intent, Outcome, buttons, centered, dialog_action, inner_width, next_input,
+    other_button, reason_box, styled_box, target_lines, typed,
 };
 use crate::console::keymap::Action;
 use crate::console::theme::{Theme, Token};
@@ -86,8 +87,7 @@ impl ConfirmDialog {
     }
 
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
-        let on_text = matches!(self.focus, Field::Reason | Field::Word);
-        match dialog_action(key, on_text) {
+        match dialog_action(key, self.focus) {
             Some(Action::Cancel) => Outcome::Cancel,
             Some(Action::NextField) => {
                 self.cycle(true);
@@ -97,13 +97,17 @@ impl ConfirmDialog {
                 self.cycle(false);
                 Outcome::Continue
             }
+            Some(Action::NextInput) => {
+                self.focus = next_input(&[Field::Reason, Field::Word], self.focus);
+                Outcome::Continue
+            }
+            Some(Action::PrevButton | Action::NextButton) => {
+                self.focus = other_button(self.focus);
+                Outcome::Continue
+            }
             Some(Action::Confirm) => match self.focus {
-                Field::Reason => {
-                    self.focus = Field::Word;
-                    Outcome::Continue
-                }
-                Field::Cancel => Outcome::Cancel,
-                Field::Word | Field::Choice | Field::Confirm => self.confirm(),
+                Field::Confirm => self.confirm(),
+                _ => Outcome::Cancel,
             },
             Some(_) => Outcome::Continue,
             None => {
@@ -123,8 +127,9 @@ impl ConfirmDialog {
     }
 
     pub fn render(&self, theme: &Theme, frame: &mut Frame, screen: Rect) {
-        let target_rows = target_rows(&self.targets);
-        let area = centered(screen, 64, 16u16.saturating_add(target_rows));
+        let target_text = target_lines(&self.targets, inner_width(screen), theme);
+        let target_rows = u16::try_from(target_text.len()).unwrap_or(u16::MAX);
+        let area = centered(screen, DIALOG_WIDTH, 16u16.saturating_add(target_rows));
         frame.render_widget(Clear, area);
         let danger = theme.style(Token::Error);
         let block = Block::bordered()
@@ -155,7 +160,7 @@ impl ConfirmDialog {
             effect,
         );
         if target_rows > 0 {
-            frame.render_widget(Paragraph::new(target_lines(&self.targets, theme)), targets);
+            frame.render_widget(Paragraph::new(target_text), targets);
         }
         let r = styled_box(&self.reason, "reason", self.focus == Field::Reason, theme);
         frame.render_widget(&r, reason);

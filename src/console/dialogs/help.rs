@@ -11,11 +11,48 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
+/// The dialog grammar in words, above the dialog keys.
+const DIALOG_GRAMMAR: [&str; 2] = [
+    "Focus starts in the first box, else on Cancel. Enter in a box moves on",
+    "and never confirms; on the buttons (Cancel first) Enter presses.",
+];
+
+/// Spaces between the key column and the descriptions.
+const GAP: usize = 2;
+
+/// `:verb ARG` as the help lists a command.
+fn usage(c: &command::CommandDoc) -> String {
+    if c.arg.is_empty() {
+        format!(":{}", c.verb)
+    } else {
+        format!(":{} {}", c.verb, c.arg)
+    }
+}
+
+/// The key column's width: the longest key text (or command usage) listed,
+/// and a gap, so no key runs into its description.
+fn key_column(
+    sections: &[(keymap::Layer, Vec<&keymap::Binding>)],
+    commands: &[&command::CommandDoc],
+) -> usize {
+    let keys = sections
+        .iter()
+        .flat_map(|(_, bs)| bs.iter().map(|b| b.keys_label().chars().count()));
+    let usages = commands.iter().map(|c| usage(c).chars().count());
+    keys.chain(usages).max().unwrap_or(0) + GAP
+}
+
 /// Every line of the help text.
 /// `counts`: the runs in the store by state, all time (the header counts
 /// finished runs of the last 24 hours only).
 pub fn lines(read_only: bool, counts: &[(RunState, u64)], theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    let sections = keymap::help_sections(read_only);
+    let commands: Vec<&command::CommandDoc> = command::COMMANDS
+        .iter()
+        .filter(|c| !(read_only && c.operator))
+        .collect();
+    let col = key_column(&sections, &commands);
     if read_only {
         out.push(Line::from(Span::styled(
             "read-only console: operator actions are hidden",
@@ -23,14 +60,23 @@ pub fn lines(read_only: bool, counts: &[(RunState, u64)], theme: &Theme) -> Vec<
         )));
         out.push(Line::from(""));
     }
-    for (layer, bindings) in keymap::help_sections(read_only) {
+    for (layer, bindings) in sections {
         out.push(Line::from(Span::styled(
             layer.title().to_string(),
             theme.style(Token::Accent),
         )));
+        if layer == keymap::Layer::Dialog {
+            // The one grammar every dialog speaks (its rows follow).
+            for l in DIALOG_GRAMMAR {
+                out.push(Line::from(Span::styled(
+                    format!("  {l}"),
+                    theme.style(Token::Muted),
+                )));
+            }
+        }
         for b in bindings {
             let mut spans = vec![
-                Span::styled(format!("  {:<18}", b.keys_label()), theme.style(Token::Focus)),
+                Span::styled(format!("  {:<col$}", b.keys_label()), theme.style(Token::Focus)),
                 Span::styled(b.description.to_string(), theme.style(Token::Fg)),
             ];
             if b.dangerous {
@@ -44,14 +90,9 @@ pub fn lines(read_only: bool, counts: &[(RunState, u64)], theme: &Theme) -> Vec<
         "Commands (:)".to_string(),
         theme.style(Token::Accent),
     )));
-    for c in command::COMMANDS.iter().filter(|c| !(read_only && c.operator)) {
-        let usage = if c.arg.is_empty() {
-            format!(":{}", c.verb)
-        } else {
-            format!(":{} {}", c.verb, c.arg)
-        };
+    for c in commands {
         out.push(Line::from(vec![
-            Span::styled(format!("  {usage:<18}"), theme.style(Token::Focus)),
+            Span::styled(format!("  {:<col$}", usage(c)), theme.style(Token::Focus)),
             Span::styled(c.description.to_string(), theme.style(Token::Fg)),
         ]));
     }
@@ -84,9 +125,16 @@ pub fn render(
     frame: &mut Frame,
     screen: Rect,
 ) {
-    let area = centered(screen, 76, screen.height);
-    frame.render_widget(Clear, area);
     let text = lines(read_only, counts, theme);
+    // As wide as its longest line (and the borders), so nothing is cut where
+    // the screen has room.
+    let widest = text.iter().map(Line::width).max().unwrap_or(0) + 2;
+    let area = centered(
+        screen,
+        u16::try_from(widest.max(76)).unwrap_or(u16::MAX),
+        screen.height,
+    );
+    frame.render_widget(Clear, area);
     let visible = area.height.saturating_sub(2);
     let max = u16::try_from(text.len())
         .unwrap_or(u16::MAX)

@@ -2,12 +2,22 @@
 //! pause, close circuit, kill switch off), the type-to-confirm dialog (kill
 //! switch on) and the help screen.
 //!
-//! A dialog names the exact target and the effect. Dangerous ones start with
-//! Cancel as the default button and refuse to confirm without a typed reason
-//! (and, for the kill switch, without its typed name). Resume and backfill
-//! first show their plan (read by the executor, see [`Preview`]) and cannot be
-//! confirmed before it arrived. Submitting yields the [`Cmd`] the executor
-//! performs; the dialog itself does no IO.
+//! A dialog names the exact target and the effect. Every dialog changes
+//! state, and every one speaks one grammar (DESIGN.md "The console"):
+//! - the focus starts in its first text box, or, without one, on Cancel; the
+//!   buttons start on Cancel either way;
+//! - Enter in a text box (or on a choice) moves to the next one and after the
+//!   last to the buttons, on Cancel — it never confirms; Enter on a button
+//!   presses it; ←/→ move between the buttons, Tab/S-Tab between all fields,
+//!   Esc cancels;
+//! - the footer lists the keys of the field that has the focus, from the
+//!   keymap table ([`Dialog::layers`]).
+//!
+//! Actions refuse to confirm without a typed reason (and, for the kill
+//! switch, without its typed name). Resume and backfill first show their
+//! plan (read by the executor, see [`Preview`]) and cannot be confirmed
+//! before it arrived. Submitting yields the [`Cmd`] the executor performs;
+//! the dialog itself does no IO.
 
 pub mod confirm;
 pub mod help;
@@ -19,7 +29,7 @@ use super::keymap::{self, Action, Layer};
 use super::theme::{Theme, Token};
 use chrono::{DateTime, Utc};
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
@@ -178,7 +188,8 @@ impl Intent {
         )
     }
 
-    /// Destructive or global: the default button is Cancel.
+    /// Destructive or global: drawn in the error style (every dialog's
+    /// buttons start on Cancel).
     pub fn dangerous(&self) -> bool {
         matches!(
             self,
@@ -300,6 +311,29 @@ impl Dialog {
         }
     }
 
+    /// Which field has the focus.
+    pub fn focus(&self) -> Field {
+        match self {
+            Dialog::Reason(d) => d.focus,
+            Dialog::Confirm(d) => d.focus,
+        }
+    }
+
+    /// The button Enter presses once the focus is on the buttons: the focused
+    /// one, else Cancel (where Enter in the last text box goes).
+    pub fn button(&self) -> Field {
+        match self.focus() {
+            Field::Confirm => Field::Confirm,
+            _ => Field::Cancel,
+        }
+    }
+
+    /// The keymap layers of the focused field, topmost first: what its keys
+    /// do, and what the footer lists.
+    pub fn layers(&self) -> Vec<Layer> {
+        field_layers(self.focus())
+    }
+
     /// The plan arrived for `intent`; ignored if this dialog is about something else.
     pub fn set_preview(&mut self, intent: &Intent, result: Result<Preview, String>) {
         if let Dialog::Reason(d) = self
@@ -342,44 +376,63 @@ pub enum Field {
     Confirm,
 }
 
-/// What a dialog does with a key on a field: text fields take every key but
-/// the dialog keys; buttons take only dialog keys.
-pub(crate) fn dialog_action(key: &KeyEvent, on_text: bool) -> Option<Action> {
-    if on_text
-        && !matches!(
-            key.code,
-            KeyCode::Tab | KeyCode::BackTab | KeyCode::Enter | KeyCode::Esc
-        )
-    {
-        return None;
-    }
-    keymap::lookup(&[Layer::Dialog], key, false)
+/// The keymap layers of a dialog whose focus is on `focus`, topmost first.
+pub fn field_layers(focus: Field) -> Vec<Layer> {
+    let own = match focus {
+        Field::Reason | Field::Word => Layer::DialogText,
+        Field::Choice => Layer::DialogChoice,
+        Field::Cancel | Field::Confirm => Layer::DialogButtons,
+    };
+    vec![own, Layer::Dialog]
 }
 
-/// Lines of a dialog's target list shown at most; the rest is summarised.
+/// What a key does on the focused field, from the keymap table: a text box
+/// takes every key its layers do not bind (arrows move its cursor).
+pub(crate) fn dialog_action(key: &KeyEvent, focus: Field) -> Option<Action> {
+    keymap::lookup(&field_layers(focus), key, false)
+}
+
+/// Where Enter in a text box or on a choice goes: the next of `inputs`, after
+/// the last the buttons, on Cancel.
+pub(crate) fn next_input(inputs: &[Field], focus: Field) -> Field {
+    match inputs.iter().position(|f| *f == focus) {
+        Some(i) if i + 1 < inputs.len() => inputs[i + 1],
+        _ => Field::Cancel,
+    }
+}
+
+/// ←/→ on the buttons: the other one.
+pub(crate) fn other_button(focus: Field) -> Field {
+    match focus {
+        Field::Cancel => Field::Confirm,
+        _ => Field::Cancel,
+    }
+}
+
+/// Targets of a dialog's list shown at most; the rest is summarised.
 const TARGET_LINES: usize = 6;
 
-/// Rows the target list takes (a heading line and the targets).
-pub(crate) fn target_rows(targets: &[String]) -> u16 {
-    if targets.is_empty() {
-        return 0;
-    }
-    let shown = targets.len().min(TARGET_LINES) + usize::from(targets.len() > TARGET_LINES);
-    u16::try_from(shown).unwrap_or(u16::MAX)
+/// A dialog's width on `screen`, borders included.
+pub(crate) const DIALOG_WIDTH: u16 = 64;
+
+/// The room for text inside a dialog of [`DIALOG_WIDTH`] on `screen`.
+pub(crate) fn inner_width(screen: Rect) -> usize {
+    usize::from(DIALOG_WIDTH.min(screen.width).saturating_sub(2))
 }
 
-/// The target list: one line each, the rest counted.
-pub(crate) fn target_lines(targets: &[String], theme: &Theme) -> Vec<Line<'static>> {
-    let mut out: Vec<Line<'static>> = targets
-        .iter()
-        .take(TARGET_LINES)
-        .map(|t| {
-            Line::from(vec![
-                Span::styled("• ", theme.style(Token::Accent)),
-                Span::raw(t.clone()),
-            ])
-        })
-        .collect();
+/// The target list in `width` columns: each target wrapped at word
+/// boundaries (continuation lines indented under its text), the rest counted.
+pub(crate) fn target_lines(targets: &[String], width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out: Vec<Line<'static>> = Vec::new();
+    for t in targets.iter().take(TARGET_LINES) {
+        for (i, part) in wrap_words(t, width.saturating_sub(2)).into_iter().enumerate() {
+            let lead = if i == 0 { "• " } else { "  " };
+            out.push(Line::from(vec![
+                Span::styled(lead, theme.style(Token::Accent)),
+                Span::raw(part),
+            ]));
+        }
+    }
     if targets.len() > TARGET_LINES {
         out.push(Line::from(Span::styled(
             format!("… and {} more", targets.len() - TARGET_LINES),
@@ -387,6 +440,48 @@ pub(crate) fn target_lines(targets: &[String], theme: &Theme) -> Vec<Line<'stati
         )));
     }
     out
+}
+
+/// `text` in lines of at most `width` characters, broken between words; a
+/// word longer than a line is cut where it must be.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    if text.chars().count() <= width {
+        return vec![text.to_string()];
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: String = word.to_string();
+        loop {
+            let len = line.chars().count();
+            let w = word.chars().count();
+            if len == 0 && w <= width {
+                line = word;
+                break;
+            }
+            if len > 0 && len + 1 + w <= width {
+                line.push(' ');
+                line.push_str(&word);
+                break;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word wider than the line: cut it.
+            let head: String = word.chars().take(width).collect();
+            word = word.chars().skip(width).collect();
+            lines.push(head);
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// A one-line-per-row text box for a reason, wrapped at words.

@@ -2,8 +2,10 @@
 //! running, `q` (or Ctrl-C) asks whether to wait for them, stop them now, or
 //! not quit at all. Once the operator chose, it stays on screen as the
 //! progress of the stop — the attempts still running and the seconds left of
-//! `shutdown_grace` — until the scheduler has stopped; the screen never goes
-//! blank. A second Ctrl-C stops the attempts at once.
+//! `shutdown_grace`, counted down on every tick — until the scheduler has
+//! stopped; the screen never goes blank. A second Ctrl-C stops the attempts
+//! at once. Its buttons follow every dialog's grammar (see [`super`]): they
+//! start on Cancel, ←/→ move, Enter presses.
 
 use super::centered;
 use crate::console::app::Cmd;
@@ -21,17 +23,18 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 /// The buttons, left to right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuitButton {
+    /// Not quitting after all (where the focus starts).
+    Cancel,
     /// Stop claiming, let the running attempts finish (up to `shutdown_grace`).
     Wait,
     /// Stop the running attempts now; they become retries.
     StopNow,
-    Cancel,
 }
 
-const BUTTONS: [QuitButton; 3] = [QuitButton::Wait, QuitButton::StopNow, QuitButton::Cancel];
+const BUTTONS: [QuitButton; 3] = [QuitButton::Cancel, QuitButton::Wait, QuitButton::StopNow];
 
 impl QuitButton {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             QuitButton::Wait => "Wait for them",
             QuitButton::StopNow => "Stop them now",
@@ -77,10 +80,10 @@ pub enum QuitOutcome {
 }
 
 impl QuitDialog {
-    /// Asking, with the focus on waiting (the safe choice: nothing is cut off).
+    /// Asking, with the focus on Cancel (as in every dialog).
     pub fn ask(grace: Duration) -> Self {
         Self {
-            phase: QuitPhase::Ask(QuitButton::Wait),
+            phase: QuitPhase::Ask(QuitButton::Cancel),
             grace,
         }
     }
@@ -100,21 +103,41 @@ impl QuitDialog {
         }
     }
 
-    /// Keys while asking: Tab / ←→ move between the buttons, Enter presses,
-    /// Esc cancels. While stopping only Ctrl-C means anything (the app's).
+    /// The keymap layers now: a dialog's buttons while asking; while waiting
+    /// for the attempts, Ctrl-C stopping them; nothing once they are stopped.
+    pub fn layers(&self) -> Vec<Layer> {
+        match self.phase {
+            QuitPhase::Ask(_) => super::field_layers(super::Field::Cancel),
+            QuitPhase::Stopping { now: false, .. } => vec![Layer::Quitting],
+            QuitPhase::Stopping { now: true, .. } => vec![],
+        }
+    }
+
+    /// Whole seconds of `shutdown_grace` left at `wall` while waiting.
+    pub fn seconds_left(&self, wall: DateTime<Utc>) -> Option<i64> {
+        match self.phase {
+            QuitPhase::Stopping { since, now: false } => {
+                Some((since + self.grace - wall).num_seconds().max(0))
+            }
+            _ => None,
+        }
+    }
+
+    /// Keys while asking: ←/→ and Tab/S-Tab move between the buttons, Enter
+    /// presses, Esc cancels. While stopping only Ctrl-C means anything (the app's).
     pub fn handle_key(&mut self, key: &KeyEvent, wall: DateTime<Utc>) -> QuitOutcome {
         let QuitPhase::Ask(focus) = self.phase else {
             return QuitOutcome::Continue;
         };
         let i = BUTTONS.iter().position(|b| *b == focus).unwrap_or(0);
         let n = BUTTONS.len();
-        match keymap::lookup(&[Layer::Dialog], key, false) {
+        match keymap::lookup(&self.layers(), key, false) {
             Some(Action::Cancel) => QuitOutcome::Cancel,
-            Some(Action::NextField) => {
+            Some(Action::NextField | Action::NextButton) => {
                 self.phase = QuitPhase::Ask(BUTTONS[(i + 1) % n]);
                 QuitOutcome::Continue
             }
-            Some(Action::PrevField) => {
+            Some(Action::PrevField | Action::PrevButton) => {
                 self.phase = QuitPhase::Ask(BUTTONS[(i + n - 1) % n]);
                 QuitOutcome::Continue
             }
@@ -144,10 +167,23 @@ impl QuitDialog {
         let area = centered(screen, 72, 9 + rows);
         frame.render_widget(Clear, area);
         let accent = theme.style(Token::Warn);
-        let title = match self.phase {
-            QuitPhase::Ask(_) => " Quit agentcron? ".to_string(),
-            QuitPhase::Stopping { now: false, .. } => " Quitting: waiting for running attempts ".to_string(),
-            QuitPhase::Stopping { now: true, .. } => " Quitting: stopping running attempts ".to_string(),
+        let running = match attempts.len() {
+            1 => "1 attempt".to_string(),
+            n => format!("{n} attempts"),
+        };
+        // The countdown is in the title too: it is what changes every tick.
+        let title = match (self.phase.clone(), self.seconds_left(wall)) {
+            (QuitPhase::Ask(_), _) => " Quit agentcron? ".to_string(),
+            (QuitPhase::Stopping { now: false, .. }, Some(left)) => format!(
+                " Quitting: waiting for running attempts ({running}, {} left) ",
+                duration_short(left)
+            ),
+            (QuitPhase::Stopping { now: false, .. }, None) => {
+                " Quitting: waiting for running attempts ".to_string()
+            }
+            (QuitPhase::Stopping { now: true, .. }, _) => {
+                format!(" Quitting: stopping running attempts ({running}) ")
+            }
         };
         let block = Block::bordered()
             .border_style(accent)

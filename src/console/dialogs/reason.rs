@@ -3,16 +3,16 @@
 //! for approve a resume-after choice among the completed steps, and Cancel /
 //! action buttons.
 //!
-//! Enter on the last field confirms, as in every dialog (Enter on an earlier
-//! field goes to the next one); Enter on a button presses it; Esc cancels.
-//! Without a field to type into (resume, trigger, backfill) the focus starts
-//! on the action, or on Cancel for dangerous ones. The action refuses an empty
-//! reason, and (resume, backfill) a plan that has not arrived or has nothing
-//! to do, saying why.
+//! The grammar of every dialog (see [`super`]): the focus starts in the
+//! reason box, or without one (resume, trigger, backfill, reload) on Cancel;
+//! Enter in the box or on the choice moves on, to the buttons on Cancel, and
+//! never confirms; Enter on a button presses it; Esc cancels. The action
+//! refuses an empty reason, and (resume, backfill) a plan that has not
+//! arrived or has nothing to do, saying why.
 
 use super::{
-    Field, Intent, Outcome, PreviewState, buttons, centered, dialog_action, reason_box, styled_box,
-    target_lines, target_rows, typed,
+    DIALOG_WIDTH, Field, Intent, Outcome, PreviewState, buttons, centered, dialog_action, inner_width,
+    next_input, other_button, reason_box, styled_box, target_lines, typed, wrap_words,
 };
 use crate::console::keymap::Action;
 use crate::console::theme::{Theme, Token};
@@ -52,10 +52,8 @@ impl ReasonDialog {
             .then(|| reason_box("why? (recorded with your name)"));
         let focus = if reason.is_some() {
             Field::Reason
-        } else if intent.dangerous() {
-            Field::Cancel
         } else {
-            Field::Confirm
+            Field::Cancel
         };
         let preview = if intent.needs_preview() {
             PreviewState::Loading
@@ -110,7 +108,8 @@ impl ReasonDialog {
         f
     }
 
-    /// The fields typed or chosen in, in order (the last one confirms on Enter).
+    /// The fields typed or chosen in, in order (Enter on the last one goes to
+    /// the buttons).
     fn inputs(&self) -> Vec<Field> {
         let mut f = Vec::with_capacity(2);
         if self.reason.is_some() {
@@ -159,8 +158,7 @@ impl ReasonDialog {
     }
 
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
-        let on_text = self.focus == Field::Reason;
-        match dialog_action(key, on_text) {
+        match dialog_action(key, self.focus) {
             Some(Action::Cancel) => Outcome::Cancel,
             Some(Action::NextField) => {
                 self.cycle(true);
@@ -170,7 +168,15 @@ impl ReasonDialog {
                 self.cycle(false);
                 Outcome::Continue
             }
-            Some(a @ (Action::NextChoice | Action::PrevChoice)) if self.focus == Field::Choice => {
+            Some(Action::NextInput) => {
+                self.focus = next_input(&self.inputs(), self.focus);
+                Outcome::Continue
+            }
+            Some(Action::PrevButton | Action::NextButton) => {
+                self.focus = other_button(self.focus);
+                Outcome::Continue
+            }
+            Some(a @ (Action::NextChoice | Action::PrevChoice)) => {
                 let n = self.choices.len() + 1;
                 self.choice = if a == Action::NextChoice {
                     (self.choice + 1) % n
@@ -180,18 +186,8 @@ impl ReasonDialog {
                 Outcome::Continue
             }
             Some(Action::Confirm) => match self.focus {
-                Field::Reason | Field::Choice | Field::Word => {
-                    let inputs = self.inputs();
-                    match inputs.iter().position(|f| *f == self.focus) {
-                        Some(i) if i + 1 < inputs.len() => {
-                            self.focus = inputs[i + 1];
-                            Outcome::Continue
-                        }
-                        _ => self.confirm(),
-                    }
-                }
-                Field::Cancel => Outcome::Cancel,
                 Field::Confirm => self.confirm(),
+                _ => Outcome::Cancel,
             },
             Some(_) => Outcome::Continue,
             None => {
@@ -214,28 +210,42 @@ impl ReasonDialog {
         }
     }
 
-    fn target_rows(&self) -> u16 {
-        target_rows(&self.targets)
-    }
-
-    /// The plan as lines for the plan box (empty when there is none).
-    fn plan_lines(&self, theme: &Theme) -> Vec<Line<'static>> {
+    /// The plan as lines for the plan box, `width` columns wide (empty when
+    /// there is none): each line wrapped at words, continued indented.
+    fn plan_lines(&self, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let wrapped = |text: &str, style: ratatui::style::Style| -> Vec<Line<'static>> {
+            if text.chars().count() <= width {
+                return vec![Line::from(Span::styled(text.to_string(), style))];
+            }
+            // A line's own indent is kept; what wraps goes two further in.
+            let indent = text.len() - text.trim_start().len();
+            let lead = " ".repeat(indent);
+            wrap_words(text, width.saturating_sub(indent + 2))
+                .into_iter()
+                .enumerate()
+                .map(|(i, part)| {
+                    let part = if i == 0 {
+                        format!("{lead}{part}")
+                    } else {
+                        format!("{lead}  {part}")
+                    };
+                    Line::from(Span::styled(part, style))
+                })
+                .collect()
+        };
         match &self.preview {
             PreviewState::NotNeeded => vec![],
             PreviewState::Loading => vec![Line::from(Span::styled(
                 "loading the plan…",
                 theme.style(Token::Muted),
             ))],
-            PreviewState::Failed(e) => vec![Line::from(Span::styled(
-                format!("✗ {e}"),
-                theme.style(Token::Error),
-            ))],
+            PreviewState::Failed(e) => wrapped(&format!("✗ {e}"), theme.style(Token::Error)),
             PreviewState::Ready(p) => {
                 let mut out: Vec<Line<'static>> = p
                     .lines
                     .iter()
                     .take(PLAN_LINES)
-                    .map(|l| Line::from(l.clone()))
+                    .flat_map(|l| wrapped(l, theme.style(Token::Fg)))
                     .collect();
                 if p.lines.len() > PLAN_LINES {
                     out.push(Line::from(Span::styled(
@@ -249,7 +259,8 @@ impl ReasonDialog {
     }
 
     pub fn render(&self, theme: &Theme, frame: &mut Frame, screen: Rect) {
-        let plan = self.plan_lines(theme);
+        // The plan box's borders take two columns of the dialog's.
+        let plan = self.plan_lines(inner_width(screen).saturating_sub(2), theme);
         let plan_rows = if plan.is_empty() {
             0
         } else {
@@ -261,11 +272,12 @@ impl ReasonDialog {
             // The plan box says the rest.
             (false, false) => 7,
         };
-        let target_rows = self.target_rows();
+        let target_text = target_lines(&self.targets, inner_width(screen), theme);
+        let target_rows = u16::try_from(target_text.len()).unwrap_or(u16::MAX);
         let choice_rows = u16::from(!self.choices.is_empty());
         let area = centered(
             screen,
-            64,
+            DIALOG_WIDTH,
             base.saturating_add(plan_rows)
                 .saturating_add(target_rows)
                 .saturating_add(choice_rows),
@@ -294,7 +306,7 @@ impl ReasonDialog {
         ])
         .areas(inner);
         if target_rows > 0 {
-            frame.render_widget(Paragraph::new(target_lines(&self.targets, theme)), targets);
+            frame.render_widget(Paragraph::new(target_text), targets);
         }
         if !self.choices.is_empty() {
             let focused = self.focus == Field::Choice;

@@ -2,7 +2,7 @@
 //! HEALTH column — the worst unresolved state (`✗ 7 dead`, `⊘ circuit open`,
 //! `? 1 needs human`, `‖ paused`, `◷ gate upstream waits 12m`), else running
 //! or ok — how it last ended, next fire (relative and absolute, in the
-//! schedule's zone), circuit, paused. Only the rows on screen are built (there
+//! console's zone, as every time on its screens), circuit, paused. Only the rows on screen are built (there
 //! may be ten thousand).
 
 use super::{RowKey, drawn, filter_match_in, list_rows, mark_span, note_line, pane_block, selected_style};
@@ -39,11 +39,12 @@ pub fn selected(m: &Model) -> Option<&str> {
     m.schedules.selected_name(|| names(m))
 }
 
-/// `in 23h30m Tue 09:00` in the schedule's own zone (with the date when wide).
+/// `in 23h30m Tue 09:00` in the console's zone, the header's (with the date
+/// when wide): one zone per screen, whatever zone the schedule fires in.
 fn next_fire(m: &Model, t: &Theme, s: &ScheduleRow, wide: bool) -> Line<'static> {
     if let Some(o) = &s.overdue {
         // A fire passed and no scheduler was alive to evaluate it.
-        let local = o.due.with_timezone(&s.timezone);
+        let local = o.due.with_timezone(&m.tz);
         let abs = if wide {
             local.format("%m-%d %H:%M")
         } else {
@@ -57,7 +58,7 @@ fn next_fire(m: &Model, t: &Theme, s: &ScheduleRow, wide: bool) -> Line<'static>
     match &s.next_fire {
         _ if !s.loaded => Line::from(Span::raw("…")),
         Some(f) => {
-            let local = f.at.with_timezone(&s.timezone);
+            let local = f.at.with_timezone(&m.tz);
             let abs = if wide {
                 local.format("%a %m-%d %H:%M")
             } else {

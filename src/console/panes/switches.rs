@@ -155,10 +155,18 @@ pub fn render(m: &Model, t: &Theme, f: &mut Frame, area: Rect, focused: bool) {
             Cell::from(r.detail.clone()),
         ])
     });
+    // The state column is as wide as its widest mark: `○ kill switch off`
+    // reads whole.
+    let state_w = rows
+        .iter()
+        .map(|r| mark_span(r.mark, t).width())
+        .max()
+        .unwrap_or(0)
+        .max("STATE".len());
     let widths = [
         Constraint::Length(7),
         Constraint::Fill(3),
-        Constraint::Length(16),
+        Constraint::Length(u16::try_from(state_w).unwrap_or(u16::MAX)),
         Constraint::Fill(4),
     ];
     let keys: Vec<RowKey> = rows.iter().map(|r| RowKey::Name(r.key.clone())).collect();

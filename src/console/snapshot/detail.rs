@@ -62,7 +62,9 @@ fn read_run_detail(
     })?;
     events.reverse();
     let approvals = tx.approvals(run_id)?;
-    let explanation = crate::trace::explain_run(tx, cfg, &run, now.unwrap_or(run.updated_at))?;
+    // Told in the console's zone (its config's), as everything on its screens.
+    let tz = cfg.map_or(chrono_tz::Tz::UTC, |c| c.scheduler.timezone);
+    let explanation = crate::trace::explain_run(tx, cfg, &run, now.unwrap_or(run.updated_at), tz)?;
     Ok(RunDetail {
         run,
         attempts,
