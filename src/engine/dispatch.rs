@@ -89,6 +89,8 @@ impl Engine {
         if let Some(max) = s.budget.max_runtime {
             timeout = timeout.min(max);
         }
+        // Written when the runner reports the agent running (see
+        // `started`), stamped then; `now` is the claim's instant.
         let started = NewEvent::of(
             now,
             Event::Started {
@@ -160,11 +162,8 @@ impl Engine {
             let envelope = envelope.clone();
             EnvelopeText::Later(std::sync::Arc::new(move || envelope.to_json()))
         };
-        self.store.write(|tx| {
-            tx.set_attempt_envelope_text(run_id, attempt, text.clone())?;
-            tx.append_event_owned(started)?;
-            Ok(())
-        })?;
+        self.store
+            .write(|tx| tx.set_attempt_envelope_text(run_id, attempt, text.clone()))?;
         let spec = AttemptSpec {
             run_id,
             token,
@@ -194,6 +193,7 @@ impl Engine {
                 broken_result: None,
                 journaled: false,
                 lease_until,
+                started: Some(Box::new(started)),
             },
             due_at,
         ));
@@ -249,6 +249,45 @@ impl CommitLateness {
             self.samples[self.next] = (due, committed);
             self.next = (self.next + 1) % Self::KEPT;
         }
+    }
+}
+
+impl Engine {
+    /// The runner says the attempt's agent runs since `at` (its monotonic
+    /// instant): its `started` event and its row's `started_at` are written
+    /// now, stamped with that instant on the engine's clock (never before
+    /// the claim). A virtual clock has no relation to real time: its
+    /// stamp is the instant the report is handled.
+    pub(crate) fn started(
+        &mut self,
+        now: DateTime<Utc>,
+        run_id: i64,
+        token: i64,
+        at: std::time::Instant,
+    ) -> Result<()> {
+        let Some(r) = self.running.get_mut(&run_id).filter(|r| r.token == token) else {
+            return Ok(());
+        };
+        let Some(mut event) = r.started.take() else {
+            return Ok(());
+        };
+        let ago = if self.clock.is_virtual() {
+            std::time::Duration::ZERO
+        } else {
+            at.elapsed()
+        };
+        let stamp = chrono::TimeDelta::from_std(ago)
+            .ok()
+            .and_then(|ago| now.checked_sub_signed(ago))
+            .unwrap_or(now)
+            .max(event.at);
+        event.at = stamp;
+        self.store.write(|tx| {
+            tx.attempt_started_at(run_id, token, stamp)?;
+            tx.append_event_owned(*event)?;
+            Ok(())
+        })?;
+        Ok(())
     }
 }
 

@@ -140,6 +140,10 @@ pub(crate) struct Running {
     /// committed) by this scheduler; what is left of it is what the agent's
     /// supervisor enforces.
     pub lease_until: DateTime<Utc>,
+    /// The attempt's `started` event, stamped with its claim's instant, until
+    /// the runner reports the agent running (`Engine::started`); an attempt
+    /// that could not start ends without one.
+    pub started: Option<Box<crate::store::types::NewEvent>>,
 }
 
 /// The attempts this process runs, by run id, with how many run in each
