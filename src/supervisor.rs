@@ -443,9 +443,14 @@ fn supervise(args: &Args) -> io::Result<()> {
         .envs(args.env.iter().map(|(k, v)| (k, v)))
         .process_group(0);
     // SAFETY: only async-signal-safe calls between fork and exec. (std resets
-    // the signal mask and SIGPIPE in the child before this runs.)
+    // SIGPIPE in the child before this runs, not the signal mask.)
     unsafe {
         cmd.pre_exec(move || {
+            // The signals we take through the signalfd are blocked here; the
+            // agent must get them (a TERM it never sees is no grace at all).
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             // If we are killed outright (SIGKILL), at least the leader follows.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() as u32 != me {
