@@ -282,9 +282,12 @@ impl Engine {
             .unwrap_or(now)
             .max(event.at);
         event.at = stamp;
+        // Not for an attempt that ended meanwhile (swept as lost by another
+        // scheduler while we could not hear its report).
         self.store.write(|tx| {
-            tx.attempt_started_at(run_id, token, stamp)?;
-            tx.append_event_owned(*event)?;
+            if tx.attempt_started_at(run_id, token, stamp)? {
+                tx.append_event_owned(*event)?;
+            }
             Ok(())
         })?;
         Ok(())

@@ -54,7 +54,8 @@ const INSERT_DEFERRED_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
        (SELECT version FROM schedule_current WHERE schedule = ?5), ?9) \
      ON CONFLICT DO NOTHING";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
-const SET_STARTED_AT: &str = "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2";
+const SET_STARTED_AT: &str =
+    "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
 const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
      exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
      WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
@@ -477,13 +478,13 @@ impl Tx<'_> {
     /// The attempt with this fencing token runs since `at` (its agent's
     /// process was started then): its row's `started_at`, which its claim
     /// set to the claim's instant. A row a claim deferred is moved before
-    /// it is written.
-    pub fn attempt_started_at(&self, run_id: i64, token: i64, at: DateTime<Utc>) -> Result<()> {
+    /// it is written. `false` if the attempt has no row or already ended
+    /// (another scheduler swept it as lost: its start is no news any more).
+    pub fn attempt_started_at(&self, run_id: i64, token: i64, at: DateTime<Utc>) -> Result<bool> {
         if self.states.restamp_deferred_attempt(run_id, token, at) {
-            return Ok(());
+            return Ok(true);
         }
-        self.exec(SET_STARTED_AT, params![run_id, token, Ms(at)])?;
-        Ok(())
+        Ok(self.exec(SET_STARTED_AT, params![run_id, token, Ms(at)])? == 1)
     }
 
     /// Records the end of the attempt with this fencing token; `false` if there
