@@ -1924,6 +1924,7 @@ fn spawn_bench(args: &Args) {
     // The floor: a plain std spawn loop (posix_spawn: no pre_exec) of the same agents.
     let t0 = epoch_micros(SystemClock.now());
     let mut children = vec![];
+    let mut spawned_at = vec![];
     for i in 0..n {
         let child = std::process::Command::new("bash")
             .args(["-c", SPAWN_AGENT])
@@ -1931,6 +1932,9 @@ fn spawn_bench(args: &Args) {
             .env("AGENTCRON_RUN_ID", i.to_string())
             .stdin(std::process::Stdio::null())
             .spawn();
+        // The instant the spawn returned (after the exec succeeded): the
+        // floor of what a ledger's honest `started` stamp can be.
+        spawned_at.push(epoch_micros(SystemClock.now()));
         children.push(ok(child, "spawning a floor agent"));
     }
     let floor = wait_for_starts(&floor_dir.join("started"), n, Duration::from_secs(60));
@@ -1939,6 +1943,18 @@ fn spawn_bench(args: &Args) {
         let _ = c.wait();
     }
     let floor_last = floor.values().map(|t| t - t0).max().unwrap_or(0) as f64 / 1000.0;
+    // Exec-to-first-instruction of the floor's agents: how long bash itself
+    // takes to reach its first line when N start together on this machine.
+    let mut floor_gaps: Vec<f64> = spawned_at
+        .iter()
+        .enumerate()
+        .filter_map(|(i, at)| {
+            floor
+                .get(&i.to_string())
+                .map(|agent| (agent - at).abs() as f64 / 1000.0)
+        })
+        .collect();
+    let floor_gap99 = percentile(&mut floor_gaps, 99.0);
     if floor.len() < n {
         fail(&format!("only {} of {n} floor agents started", floor.len()));
     }
@@ -2010,6 +2026,8 @@ timeout = "1m"
     let runs = ok(store.read(|tx| tx.runs(&Default::default())), "reading runs");
     let mut late = vec![];
     let mut gaps = vec![];
+    let mut signed = vec![];
+    let mut claim_gaps = vec![];
     let mut first_due = None;
     for run in &runs {
         let Some(agent) = agents.get(&run.id.to_string()) else {
@@ -2023,6 +2041,8 @@ timeout = "1m"
         }
         late.push((agent - epoch_micros(run.due_at)) as f64 / 1000.0);
         gaps.push((agent - epoch_micros(a.started_at)).abs() as f64 / 1000.0);
+        signed.push((agent - epoch_micros(a.started_at)) as f64 / 1000.0);
+        claim_gaps.push((epoch_micros(a.started_at) - epoch_micros(run.due_at)) as f64 / 1000.0);
     }
     let started_events = ok(
         store.read(|tx| {
@@ -2038,12 +2058,21 @@ timeout = "1m"
     let p99 = percentile(&mut late, 99.0);
     let gap99 = percentile(&mut gaps, 99.0);
     println!(
+        "agent − ledger start: p1 {:.1} ms, p50 {:.1} ms, p99 {:.1} ms; ledger start − due: p1 {:.1}, p50 {:.1}, p99 {:.1} ms",
+        percentile(&mut signed, 1.0),
+        percentile(&mut signed, 50.0),
+        percentile(&mut signed, 99.0),
+        percentile(&mut claim_gaps, 1.0),
+        percentile(&mut claim_gaps, 50.0),
+        percentile(&mut claim_gaps, 99.0),
+    );
+    println!(
         "{} agents of the first instant, {started_events} `started` events; ledger-vs-agent max {:.1} ms",
         late.len(),
         gaps.last().copied().unwrap_or(f64::NAN)
     );
     println!(
-        "HEADLINE bench spawn {n} agents: last start {last:.0} ms, p99 {p99:.0} ms; floor {floor_last:.0} ms; ledger-vs-agent p99 {gap99:.1} ms"
+        "HEADLINE bench spawn {n} agents: last start {last:.0} ms, p99 {p99:.0} ms; floor {floor_last:.0} ms; ledger-vs-agent p99 {gap99:.1} ms (floor: spawn-return-vs-agent p99 {floor_gap99:.1} ms)"
     );
     println!(
         "HEADLINE bench spawn {n} agents: memory {:.2} MiB per running agent (Pss of {processes} fork server + supervisor processes: {:.1} MiB); load average {load}",

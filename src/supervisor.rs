@@ -109,7 +109,7 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    match supervise(&args) {
+    match supervise(&args, None) {
         Ok(()) => 0,
         Err(e) => {
             report_spawn_error(&e);
@@ -194,6 +194,10 @@ impl SpawnRequest {
 /// The descriptors of a request: control socket, stdin, stdout, stderr.
 pub const REQUEST_FDS: usize = 4;
 
+/// The longest the fork server waits for one agent's exec before it goes on
+/// with the next request.
+const READY_WAIT: Duration = Duration::from_millis(100);
+
 /// The largest request (argv, environment and folder of one agent).
 const MAX_REQUEST: usize = 256 * 1024;
 
@@ -219,6 +223,7 @@ pub fn serve() -> i32 {
         return 1;
     }
     let mut buf = vec![0u8; MAX_REQUEST];
+    let mut starting = Starting::default();
     loop {
         let mut fds = [
             libc::pollfd {
@@ -242,7 +247,12 @@ pub fn serve() -> i32 {
             match receive(&mut buf) {
                 Received::Gone => return 0,
                 Received::Nothing => {}
-                Received::Request(len, fds) => fork_supervisor(&buf[..len], fds, sigfd, server),
+                Received::Request(len, fds) => {
+                    starting.wait_for_room();
+                    if let Some(ready) = fork_supervisor(&buf[..len], fds, sigfd, server) {
+                        starting.push(ready);
+                    }
+                }
             }
         }
     }
@@ -311,18 +321,59 @@ fn receive(buf: &mut [u8]) -> Received {
     Received::Request(n as usize, fds)
 }
 
+/// The agents being started: the read ends of their supervisors' `ready`
+/// pipes, each with the instant we stop waiting for it.
+#[derive(Default)]
+struct Starting(Vec<(OwnedFd, Instant)>);
+
+impl Starting {
+    /// Agents exec'ing at once: one per core keeps the cores busy without
+    /// making every agent's startup share them.
+    fn room() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    }
+
+    fn push(&mut self, ready: OwnedFd) {
+        self.0.push((ready, Instant::now() + READY_WAIT));
+    }
+
+    /// Waits until fewer than [`Starting::room`] agents are starting.
+    fn wait_for_room(&mut self) {
+        while self.0.len() >= Self::room() {
+            let now = Instant::now();
+            self.0.retain(|(_, until)| *until > now);
+            let Some(first) = self.0.iter().map(|(_, until)| *until).min() else {
+                return;
+            };
+            let mut fds: Vec<libc::pollfd> = self
+                .0
+                .iter()
+                .map(|(fd, _)| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            poll(&mut fds, Some(first.saturating_duration_since(now)));
+            let mut done = fds.iter().map(|f| f.revents != 0);
+            self.0.retain(|_| !done.next().unwrap_or(false));
+        }
+    }
+}
+
 /// Forks the supervisor of one request; the server's copies of its
-/// descriptors close when `fds` drops.
-fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) {
+/// descriptors close when `fds` drops. Returns the read end of a pipe that
+/// closes once the agent has exec'd (or could not be started).
+fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) -> Option<OwnedFd> {
     let Some(control) = fds.first().map(AsRawFd::as_raw_fd) else {
-        return;
+        return None;
     };
     if fds.len() != REQUEST_FDS {
         report_to(
             control,
             "{\"spawn_error\":\"a request to start an agent came without its pipes\",\"errno\":null}",
         );
-        return;
+        return None;
     }
     let request: SpawnRequest = match serde_json::from_slice(request) {
         Ok(r) => r,
@@ -334,11 +385,25 @@ fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) {
                     serde_json::Value::String(format!("a bad request to start an agent: {e}"))
                 ),
             );
-            return;
+            return None;
         }
+    };
+    // Agents start a few at a time, as from a plain spawn loop (see
+    // `Starting`): forked all at once, their startups would share the CPU
+    // at once, each reaching its first instruction late.
+    let mut pipe = [-1i32; 2];
+    // SAFETY: pipe2(2) into a two-int array.
+    let ready = if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } == 0 {
+        // SAFETY: both ends are fresh descriptors we own.
+        unsafe { Some((OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1]))) }
+    } else {
+        None
     };
     // SAFETY: fork(2) in a single-threaded process: the child may do anything.
     let pid = unsafe { libc::fork() };
+    if pid > 0 {
+        return ready.map(|(read, _write)| read);
+    }
     if pid < 0 {
         let e = io::Error::last_os_error();
         report_to(
@@ -349,19 +414,30 @@ fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) {
                 e.raw_os_error().unwrap_or(0)
             ),
         );
-        return;
+        return None;
     }
     if pid == 0 {
-        let code = supervisor_child(request, fds, sigfd, server);
+        let ready = ready.map(|(read, write)| {
+            drop(read);
+            write
+        });
+        let code = supervisor_child(request, fds, sigfd, server, ready);
         // SAFETY: leaving the forked child without running the server's
         // exit path (nothing of it is ours to flush).
         unsafe { libc::_exit(code) }
     }
+    None
 }
 
 /// In the forked child: the request's descriptors become 0–3, then the
 /// supervisor runs as `__supervise` would.
-fn supervisor_child(request: SpawnRequest, fds: Vec<OwnedFd>, sigfd: i32, server: u32) -> i32 {
+fn supervisor_child(
+    request: SpawnRequest,
+    fds: Vec<OwnedFd>,
+    sigfd: i32,
+    server: u32,
+    ready: Option<OwnedFd>,
+) -> i32 {
     // SAFETY: plain syscalls on descriptors we own.
     unsafe {
         libc::close(sigfd);
@@ -392,7 +468,7 @@ fn supervisor_child(request: SpawnRequest, fds: Vec<OwnedFd>, sigfd: i32, server
         report_spawn_error(&e);
         return 1;
     }
-    match supervise(&request.args()) {
+    match supervise(&request.args(), ready) {
         Ok(()) => 0,
         Err(e) => {
             report_spawn_error(&e);
@@ -405,6 +481,52 @@ fn drain(fd: i32) {
     let mut buf = [0u8; 1024];
     // SAFETY: read(2) into a valid buffer; the fd is non-blocking.
     while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+/// One shared anonymous page holding a monotonic instant, written by a forked
+/// child (before its exec) and read by us after the fork.
+struct SharedStamp(*mut u64);
+
+impl SharedStamp {
+    fn new() -> io::Result<Self> {
+        // SAFETY: an anonymous shared mapping of one page; we own it until drop.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self(page.cast()))
+    }
+
+    /// Where the child writes (valid while `self` lives; the child's copy of
+    /// the mapping is the same page).
+    fn slot(&self) -> *mut u64 {
+        self.0
+    }
+
+    /// The instant written, if the child wrote one.
+    fn read(&self) -> Option<u64> {
+        // SAFETY: the page is mapped, aligned and zero-initialised.
+        let v = unsafe { std::ptr::read_volatile(self.0) };
+        (v != 0).then_some(v)
+    }
+}
+
+impl Drop for SharedStamp {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the page `new` mapped.
+        unsafe {
+            libc::munmap(self.0.cast(), 4096);
+        }
+    }
 }
 
 /// The signals we take through a signalfd instead of handlers.
@@ -420,7 +542,9 @@ fn signal_set() -> libc::sigset_t {
     }
 }
 
-fn supervise(args: &Args) -> io::Result<()> {
+/// `ready`: a pipe closed once the agent has been started (or could not
+/// be), so the fork server starts agents one after another.
+fn supervise(args: &Args, ready: Option<OwnedFd>) -> io::Result<()> {
     let started_at = Instant::now();
     let set = signal_set();
     // SAFETY: plain syscalls on valid arguments; we are single-threaded here,
@@ -438,6 +562,13 @@ fn supervise(args: &Args) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     let me = std::process::id();
+    // The child writes its clock here as its last act before execve: once
+    // `spawn` says the exec succeeded, that is the agent's start, to within
+    // the exec itself. (Our own clock after `spawn` returns can trail the
+    // agent by the tens of ms a wakeup takes when many start at once.)
+    let exec_stamp = SharedStamp::new()?;
+    // An address, so the hook is Send + Sync (it is only used in the child).
+    let slot = exec_stamp.slot() as usize;
     let mut cmd = std::process::Command::new(&args.argv[0]);
     cmd.args(&args.argv[1..])
         .envs(args.env.iter().map(|(k, v)| (k, v)))
@@ -456,17 +587,21 @@ fn supervise(args: &Args) -> io::Result<()> {
             if libc::getppid() as u32 != me {
                 libc::_exit(1);
             }
+            // clock_gettime is async-signal-safe; the slot is a shared page.
+            std::ptr::write_volatile(slot as *mut u64, monotonic_ns());
             Ok(())
         });
     }
-    let child = cmd.spawn()?;
+    let child = cmd.spawn();
+    drop(ready);
+    let child = child?;
+    let exec_ns = exec_stamp.read().unwrap_or_else(monotonic_ns);
     let leader = child.id() as i32;
     // We never wait through `child`: every child is reaped by waitpid(-1).
     drop(child);
-    // `spawn` returned after the exec succeeded: the agent runs from now.
+    // `spawn` returned after the exec succeeded: the agent ran from `exec_ns`.
     report(&format!(
-        "{{\"started\":{leader},\"supervisor\":{me},\"mono_ns\":{}}}",
-        monotonic_ns()
+        "{{\"started\":{leader},\"supervisor\":{me},\"mono_ns\":{exec_ns}}}"
     ));
     // The tree alone holds the scheduler's pipes now, so their EOF means it is gone.
     // SAFETY: open/dup2 on fds we own.
