@@ -182,8 +182,9 @@ fn started_is_the_instant_the_runner_reports_the_agent_running_not_the_claim() {
     let store = Arc::new(Store::open(&dir.path().join("t.db")).unwrap());
     let clock = VirtualClock::new("2026-06-01T00:00:30Z".parse().unwrap());
     let runner = Later::default();
+    let cfg = Arc::new(cfg);
     let mut engine = Engine::new(
-        Arc::new(cfg),
+        cfg.clone(),
         store.clone(),
         Arc::new(clock.clone()),
         Arc::new(runner.clone()),
@@ -216,6 +217,45 @@ fn started_is_the_instant_the_runner_reports_the_agent_running_not_the_claim() {
     assert_eq!(events_of(&store, run_id, "claimed"), [claimed_at]);
     let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
     assert_eq!(attempts[0].started_at, started_at);
+    // The start's lateness is the agent's (3 s after a claim on time), and
+    // it is what `start_lateness` counts; the claim counts nothing.
+    let rows = store
+        .read(|tx| {
+            tx.events(&EventFilter {
+                run_id: Some(run_id),
+                ..EventFilter::default()
+            })
+        })
+        .unwrap();
+    let started = rows.iter().find(|e| e.kind == "started").unwrap().event();
+    assert!(
+        matches!(
+            started,
+            agentcron::core::event::Event::Started {
+                lateness_ms: Some(3000),
+                ..
+            }
+        ),
+        "{started:?}"
+    );
+    let counted: Vec<_> = rows
+        .iter()
+        .flat_map(|e| agentcron::trace::tally::tally(&e.event(), e.run_id))
+        .filter_map(|c| match c {
+            agentcron::trace::tally::Count::StartLateness(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counted, [3.0]);
+    // Explain tells when the agent really started.
+    let story = store
+        .read(|tx| agentcron::trace::explain(tx, Some(&cfg), "job", None, started_at))
+        .unwrap()
+        .text();
+    assert!(
+        story.contains("agent started 00:01:03, 3s after its claim"),
+        "{story}"
+    );
 
     // A second report of the same attempt changes nothing.
     clock.set(started_at + TimeDelta::seconds(5));

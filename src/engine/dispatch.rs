@@ -100,6 +100,8 @@ impl Engine {
                 agent: s.agent.clone(),
                 verify_step: verify_step.clone(),
                 timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                // Known once the agent runs (`Engine::started`).
+                lateness_ms: None,
             },
         )
         .for_run(run);
@@ -194,6 +196,7 @@ impl Engine {
                 journaled: false,
                 lease_until,
                 started: Some(Box::new(started)),
+                due_at,
             },
             due_at,
         ));
@@ -282,6 +285,10 @@ impl Engine {
             .unwrap_or(now)
             .max(event.at);
         event.at = stamp;
+        let due = r.due_at;
+        if let Some(Event::Started { lateness_ms, .. }) = event.typed_mut() {
+            *lateness_ms = Some((stamp - due).num_milliseconds());
+        }
         // Not for an attempt that ended meanwhile (swept as lost by another
         // scheduler while we could not hear its report).
         self.store.write(|tx| {

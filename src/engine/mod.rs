@@ -144,6 +144,8 @@ pub(crate) struct Running {
     /// the runner reports the agent running (`Engine::started`); an attempt
     /// that could not start ends without one.
     pub started: Option<Box<crate::store::types::NewEvent>>,
+    /// The instant the window was due (or its retry), for the start's lateness.
+    pub due_at: DateTime<Utc>,
 }
 
 /// The attempts this process runs, by run id, with how many run in each
