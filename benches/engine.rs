@@ -8,7 +8,11 @@
 //! cargo bench --bench engine -- lateness [--schedules N --seconds S]
 //! cargo bench --bench engine -- lifecycles [--runs N] [--schedules N] [--engine-only]
 //! cargo bench --bench engine -- idle [--schedules N --seconds S]
+//! cargo bench --bench engine -- spawn [--agents N]
 //! ```
+//!
+//! `spawn` is the exception: real `bash` agents under the real supervisor
+//! path (the fork server of the built `agentcron`), all due at one instant.
 //!
 //! A plain `main` (`harness = false`): it prints numbers and asserts nothing
 //! about speed. The agent is an in-process no-op runner (it reports exit 0 at
@@ -44,7 +48,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle|pg-protocol] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only] [--db postgres://…] [--chunk C]"
+                "{e}\nusage: engine [lateness|lifecycles|claim-floor|idle|pg-protocol|spawn] [--agents N] [--schedules N] [--seconds S] [--runs N] [--history S] [--engine-only] [--db postgres://…] [--chunk C]"
             );
             std::process::exit(2);
         }
@@ -71,6 +75,7 @@ fn main() {
         Some("claim-floor") => claim_floor_bench(&args),
         Some("idle") => idle_bench(&args),
         Some("pg-protocol") => pg_protocol_bench(&args),
+        Some("spawn") => spawn_bench(&args),
         Some(other) => {
             eprintln!("unknown benchmark `{other}`; one of {}", WHICH.join(", "));
             std::process::exit(2);
@@ -92,6 +97,8 @@ struct Args {
     db: Option<String>,
     /// `pg-protocol`: windows per statement.
     chunk: Option<usize>,
+    /// `spawn`: agents due at one instant.
+    agents: Option<usize>,
 }
 
 impl Args {
@@ -113,6 +120,7 @@ impl Args {
                 "--history" => a.history = Some(value("--history")?),
                 "--db" => a.db = Some(it.next().ok_or("--db needs a postgres:// URL")?),
                 "--chunk" => a.chunk = Some(value("--chunk")? as usize),
+                "--agents" => a.agents = Some(value("--agents")? as usize),
                 w if !w.starts_with('-') && a.which.is_none() => a.which = Some(w.to_string()),
                 other => return Err(format!("unexpected argument `{other}`")),
             }
@@ -158,6 +166,13 @@ impl AgentRunner for NoopRunner {
                 .unwrap_or_else(|e| e.into_inner())
                 .push((spec.run_id, now));
         }
+        let _ = reports.send(AttemptReport {
+            run_id: spec.run_id,
+            token: spec.token,
+            signal: AttemptSignal::Started {
+                at: std::time::Instant::now(),
+            },
+        });
         let _ = reports.send(AttemptReport {
             run_id: spec.run_id,
             token: spec.token,
@@ -1771,4 +1786,297 @@ fn pg_protocol_bench(args: &Args) {
         thousands(lost as u64)
     );
     println!("bench pg-protocol {schedulers} schedulers chunk {chunk}: {rate:.0} lifecycles per wall second");
+}
+
+// ---------------------------------------------------------------------------
+// spawn: N real agents due at one instant (issue 47)
+
+/// The agent: its first instruction writes its own clock (bash's
+/// `$EPOCHREALTIME`, no fork) to `started/$AGENTCRON_RUN_ID`, then it sleeps,
+/// so that all of them run together for the memory reading.
+const SPAWN_AGENT: &str = "printf '%s\n' \"$EPOCHREALTIME\" > started/$AGENTCRON_RUN_ID; exec sleep 5";
+
+/// The agents' own start instants, µs since the epoch, by file name.
+fn agent_starts(dir: &Path) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let Some((secs, frac)) = text.trim().split_once(['.', ',']) else {
+            continue;
+        };
+        if let (Ok(s), Ok(f)) = (secs.parse::<i64>(), format!("{frac:0<6}")[..6].parse::<i64>()) {
+            out.insert(
+                entry.file_name().to_string_lossy().into_owned(),
+                s * 1_000_000 + f,
+            );
+        }
+    }
+    out
+}
+
+fn epoch_micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// Waits (polling) until `n` agents wrote their start, up to `limit`.
+fn wait_for_starts(dir: &Path, n: usize, limit: Duration) -> HashMap<String, i64> {
+    let until = Instant::now() + limit;
+    loop {
+        let starts = agent_starts(dir);
+        if starts.len() >= n || Instant::now() >= until {
+            return starts;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The p-th percentile (0–100) of `v` (sorted here).
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+/// (pid, parent pid, command name) of every process.
+fn processes() -> Vec<(i32, i32, String)> {
+    let mut out = vec![];
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        out.push((pid, ppid, comm));
+    }
+    out
+}
+
+fn pss_kb(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What agentcron adds beside the agents: the fork server (our child named
+/// agentcron) and every supervisor (its children); (processes, Pss kB).
+fn supervision_pss() -> (usize, u64) {
+    let me = std::process::id() as i32;
+    let all = processes();
+    let servers: Vec<i32> = all
+        .iter()
+        .filter(|(_, ppid, comm)| *ppid == me && comm == "agentcron")
+        .map(|(pid, ..)| *pid)
+        .collect();
+    let supervisors: Vec<i32> = all
+        .iter()
+        .filter(|(_, ppid, _)| servers.contains(ppid))
+        .map(|(pid, ..)| *pid)
+        .collect();
+    let pids: Vec<i32> = servers.iter().chain(&supervisors).copied().collect();
+    (pids.len(), pids.iter().map(|p| pss_kb(*p)).sum())
+}
+
+/// The 1, 5 and 15-minute load averages.
+fn load_averages() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `agentcron` binary the supervisors are forked from.
+fn agentcron_binary() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_agentcron"))
+}
+
+fn spawn_bench(args: &Args) {
+    let n = args.agents.unwrap_or(146).max(1);
+    println!();
+    println!("== spawn: {n} bash agents due at one instant, real supervisor path ==");
+    if let Err(e) = agentcron::process::raise_open_files() {
+        eprintln!("cannot raise the open files limit: {e}");
+    }
+    let dir = temp_dir();
+    let floor_dir = dir.path().join("floor");
+    let started_dir = dir.path().join("started");
+    for d in [&floor_dir, &floor_dir.join("started"), &started_dir] {
+        ok(std::fs::create_dir_all(d), "creating the bench folders");
+    }
+
+    // The floor: a plain std spawn loop (posix_spawn: no pre_exec) of the same agents.
+    let t0 = epoch_micros(SystemClock.now());
+    let mut children = vec![];
+    let mut spawned_at = vec![];
+    for i in 0..n {
+        let child = std::process::Command::new("bash")
+            .args(["-c", SPAWN_AGENT])
+            .current_dir(&floor_dir)
+            .env("AGENTCRON_RUN_ID", i.to_string())
+            .stdin(std::process::Stdio::null())
+            .spawn();
+        // The instant the spawn returned (after the exec succeeded): the
+        // floor of what a ledger's honest `started` stamp can be.
+        spawned_at.push(epoch_micros(SystemClock.now()));
+        children.push(ok(child, "spawning a floor agent"));
+    }
+    let floor = wait_for_starts(&floor_dir.join("started"), n, Duration::from_secs(60));
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let floor_last = floor.values().map(|t| t - t0).max().unwrap_or(0) as f64 / 1000.0;
+    // Exec-to-first-instruction of the floor's agents: how long bash itself
+    // takes to reach its first line when N start together on this machine.
+    let mut floor_gaps: Vec<f64> = spawned_at
+        .iter()
+        .enumerate()
+        .filter_map(|(i, at)| {
+            floor
+                .get(&i.to_string())
+                .map(|agent| (agent - at).abs() as f64 / 1000.0)
+        })
+        .collect();
+    let floor_gap99 = percentile(&mut floor_gaps, 99.0);
+    if floor.len() < n {
+        fail(&format!("only {} of {n} floor agents started", floor.len()));
+    }
+
+    // The engine: N schedules every 10 s (aligned): all due at the next
+    // multiple of 10 s.
+    agentcron::process::set_supervisor(agentcron_binary());
+    let mut toml = format!(
+        r#"[scheduler]
+timezone = "UTC"
+database = "bench.db"
+workers = {workers}
+lease = "60s"
+
+[agents.sh]
+kind = "command"
+command = ["bash", "-c", {script}]
+timeout = "1m"
+"#,
+        workers = n * 2,
+        script = serde_json::to_string(SPAWN_AGENT).unwrap_or_default()
+    );
+    for i in 0..n {
+        let _ = write!(
+            toml,
+            "\n[[schedule]]\nid = \"s{i:04}\"\nagent = \"sh\"\nevery = \"10s\"\nanchor = \"fixed\"\n"
+        );
+    }
+    let cfg = load(&toml, dir.path());
+    let store = open_store(dir.path(), None);
+    let mut engine = Engine::new(
+        Arc::new(cfg),
+        store.clone(),
+        Arc::new(SystemClock),
+        Arc::new(agentcron::agent::runner::DefaultRunner),
+        EngineOptions::default(),
+    );
+    let rt = runtime();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // Watches the agents start, reads the memory while all run, and stops
+    // the engine once they have ended.
+    let watch_dir = started_dir.clone();
+    let watcher = std::thread::spawn(move || {
+        let starts = wait_for_starts(&watch_dir, n, Duration::from_secs(40));
+        std::thread::sleep(Duration::from_millis(1500));
+        let memory = supervision_pss();
+        let load = load_averages();
+        // The agents sleep 5 s: stop after they ended, before the next window.
+        std::thread::sleep(Duration::from_millis(4000));
+        let _ = stop_tx.send(());
+        (starts.len(), memory, load)
+    });
+    ok(
+        rt.block_on(engine.run_live(
+            async {
+                let _ = stop_rx.await;
+            },
+            Duration::from_secs(10),
+        )),
+        "live loop failed",
+    );
+    let (seen, (processes, pss_kb), load) = watcher.join().unwrap_or_else(|_| fail("the watcher panicked"));
+    if seen < n {
+        fail(&format!("only {seen} of {n} agents started"));
+    }
+
+    // Due, ledger start (attempts.started_at) and the agent's own start.
+    let agents = agent_starts(&started_dir);
+    let runs = ok(store.read(|tx| tx.runs(&Default::default())), "reading runs");
+    let mut late = vec![];
+    let mut gaps = vec![];
+    let mut signed = vec![];
+    let mut claim_gaps = vec![];
+    let mut first_due = None;
+    for run in &runs {
+        let Some(agent) = agents.get(&run.id.to_string()) else {
+            continue;
+        };
+        let attempts = ok(store.read(|tx| tx.attempts(run.id)), "reading attempts");
+        let Some(a) = attempts.first() else { continue };
+        let due = *first_due.get_or_insert(run.due_at);
+        if run.due_at != due {
+            continue;
+        }
+        late.push((agent - epoch_micros(run.due_at)) as f64 / 1000.0);
+        gaps.push((agent - epoch_micros(a.started_at)).abs() as f64 / 1000.0);
+        signed.push((agent - epoch_micros(a.started_at)) as f64 / 1000.0);
+        claim_gaps.push((epoch_micros(a.started_at) - epoch_micros(run.due_at)) as f64 / 1000.0);
+    }
+    let started_events = ok(
+        store.read(|tx| {
+            tx.events(&EventFilter {
+                kinds: vec!["started".into()],
+                ..EventFilter::default()
+            })
+        }),
+        "reading started events",
+    )
+    .len();
+    let last = late.iter().copied().fold(f64::NAN, f64::max);
+    let p99 = percentile(&mut late, 99.0);
+    let gap99 = percentile(&mut gaps, 99.0);
+    println!(
+        "agent − ledger start: p1 {:.1} ms, p50 {:.1} ms, p99 {:.1} ms; ledger start − due: p1 {:.1}, p50 {:.1}, p99 {:.1} ms",
+        percentile(&mut signed, 1.0),
+        percentile(&mut signed, 50.0),
+        percentile(&mut signed, 99.0),
+        percentile(&mut claim_gaps, 1.0),
+        percentile(&mut claim_gaps, 50.0),
+        percentile(&mut claim_gaps, 99.0),
+    );
+    println!(
+        "{} agents of the first instant, {started_events} `started` events; ledger-vs-agent max {:.1} ms",
+        late.len(),
+        gaps.last().copied().unwrap_or(f64::NAN)
+    );
+    println!(
+        "HEADLINE bench spawn {n} agents: last start {last:.0} ms, p99 {p99:.0} ms; floor {floor_last:.0} ms; ledger-vs-agent p99 {gap99:.1} ms (floor: spawn-return-vs-agent p99 {floor_gap99:.1} ms)"
+    );
+    println!(
+        "HEADLINE bench spawn {n} agents: memory {:.2} MiB per running agent (Pss of {processes} fork server + supervisor processes: {:.1} MiB); load average {load}",
+        pss_kb as f64 / 1024.0 / n as f64,
+        pss_kb as f64 / 1024.0
+    );
 }

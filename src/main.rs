@@ -440,11 +440,14 @@ fn key_arg(what: &'static str) -> impl Fn(&str) -> Result<String, String> + Clon
 }
 
 fn main() {
-    // The per-attempt supervisor is this binary re-executed: handled before the
-    // CLI (it is no verb, and takes its own arguments).
+    // The per-attempt supervisor and its fork server are this binary
+    // re-executed: handled before the CLI (no verbs; their own arguments).
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("__supervise") {
-        std::process::exit(agentcron::supervisor::main(&args[2..]));
+    match args.get(1).map(String::as_str) {
+        Some("__supervise") => std::process::exit(agentcron::supervisor::main(&args[2..])),
+        // The fork server the scheduler starts agents' supervisors from.
+        Some("__spawner") => std::process::exit(agentcron::supervisor::serve()),
+        _ => {}
     }
     // Agents run under the supervisor; /proc/self/exe still names this binary
     // if the file is replaced while the scheduler runs.

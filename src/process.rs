@@ -19,7 +19,8 @@
 //!
 //! In the `agentcron` binary ([`set_supervisor`]) agents do not run under the
 //! in-process keeper but under a per-attempt supervisor process
-//! (`crate::supervisor`, the binary re-executed): a child subreaper that keeps
+//! (`crate::supervisor`, forked by one fork server, the binary re-executed
+//! once as `agentcron __spawner`): a child subreaper that keeps
 //! every descendant of the agent, and ends the whole tree at the deadline, on
 //! stop, when the lease lapses without renewal — which a frozen scheduler
 //! cannot prevent — and when the scheduler dies (its control socket closes).
@@ -176,11 +177,12 @@ impl Limits {
     }
 }
 
-/// The `agentcron` binary to run as the per-attempt supervisor, once set.
+/// The `agentcron` binary to run as the fork server of the per-attempt
+/// supervisors, once set.
 static SUPERVISOR: OnceLock<PathBuf> = OnceLock::new();
 
-/// Runs every program started by [`start`] / [`start_with`] under the
-/// supervisor (`binary __supervise …`, see `crate::supervisor`) from now on.
+/// Runs every program started by [`start`] / [`start_with`] under a
+/// supervisor (forked by `binary __spawner`, see `crate::supervisor`) from now on.
 /// The `agentcron` binary calls it at start; a library user (tests) may call
 /// it with the path of a built `agentcron`. Without it the in-process keeper
 /// keeps them. The first call wins.
@@ -447,9 +449,17 @@ pub struct Pipes {
 pub struct Running {
     stopper: Stopper,
     ended: tokio::sync::oneshot::Receiver<Exit>,
+    /// When the program was running (its exec had succeeded).
+    started: Instant,
 }
 
 impl Running {
+    /// The instant the program was running: its exec had succeeded (as its
+    /// supervisor saw it, or as `spawn` returned).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
     pub fn stopper(&self) -> Stopper {
         self.stopper.clone()
     }
@@ -503,6 +513,8 @@ pub async fn start_with(program: &Program, limits: Limits) -> Result<(Pipes, Run
         .map_err(|_| spawner_gone())
         .and_then(|spawned| spawned)
         .map_err(spawn_error)?;
+    // `spawn` returns once the exec succeeded.
+    let started = Instant::now();
     let group = child.id().and_then(Group::of);
     let (notes, rx) = mpsc::channel();
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -542,6 +554,7 @@ pub async fn start_with(program: &Program, limits: Limits) -> Result<(Pipes, Run
     let running = Running {
         stopper: Stopper(notes),
         ended,
+        started,
     };
     Ok((pipes, running))
 }

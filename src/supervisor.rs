@@ -1,6 +1,12 @@
-//! The per-attempt supervisor: `agentcron __supervise [limits] -- PROGRAM ARGS…`,
-//! a small process between the scheduler and one agent (DESIGN.md "Recovery
-//! rules", Containment). It makes itself a child subreaper, so every process
+//! The per-attempt supervisor: a small process between the scheduler and one
+//! agent (DESIGN.md "Recovery rules", Containment). The scheduler starts one
+//! fork server, `agentcron __spawner` ([`serve`]); each attempt's supervisor
+//! is a fork of it (no exec: it shares the server's pages copy-on-write), given
+//! the attempt's pipes and control socket with the request. `agentcron
+//! __supervise [limits] -- PROGRAM ARGS…` ([`main`]) runs the same supervisor
+//! as a process of its own (on the stdio and fd 3 it was given).
+//!
+//! The supervisor makes itself a child subreaper, so every process
 //! the agent starts — double forks and `setsid` included — stays its
 //! descendant, starts the agent in its own process group on the stdio it was
 //! given, and ends the whole tree (TERM, grace, SIGCONT for the frozen, KILL)
@@ -17,6 +23,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
@@ -32,6 +39,8 @@ struct Args {
     term_grace: Duration,
     lease_grace: Duration,
     argv: Vec<String>,
+    /// Added to the agent's environment.
+    env: Vec<(String, String)>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -41,6 +50,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         term_grace: Duration::from_secs(2),
         lease_grace: Duration::from_secs(2),
         argv: vec![],
+        env: vec![],
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -99,26 +109,423 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    match supervise(&args) {
+    match supervise(&args, None) {
         Ok(()) => 0,
         Err(e) => {
-            report(&format!(
-                "{{\"spawn_error\":{},\"errno\":{}}}",
-                serde_json::Value::String(e.to_string()),
-                e.raw_os_error().map_or("null".to_string(), |n| n.to_string())
-            ));
+            report_spawn_error(&e);
             1
         }
     }
 }
 
+/// The report of a program that could not be started.
+fn report_spawn_error(e: &io::Error) {
+    report(&format!(
+        "{{\"spawn_error\":{},\"errno\":{}}}",
+        serde_json::Value::String(e.to_string()),
+        e.raw_os_error().map_or("null".to_string(), |n| n.to_string())
+    ));
+}
+
 /// Writes one report line; a gone scheduler (EPIPE) is fine.
 fn report(line: &str) {
+    report_to(CONTROL_FD, line);
+}
+
+fn report_to(fd: i32, line: &str) {
     let bytes = format!("{line}\n");
-    // SAFETY: send(2) on the control fd with a valid buffer; MSG_NOSIGNAL so a
-    // closed socket is an error, not SIGPIPE.
+    // SAFETY: send(2) on a control socket with a valid buffer; MSG_NOSIGNAL so
+    // a closed socket is an error, not SIGPIPE.
     unsafe {
-        libc::send(CONTROL_FD, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL);
+        libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL);
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the
+/// machine (std's `Instant` reads it too), so the scheduler can place an
+/// instant we report on its own timeline.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes only the struct we pass.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
+// ---------------------------------------------------------------------------
+// The fork server
+
+/// What the scheduler asks the fork server for: one supervised agent. Sent as
+/// one message of a `SOCK_SEQPACKET` socket with [`REQUEST_FDS`] descriptors
+/// (the attempt's control socket, then the agent's stdin, stdout, stderr).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SpawnRequest {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// The supervisor's (and so the agent's) working directory.
+    pub cwd: Option<String>,
+    pub timeout_ms: u64,
+    pub lease_ms: Option<u64>,
+    pub term_grace_ms: u64,
+    pub lease_grace_ms: u64,
+}
+
+impl SpawnRequest {
+    fn args(self) -> Args {
+        let ms = Duration::from_millis;
+        Args {
+            timeout: ms(self.timeout_ms),
+            lease: self.lease_ms.map(ms),
+            term_grace: ms(self.term_grace_ms),
+            lease_grace: ms(self.lease_grace_ms),
+            argv: self.argv,
+            env: self.env,
+        }
+    }
+}
+
+/// The descriptors of a request: control socket, stdin, stdout, stderr.
+pub const REQUEST_FDS: usize = 4;
+
+/// The longest the fork server waits for one agent's exec before it goes on
+/// with the next request.
+const READY_WAIT: Duration = Duration::from_millis(100);
+
+/// The largest request (argv, environment and folder of one agent).
+const MAX_REQUEST: usize = 256 * 1024;
+
+/// Entry of `agentcron __spawner`: the fork server. Its control socket (a
+/// `SOCK_SEQPACKET` socket on fd 3) brings requests; for each it forks a
+/// supervisor (see the module) and closes its copies of the request's
+/// descriptors. It reaps its children, and exits when the scheduler closes
+/// the socket. Single-threaded, so forking without exec is safe.
+pub fn serve() -> i32 {
+    let server = std::process::id();
+    // SAFETY: plain syscalls on valid arguments; single-threaded, so the
+    // mask is the process's.
+    let sigfd = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::fcntl(CONTROL_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if sigfd < 0 {
+        eprintln!("agentcron __spawner: {}", io::Error::last_os_error());
+        return 1;
+    }
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let mut starting = Starting::default();
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: CONTROL_FD,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sigfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        poll(&mut fds, None);
+        if fds[1].revents != 0 {
+            drain(sigfd);
+            // SAFETY: waitpid(2) with a valid status pointer.
+            while unsafe { libc::waitpid(-1, &mut 0, libc::WNOHANG) } > 0 {}
+        }
+        if fds[0].revents != 0 {
+            match receive(&mut buf) {
+                Received::Gone => return 0,
+                Received::Nothing => {}
+                Received::Request(len, fds) => {
+                    starting.wait_for_room();
+                    if let Some(ready) = fork_supervisor(&buf[..len], fds, sigfd, server) {
+                        starting.push(ready);
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Received {
+    Gone,
+    Nothing,
+    Request(usize, Vec<OwnedFd>),
+}
+
+/// Reads one request and the descriptors that came with it.
+fn receive(buf: &mut [u8]) -> Received {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // u64s: aligned for cmsghdr.
+    let mut control = [0u64; 16];
+    // SAFETY: a zeroed msghdr is valid; it points at buffers that outlive
+    // the call, and recvmsg(2) writes only into them.
+    let (n, msg) = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        let n = libc::recvmsg(CONTROL_FD, &mut msg, libc::MSG_CMSG_CLOEXEC);
+        (n, msg)
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => Received::Nothing,
+            _ => Received::Gone,
+        };
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages recvmsg(2) filled in, with the
+    // libc macros; SCM_RIGHTS data is an array of ints we now own.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg).cast::<i32>();
+                let len = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                for i in 0..len / std::mem::size_of::<i32>() {
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if n == 0 && fds.is_empty() {
+        return Received::Gone;
+    }
+    if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+        if let Some(control) = fds.first() {
+            report_to(
+                control.as_raw_fd(),
+                "{\"spawn_error\":\"the request to start the agent is too large\",\"errno\":null}",
+            );
+        }
+        return Received::Nothing;
+    }
+    Received::Request(n as usize, fds)
+}
+
+/// The agents being started: the read ends of their supervisors' `ready`
+/// pipes, each with the instant we stop waiting for it.
+#[derive(Default)]
+struct Starting(Vec<(OwnedFd, Instant)>);
+
+impl Starting {
+    /// Agents exec'ing at once: one per core keeps the cores busy without
+    /// making every agent's startup share them.
+    fn room() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    }
+
+    fn push(&mut self, ready: OwnedFd) {
+        self.0.push((ready, Instant::now() + READY_WAIT));
+    }
+
+    /// Waits until fewer than [`Starting::room`] agents are starting.
+    fn wait_for_room(&mut self) {
+        while self.0.len() >= Self::room() {
+            let now = Instant::now();
+            self.0.retain(|(_, until)| *until > now);
+            let Some(first) = self.0.iter().map(|(_, until)| *until).min() else {
+                return;
+            };
+            let mut fds: Vec<libc::pollfd> = self
+                .0
+                .iter()
+                .map(|(fd, _)| libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            poll(&mut fds, Some(first.saturating_duration_since(now)));
+            let mut done = fds.iter().map(|f| f.revents != 0);
+            self.0.retain(|_| !done.next().unwrap_or(false));
+        }
+    }
+}
+
+/// Forks the supervisor of one request; the server's copies of its
+/// descriptors close when `fds` drops. Returns the read end of a pipe that
+/// closes once the agent has exec'd (or could not be started).
+fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) -> Option<OwnedFd> {
+    let Some(control) = fds.first().map(AsRawFd::as_raw_fd) else {
+        return None;
+    };
+    if fds.len() != REQUEST_FDS {
+        report_to(
+            control,
+            "{\"spawn_error\":\"a request to start an agent came without its pipes\",\"errno\":null}",
+        );
+        return None;
+    }
+    let request: SpawnRequest = match serde_json::from_slice(request) {
+        Ok(r) => r,
+        Err(e) => {
+            report_to(
+                control,
+                &format!(
+                    "{{\"spawn_error\":{},\"errno\":null}}",
+                    serde_json::Value::String(format!("a bad request to start an agent: {e}"))
+                ),
+            );
+            return None;
+        }
+    };
+    // Agents start a few at a time, as from a plain spawn loop (see
+    // `Starting`): forked all at once, their startups would share the CPU
+    // at once, each reaching its first instruction late.
+    let mut pipe = [-1i32; 2];
+    // SAFETY: pipe2(2) into a two-int array.
+    let ready = if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } == 0 {
+        // SAFETY: both ends are fresh descriptors we own.
+        unsafe { Some((OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1]))) }
+    } else {
+        None
+    };
+    // SAFETY: fork(2) in a single-threaded process: the child may do anything.
+    let pid = unsafe { libc::fork() };
+    if pid > 0 {
+        return ready.map(|(read, _write)| read);
+    }
+    if pid < 0 {
+        let e = io::Error::last_os_error();
+        report_to(
+            control,
+            &format!(
+                "{{\"spawn_error\":{},\"errno\":{}}}",
+                serde_json::Value::String(format!("cannot start the supervisor: {e}")),
+                e.raw_os_error().unwrap_or(0)
+            ),
+        );
+        return None;
+    }
+    if pid == 0 {
+        let ready = ready.map(|(read, write)| {
+            drop(read);
+            write
+        });
+        let code = supervisor_child(request, fds, sigfd, server, ready);
+        // SAFETY: leaving the forked child without running the server's
+        // exit path (nothing of it is ours to flush).
+        unsafe { libc::_exit(code) }
+    }
+    None
+}
+
+/// In the forked child: the request's descriptors become 0–3, then the
+/// supervisor runs as `__supervise` would.
+fn supervisor_child(
+    request: SpawnRequest,
+    fds: Vec<OwnedFd>,
+    sigfd: i32,
+    server: u32,
+    ready: Option<OwnedFd>,
+) -> i32 {
+    // SAFETY: plain syscalls on descriptors we own.
+    unsafe {
+        libc::close(sigfd);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // A server killed outright takes its supervisors' trees with it
+        // (besides their control sockets closing when the scheduler dies).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
+        if libc::getppid() as u32 != server {
+            return 1;
+        }
+        // A group of our own, as the agent's: never signalled with the scheduler's.
+        libc::setpgid(0, 0);
+    }
+    // Control, stdin, stdout, stderr → 3, 0, 1, 2. Every received fd is above
+    // 3 (the server's 0–3 are open), so no dup2 overwrites one still to copy.
+    for (fd, target) in fds.iter().zip([CONTROL_FD, 0, 1, 2]) {
+        // SAFETY: dup2(2) of an fd we own; the copy has no close-on-exec.
+        if unsafe { libc::dup2(fd.as_raw_fd(), target) } < 0 {
+            return 1;
+        }
+    }
+    drop(fds);
+    if let Some(dir) = &request.cwd
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        report_spawn_error(&e);
+        return 1;
+    }
+    match supervise(&request.args(), ready) {
+        Ok(()) => 0,
+        Err(e) => {
+            report_spawn_error(&e);
+            1
+        }
+    }
+}
+
+fn drain(fd: i32) {
+    let mut buf = [0u8; 1024];
+    // SAFETY: read(2) into a valid buffer; the fd is non-blocking.
+    while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+/// One shared anonymous page holding a monotonic instant, written by a forked
+/// child (before its exec) and read by us after the fork.
+struct SharedStamp(*mut u64);
+
+impl SharedStamp {
+    fn new() -> io::Result<Self> {
+        // SAFETY: an anonymous shared mapping of one page; we own it until drop.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self(page.cast()))
+    }
+
+    /// Where the child writes (valid while `self` lives; the child's copy of
+    /// the mapping is the same page).
+    fn slot(&self) -> *mut u64 {
+        self.0
+    }
+
+    /// The instant written, if the child wrote one.
+    fn read(&self) -> Option<u64> {
+        // SAFETY: the page is mapped, aligned and zero-initialised.
+        let v = unsafe { std::ptr::read_volatile(self.0) };
+        (v != 0).then_some(v)
+    }
+}
+
+impl Drop for SharedStamp {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the page `new` mapped.
+        unsafe {
+            libc::munmap(self.0.cast(), 4096);
+        }
     }
 }
 
@@ -135,7 +542,9 @@ fn signal_set() -> libc::sigset_t {
     }
 }
 
-fn supervise(args: &Args) -> io::Result<()> {
+/// `ready`: a pipe closed once the agent has been started (or could not
+/// be), so the fork server starts agents one after another.
+fn supervise(args: &Args, ready: Option<OwnedFd>) -> io::Result<()> {
     let started_at = Instant::now();
     let set = signal_set();
     // SAFETY: plain syscalls on valid arguments; we are single-threaded here,
@@ -153,25 +562,47 @@ fn supervise(args: &Args) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     let me = std::process::id();
+    // The child writes its clock here as its last act before execve: once
+    // `spawn` says the exec succeeded, that is the agent's start, to within
+    // the exec itself. (Our own clock after `spawn` returns can trail the
+    // agent by the tens of ms a wakeup takes when many start at once.)
+    let exec_stamp = SharedStamp::new()?;
+    // An address, so the hook is Send + Sync (it is only used in the child).
+    let slot = exec_stamp.slot() as usize;
     let mut cmd = std::process::Command::new(&args.argv[0]);
-    cmd.args(&args.argv[1..]).process_group(0);
+    cmd.args(&args.argv[1..])
+        .envs(args.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0);
     // SAFETY: only async-signal-safe calls between fork and exec. (std resets
-    // the signal mask and SIGPIPE in the child before this runs.)
+    // SIGPIPE in the child before this runs, not the signal mask.)
     unsafe {
         cmd.pre_exec(move || {
+            // The signals we take through the signalfd are blocked here; the
+            // agent must get them (a TERM it never sees is no grace at all).
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             // If we are killed outright (SIGKILL), at least the leader follows.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() as u32 != me {
                 libc::_exit(1);
             }
+            // clock_gettime is async-signal-safe; the slot is a shared page.
+            std::ptr::write_volatile(slot as *mut u64, monotonic_ns());
             Ok(())
         });
     }
-    let child = cmd.spawn()?;
+    let child = cmd.spawn();
+    drop(ready);
+    let child = child?;
+    let exec_ns = exec_stamp.read().unwrap_or_else(monotonic_ns);
     let leader = child.id() as i32;
     // We never wait through `child`: every child is reaped by waitpid(-1).
     drop(child);
-    report(&format!("{{\"started\":{leader}}}"));
+    // `spawn` returned after the exec succeeded: the agent ran from `exec_ns`.
+    report(&format!(
+        "{{\"started\":{leader},\"supervisor\":{me},\"mono_ns\":{exec_ns}}}"
+    ));
     // The tree alone holds the scheduler's pipes now, so their EOF means it is gone.
     // SAFETY: open/dup2 on fds we own.
     unsafe {

@@ -95,6 +95,8 @@ struct Finished {
     lines: Vec<AgentLine>,
     ending: Ending,
     log: String,
+    /// The runner reported the agent running (first, once).
+    started: bool,
 }
 
 impl Finished {
@@ -118,17 +120,36 @@ impl Finished {
 /// Collects reports until `Ended`, then checks that nothing follows it.
 async fn finish(rx: &mut mpsc::UnboundedReceiver<AttemptReport>) -> Finished {
     let mut lines = Vec::new();
+    let mut started = false;
     loop {
         let report = next(rx).await.expect("runner dropped its channel without Ended");
         assert_eq!((report.run_id, report.token), (42, 7));
         match report.signal {
+            AttemptSignal::Started { .. } => {
+                assert!(!started && lines.is_empty(), "`Started` after other reports");
+                started = true;
+            }
             AttemptSignal::Line(line) => lines.push(line),
             AttemptSignal::Ended { ending, log } => {
                 assert!(next(rx).await.is_none(), "a report after Ended");
-                return Finished { lines, ending, log };
+                return Finished {
+                    lines,
+                    ending,
+                    log,
+                    started,
+                };
             }
         }
     }
+}
+
+/// The first report after `Started`.
+async fn next_after_start(rx: &mut mpsc::UnboundedReceiver<AttemptReport>) -> Option<AttemptReport> {
+    let first = next(rx).await?;
+    if matches!(first.signal, AttemptSignal::Started { .. }) {
+        return next(rx).await;
+    }
+    Some(first)
 }
 
 async fn next(rx: &mut mpsc::UnboundedReceiver<AttemptReport>) -> Option<AttemptReport> {
@@ -437,7 +458,7 @@ async fn cancel_stops_the_agent() {
         .insert("PID_FILE".into(), pid_file.display().to_string());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let handle: AttemptHandle = ProcessRunner.start(spec, tx);
-    let first = next(&mut rx).await.unwrap();
+    let first = next_after_start(&mut rx).await.unwrap();
     assert_eq!(first.signal, AttemptSignal::Line(AgentLine::Heartbeat));
     handle.cancel();
     handle.cancel(); // idempotent
@@ -461,7 +482,7 @@ async fn grandchildren_get_the_grace_period_after_sigterm() {
     let spec = sh_spec("graceful.sh", &[], Duration::from_secs(600));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let handle = ProcessRunner.start(spec, tx);
-    let first = next(&mut rx).await.unwrap();
+    let first = next_after_start(&mut rx).await.unwrap();
     assert_eq!(first.signal, AttemptSignal::Line(AgentLine::Heartbeat));
     handle.cancel();
     let done = finish(&mut rx).await;
@@ -507,6 +528,7 @@ async fn a_missing_binary_is_a_non_retryable_spawn_failure() {
             "{message}"
         );
         assert_eq!(failure_class(&done.outcome()), Some(ErrorClass::NonRetryable));
+        assert!(!done.started, "a program that never ran was reported started");
     }
 }
 

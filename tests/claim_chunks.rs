@@ -3,7 +3,7 @@
 //! the last runs are decided, and no agent ever starts on a claim that is not
 //! yet committed (another connection to the file already sees it running).
 
-use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, AttemptSpec};
+use agentcron::agent::runner::{AgentRunner, AttemptHandle, AttemptReport, AttemptSignal, AttemptSpec};
 use agentcron::config::load_str;
 use agentcron::engine::{Engine, EngineOptions};
 use agentcron::store::Store;
@@ -282,7 +282,7 @@ struct RowsAtStart {
 }
 
 impl AgentRunner for RowsAtStart {
-    fn start(&self, spec: AttemptSpec, _reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
+    fn start(&self, spec: AttemptSpec, reports: mpsc::UnboundedSender<AttemptReport>) -> AttemptHandle {
         let other = Store::open(&self.db).unwrap();
         let rows = other
             .read(|tx| {
@@ -294,6 +294,13 @@ impl AgentRunner for RowsAtStart {
             })
             .unwrap();
         self.seen.lock().unwrap().push(rows);
+        let _ = reports.send(AttemptReport {
+            run_id: spec.run_id,
+            token: spec.token,
+            signal: AttemptSignal::Started {
+                at: std::time::Instant::now(),
+            },
+        });
         AttemptHandle::detached()
     }
 }
@@ -319,6 +326,8 @@ fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start(
     engine.tick().unwrap();
     clock.set("2026-06-01T00:01:00Z".parse().unwrap());
     engine.tick().unwrap();
+    // The agents say they run: their `started` events.
+    assert_eq!(engine.drain_reports().unwrap(), SCHEDULES);
 
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), SCHEDULES, "every due window was claimed and started");

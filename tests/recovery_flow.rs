@@ -464,6 +464,11 @@ async fn lost_attempts_late_result(mut h: Real) {
     h.script(json!({"1": {"do": ["fetch"]}}));
     h.engine.tick().unwrap();
     assert_eq!(h.engine.running_count(), 1, "a claimed and started attempt 1");
+    // Its agent reports running (its `started`) before a stalls.
+    tokio::time::timeout(std::time::Duration::from_secs(30), h.engine.wait_report())
+        .await
+        .expect("attempt 1 starts")
+        .unwrap();
     let run = run_by_key(&h.store, "report", "2026-06-06");
     let token1 = h.run(run.id).fencing_token;
 
@@ -478,6 +483,10 @@ async fn lost_attempts_late_result(mut h: Real) {
     h.clock.set(t("2026-06-06T09:02:21Z"));
     b.tick().unwrap();
     assert_eq!(b.running_count(), 1, "b claimed attempt 2");
+    tokio::time::timeout(std::time::Duration::from_secs(30), b.wait_report())
+        .await
+        .expect("attempt 2 starts")
+        .unwrap();
     let token2 = h.run(run.id).fencing_token;
     assert!(token2 > token1);
 

@@ -883,6 +883,7 @@ fn started(attempt: u32, token: i64) -> agentcron::core::event::Event {
         agent: "noop".into(),
         verify_step: None,
         timeout_ms: 60_000,
+        lateness_ms: None,
     }
 }
 

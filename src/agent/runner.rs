@@ -68,6 +68,12 @@ pub use crate::core::records::Ending;
 /// One thing that happened to an attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttemptSignal {
+    /// The agent runs: its process's exec succeeded (an HTTP agent: its call
+    /// is being made) at `at`. The first report of an attempt that started,
+    /// at most once; an attempt that could not start ends without it.
+    /// `at` is on the monotonic clock of this process; the engine places it
+    /// on its own clock when the report arrives.
+    Started { at: std::time::Instant },
     /// A protocol line, in the order the agent wrote it.
     Line(AgentLine),
     /// Always the last report of an attempt, exactly once. `log` is the bounded
@@ -289,6 +295,9 @@ async fn run_process(
         Ok(started) => started,
         Err(ending) => return (ending, String::new()),
     };
+    reporter.send(AttemptSignal::Started {
+        at: running.started(),
+    });
 
     let acks = handshake(&spec);
     let (replies, mut replies_rx) = mpsc::unbounded_channel::<Reply>();
@@ -561,6 +570,9 @@ impl AgentRunner for HttpRunner {
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
             let body = serde_json::to_vec(&**spec.envelope).unwrap_or_default();
+            reporter.send(AttemptSignal::Started {
+                at: std::time::Instant::now(),
+            });
             let call =
                 tokio::task::spawn_blocking(move || post(&url, &headers, &key, attempt, body, timeout));
             // ureq enforces `timeout`; the outer bound only guards against it not doing so.

@@ -406,6 +406,11 @@ pub enum Event {
         agent: String,
         verify_step: Option<String>,
         timeout_ms: u64,
+        /// The agent's start − the window's due instant (what
+        /// `start_lateness` measures); absent in rows written before it was
+        /// recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lateness_ms: Option<i64>,
     },
     Heartbeat {
         attempt: u32,

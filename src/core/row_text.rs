@@ -37,6 +37,7 @@ pub(crate) fn detail(e: &Event) -> Option<String> {
             agent,
             verify_step,
             timeout_ms,
+            lateness_ms,
         } => {
             out.num("{\"attempt\":", *attempt);
             out.num(",\"token\":", *token);
@@ -44,6 +45,9 @@ pub(crate) fn detail(e: &Event) -> Option<String> {
             out.str(",\"agent\":", agent);
             out.opt_str(",\"verify_step\":", verify_step.as_deref());
             out.num(",\"timeout_ms\":", *timeout_ms);
+            if let Some(l) = lateness_ms {
+                out.num(",\"lateness_ms\":", *l);
+            }
         }
         Event::Succeeded {
             attempt,
@@ -301,6 +305,7 @@ mod tests {
                 agent: text.clone(),
                 verify_step: some(&text),
                 timeout_ms: u64::MAX / (i as u64 + 1),
+                lateness_ms: (i % 2 == 1).then_some(i as i64 * 10 - 5),
             });
             all.push(Event::Succeeded {
                 attempt: 1,

@@ -89,6 +89,8 @@ impl Engine {
         if let Some(max) = s.budget.max_runtime {
             timeout = timeout.min(max);
         }
+        // Written when the runner reports the agent running (see
+        // `started`), stamped then; `now` is the claim's instant.
         let started = NewEvent::of(
             now,
             Event::Started {
@@ -98,6 +100,8 @@ impl Engine {
                 agent: s.agent.clone(),
                 verify_step: verify_step.clone(),
                 timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                // Known once the agent runs (`Engine::started`).
+                lateness_ms: None,
             },
         )
         .for_run(run);
@@ -160,11 +164,8 @@ impl Engine {
             let envelope = envelope.clone();
             EnvelopeText::Later(std::sync::Arc::new(move || envelope.to_json()))
         };
-        self.store.write(|tx| {
-            tx.set_attempt_envelope_text(run_id, attempt, text.clone())?;
-            tx.append_event_owned(started)?;
-            Ok(())
-        })?;
+        self.store
+            .write(|tx| tx.set_attempt_envelope_text(run_id, attempt, text.clone()))?;
         let spec = AttemptSpec {
             run_id,
             token,
@@ -194,6 +195,8 @@ impl Engine {
                 broken_result: None,
                 journaled: false,
                 lease_until,
+                started: Some(Box::new(started)),
+                due_at,
             },
             due_at,
         ));
@@ -249,6 +252,52 @@ impl CommitLateness {
             self.samples[self.next] = (due, committed);
             self.next = (self.next + 1) % Self::KEPT;
         }
+    }
+}
+
+impl Engine {
+    /// The runner says the attempt's agent runs since `at` (its monotonic
+    /// instant): its `started` event and its row's `started_at` are written
+    /// now, stamped with that instant on the engine's clock (never before
+    /// the claim). A virtual clock has no relation to real time: its
+    /// stamp is the instant the report is handled.
+    pub(crate) fn started(
+        &mut self,
+        now: DateTime<Utc>,
+        run_id: i64,
+        token: i64,
+        at: std::time::Instant,
+    ) -> Result<()> {
+        let Some(r) = self.running.get_mut(&run_id).filter(|r| r.token == token) else {
+            return Ok(());
+        };
+        let Some(mut event) = r.started.take() else {
+            return Ok(());
+        };
+        let ago = if self.clock.is_virtual() {
+            std::time::Duration::ZERO
+        } else {
+            at.elapsed()
+        };
+        let stamp = chrono::TimeDelta::from_std(ago)
+            .ok()
+            .and_then(|ago| now.checked_sub_signed(ago))
+            .unwrap_or(now)
+            .max(event.at);
+        event.at = stamp;
+        let due = r.due_at;
+        if let Some(Event::Started { lateness_ms, .. }) = event.typed_mut() {
+            *lateness_ms = Some((stamp - due).num_milliseconds());
+        }
+        // Not for an attempt that ended meanwhile (swept as lost by another
+        // scheduler while we could not hear its report).
+        self.store.write(|tx| {
+            if tx.attempt_started_at(run_id, token, stamp)? {
+                tx.append_event_owned(*event)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 }
 

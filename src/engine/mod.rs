@@ -141,6 +141,12 @@ pub(crate) struct Running {
     /// committed) by this scheduler; what is left of it is what the agent's
     /// supervisor enforces.
     pub lease_until: DateTime<Utc>,
+    /// The attempt's `started` event, stamped with its claim's instant, until
+    /// the runner reports the agent running (`Engine::started`); an attempt
+    /// that could not start ends without one.
+    pub started: Option<Box<crate::store::types::NewEvent>>,
+    /// The instant the window was due (or its retry), for the start's lateness.
+    pub due_at: DateTime<Utc>,
 }
 
 /// The attempts this process runs, by run id, with how many run in each

@@ -22,6 +22,7 @@ impl Engine {
         } = report;
         let known = self.running.get(&run_id).is_some_and(|r| r.token == token);
         match signal {
+            AttemptSignal::Started { at } => self.started(now, run_id, token, at),
             AttemptSignal::Line(line) => {
                 if !known {
                     return Ok(());

@@ -347,6 +347,17 @@ impl AgentRunner for SimRunner {
                 }
             }
         }
+        // A simulated agent runs from the instant it is started.
+        out.insert(
+            0,
+            (
+                now,
+                AttemptSignal::Started {
+                    at: std::time::Instant::now(),
+                },
+                None,
+            ),
+        );
         let mut st = self.lock();
         st.started
             .insert((spec.run_id, spec.attempt), env.schedule.clone());

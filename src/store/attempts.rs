@@ -54,6 +54,8 @@ const INSERT_DEFERRED_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
        (SELECT version FROM schedule_current WHERE schedule = ?5), ?9) \
      ON CONFLICT DO NOTHING";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
+const SET_STARTED_AT: &str =
+    "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
 const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
      exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
      WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
@@ -105,6 +107,7 @@ pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
     ("schedule_cost_between", SCHEDULE_COST),
     ("attempt log", LOG_OF_ATTEMPT),
     ("record_step", RECORD_STEP),
+    ("attempt_started_at", SET_STARTED_AT),
     ("record_step_fenced", RECORD_STEP_FENCED),
     ("steps", STEPS_OF_RUN),
 ];
@@ -142,6 +145,16 @@ impl HeldAttempt {
     /// Whether this is attempt `n` of run `run_id`.
     pub(crate) fn is(&self, run_id: i64, n: u32) -> bool {
         self.run_id == run_id && self.n == n
+    }
+
+    /// Moves `started_at` to `at` if this is the attempt with `token` of run
+    /// `run_id`; whether it is.
+    pub(crate) fn restamp(&mut self, run_id: i64, token: i64, at: DateTime<Utc>) -> bool {
+        let it = self.run_id == run_id && self.token == token;
+        if it {
+            self.started_at = at;
+        }
+        it
     }
 
     /// Inserts the row (running, with `envelope` if given).
@@ -460,6 +473,18 @@ impl Tx<'_> {
         }
         self.exec(SET_ENVELOPE, params![run_id, attempt, envelope.text()])?;
         Ok(())
+    }
+
+    /// The attempt with this fencing token runs since `at` (its agent's
+    /// process was started then): its row's `started_at`, which its claim
+    /// set to the claim's instant. A row a claim deferred is moved before
+    /// it is written. `false` if the attempt has no row or already ended
+    /// (another scheduler swept it as lost: its start is no news any more).
+    pub fn attempt_started_at(&self, run_id: i64, token: i64, at: DateTime<Utc>) -> Result<bool> {
+        if self.states.restamp_deferred_attempt(run_id, token, at) {
+            return Ok(true);
+        }
+        Ok(self.exec(SET_STARTED_AT, params![run_id, token, Ms(at)])? == 1)
     }
 
     /// Records the end of the attempt with this fencing token; `false` if there

@@ -871,6 +871,26 @@ impl StateCache {
         c.deferred = rows;
     }
 
+    /// Moves the `started_at` of the attempt with `token` of run `run_id` if
+    /// its row is deferred (not written yet); whether it was.
+    pub(crate) fn restamp_deferred_attempt(
+        &self,
+        run_id: i64,
+        token: i64,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> bool {
+        let mut c = self.inner();
+        let c = &mut *c;
+        for d in c.deferred_open.iter_mut().chain(c.deferred.iter_mut()) {
+            if let Deferred::Attempt(a, _) = d
+                && a.restamp(run_id, token, at)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
     fn has_deferred(&self) -> bool {
         !self.inner().deferred.is_empty()
     }

@@ -177,6 +177,15 @@ impl NewEvent {
         }
     }
 
+    /// The typed event it was made from ([`NewEvent::of`]), to amend before
+    /// it is written.
+    pub(crate) fn typed_mut(&mut self) -> Option<&mut crate::core::event::Event> {
+        match &mut self.detail {
+            Detail::Typed(e) => Some(e.as_mut()),
+            Detail::Text(_) => None,
+        }
+    }
+
     /// Whether its detail is a JSON object (which can hold folded events).
     pub(crate) fn is_object(&self) -> bool {
         match &self.detail {

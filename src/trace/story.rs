@@ -65,6 +65,8 @@ pub(super) struct Story {
     journal: BTreeMap<u32, Vec<(String, StepStatus, bool)>>,
     /// The last "gates passed" clause: a retry re-gated alike is not retold.
     gates_passed: Option<String>,
+    /// The last claim's lateness, ms: its start is told when it came later.
+    claimed_late_ms: Option<i64>,
 }
 
 impl Story {
@@ -79,6 +81,7 @@ impl Story {
             hold: None,
             journal: BTreeMap::new(),
             gates_passed: None,
+            claimed_late_ms: None,
         }
     }
 
@@ -359,6 +362,7 @@ impl Story {
                     self.push(Some(when), "gates_passed", text);
                 }
                 self.hold = None;
+                self.claimed_late_ms = Some(*lateness_ms);
                 let hms = self.hms(at);
                 let c = if *attempt <= 1 {
                     let when = if *lateness_ms < 1000 {
@@ -371,6 +375,23 @@ impl Story {
                     format!("attempt {attempt} claimed {hms} by {owner}")
                 };
                 self.push(Some(at), "claimed", c);
+            }
+            // The agent ran a second or more after its claim (a slow spawn, a
+            // loaded machine): when it really started is part of the answer.
+            Event::Started {
+                attempt,
+                verify_step: None,
+                lateness_ms: Some(late),
+                ..
+            } if self.claimed_late_ms.is_some_and(|c| late - c >= 1000) => {
+                let hms = self.hms(at);
+                let after = human(TimeDelta::milliseconds(late - self.claimed_late_ms.unwrap_or(0)));
+                let what = if *attempt <= 1 {
+                    format!("agent started {hms}, {after} after its claim")
+                } else {
+                    format!("attempt {attempt}'s agent started {hms}, {after} after its claim")
+                };
+                self.push(Some(at), "started", what);
             }
             Event::Started {
                 attempt,

@@ -44,7 +44,7 @@ pub enum Count {
         gate: String,
         result: &'static str,
     },
-    /// Claimed this many seconds after the window was due.
+    /// The agent started this many seconds after the window was due.
     StartLateness(f64),
     /// An alert was raised (`raised`) or its sink refused it (`failed`).
     Alert(&'static str),
@@ -110,9 +110,12 @@ pub fn tally(event: &Event, run: Option<i64>) -> Vec<Count> {
             gate: g.name.clone(),
             result: g.result.as_str(),
         }],
-        Event::Claimed { lateness_ms, .. } => {
-            vec![Count::StartLateness((*lateness_ms).max(0) as f64 / 1000.0)]
-        }
+        // The agent's real start, not its claim (rows written before the
+        // start carried its lateness count nothing).
+        Event::Started {
+            lateness_ms: Some(lateness_ms),
+            ..
+        } => vec![Count::StartLateness((*lateness_ms).max(0) as f64 / 1000.0)],
         Event::Alert(_) => vec![Count::Alert("raised")],
         Event::AlertFailed { .. } => vec![Count::Alert("failed")],
         _ => vec![],
