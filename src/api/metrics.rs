@@ -232,7 +232,7 @@ impl Metrics {
         );
         reg.register_with_unit(
             "start_lateness",
-            "How long after its window was due a run was claimed",
+            "How long after its window was due its agent started",
             Unit::Seconds,
             c.start_lateness.clone(),
         );

@@ -16,7 +16,7 @@ pub const COUNTED_KINDS: [&str; 12] = [
     "expired",
     "lost",
     "gate",
-    "claimed",
+    "started",
     "alert",
     "alert_failed",
 ];
