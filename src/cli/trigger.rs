@@ -150,7 +150,7 @@ pub(crate) fn report(e: ActionError) -> i32 {
             println!("{text}");
             exit::OK
         }
-        ActionError::Refused(_) => {
+        ActionError::Refused(_) | ActionError::Invalid(_) => {
             eprintln!("agentcron: {e}");
             exit::DOES_NOT_HOLD
         }

@@ -659,15 +659,10 @@ impl<'a> Ctx<'a> {
     fn not_in_config(&self, cfg: &Config) -> String {
         let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
         match crate::operator::did_you_mean(self.schedule, ids.iter().copied()) {
-            Some(close) => format!(
-                "{} is not in {}; did you mean `{close}`?",
-                self.schedule,
-                cfg.path.display()
-            ),
+            Some(close) => format!("{} is not in the config; did you mean `{close}`?", self.schedule),
             None => format!(
-                "{} is not in {}; schedules there: {}",
+                "{} is not in the config; schedules there: {}",
                 self.schedule,
-                cfg.path.display(),
                 ids.join(", ")
             ),
         }
