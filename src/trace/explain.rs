@@ -271,11 +271,13 @@ impl<'a> Ctx<'a> {
             schedule,
             cfg,
             sched,
-            // Without the config, times are told in UTC.
+            // The schedule's zone; for an id the config lacks, the
+            // scheduler's (as every other block without a schedule); without
+            // the config, UTC.
             tz: if utc {
                 Tz::UTC
             } else {
-                sched.map_or(Tz::UTC, |s| s.timezone)
+                sched.map_or_else(|| cfg.map_or(Tz::UTC, |c| c.scheduler.timezone), |s| s.timezone)
             },
             now,
         }
@@ -286,7 +288,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn title(&self, key: &str) -> String {
-        format!("{} {key} ({})", self.schedule, self.tz.name())
+        format!(
+            "{} {} ({})",
+            self.schedule,
+            crate::time::key_text(key, self.tz),
+            self.tz.name()
+        )
     }
 
     fn answer(
@@ -650,7 +657,11 @@ impl<'a> Ctx<'a> {
         Ok(self.answer(
             None,
             Outcome::NoRuns,
-            format!("{}: no runs in this database", self.schedule),
+            format!(
+                "{}: no runs in this database (times in {})",
+                self.schedule,
+                self.tz.name()
+            ),
             steps,
             next,
         ))
