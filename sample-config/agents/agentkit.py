@@ -81,9 +81,10 @@ AGENT_FAULT_AT=POINT       where the faults above fire (default `start`):
                              verify         in verify mode, before answering
 AGENT_FAULT_ATTEMPTS=N     faults fire only while attempt <= N (e.g. 1: the first
                            attempt fails, the retry succeeds). Default: every attempt.
-AGENT_FAULT_WINDOWS=N      faults fire only in windows whose start minute (minutes since
-                           the epoch, from window.start) is a multiple of N (e.g. 2 with
-                           `every = "1m"`: every other window). Default: every window.
+AGENT_FAULT_WINDOWS=N      faults fire only in windows whose start, counted in slots of
+                           AGENT_FAULT_SLOT seconds (default 60) since the epoch, is a
+                           multiple of N (e.g. N=2, SLOT=20 with `every = "20s"`: every
+                           other window). Default: every window.
 AGENT_LEDGER=PATH          append "<idempotency_key> <step>" per side-effect step run.
 AGENT_HEARTBEAT_EVERY=S    print {"event":"heartbeat"} every S seconds while running.
 If several faults are set they apply in the order SLEEP, HANG, EXIT, FAIL.
@@ -100,14 +101,14 @@ import time
 ERROR_CLASSES = ("retryable", "non_retryable", "needs_human")
 
 
-def _window_minute(window):
-    """Minutes since the epoch of the window's start (0 when it has none)."""
+def _window_slot(window, seconds):
+    """Whole slots of `seconds` since the epoch of the window's start (0 when it has none)."""
     raw = str((window or {}).get("start") or "")
     try:
         start = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         return 0
-    return int(start.timestamp() // 60)
+    return int(start.timestamp() // seconds)
 
 
 def _env_float(name, default=None):
@@ -214,7 +215,9 @@ class Agent:
         self.faults_active = fault_attempts is None or self.attempt <= fault_attempts
         fault_windows = _env_float("AGENT_FAULT_WINDOWS")
         if fault_windows and fault_windows >= 1:
-            self.faults_active = self.faults_active and _window_minute(self.window) % int(fault_windows) == 0
+            slot = _env_float("AGENT_FAULT_SLOT") or 60
+            self.faults_active = (self.faults_active
+                                  and _window_slot(self.window, slot) % int(fault_windows) == 0)
 
         every = _env_float("AGENT_HEARTBEAT_EVERY")
         if every and every > 0:
