@@ -695,6 +695,22 @@ mod tests {
     }
 
     #[test]
+    fn error_answers_name_files_instead_of_their_paths() {
+        let paths = vec![
+            ("/srv/agent cron/agentcron.toml".to_string(), "the config file"),
+            ("/srv/agent cron".to_string(), "the config folder"),
+        ];
+        let body =
+            json!({"error": "/srv/agent cron/agentcron.toml:3:1: bad; see /srv/agent cron/x"}).to_string();
+        let clean = scrub(&body, &paths);
+        assert!(!clean.contains("/srv"), "{clean}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&clean).unwrap()["error"],
+            "the config file:3:1: bad; see the config folder/x"
+        );
+    }
+
+    #[test]
     fn bodies_are_json_or_a_400_that_says_why() {
         assert_eq!(json_body(Ok(Bytes::from_static(b"  "))).ok(), Some(json!({})));
         let e = json_body(Ok(Bytes::from_static(b"{\"a\":"))).err().unwrap();
