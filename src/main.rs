@@ -31,7 +31,7 @@ struct Cli {
     /// Console that shows but never acts (and opens the database read-only).
     #[arg(long, global = true)]
     read_only: bool,
-    /// Times in UTC instead of each schedule's zone (runs, show, events, explain, status).
+    /// Times in UTC instead of each schedule's zone (runs, show, events, explain, status, plan).
     #[arg(long, global = true)]
     utc: bool,
     /// Serve the HTTP API, /metrics and probes here (run --headless and the console's scheduler).
@@ -721,7 +721,7 @@ fn main() {
                 },
         }) => cli::db_copy::run(from, to, password_file.as_deref(), *dry_run),
         Some(Command::Status { json }) => cli::status::run(&cli.config, cli.db.as_deref(), *json, cli.utc),
-        Some(Command::Plan { json }) => cli::config_cmd::plan(&cli.config, cli.db.as_deref(), *json),
+        Some(Command::Plan { json }) => cli::config_cmd::plan(&cli.config, cli.db.as_deref(), *json, cli.utc),
         Some(Command::Reload { allow_empty }) => {
             cli::config_cmd::reload(&cli.config, cli.db.as_deref(), *allow_empty)
         }

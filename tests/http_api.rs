@@ -493,7 +493,6 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
             }
         })
         .collect();
-    // (Families with no series yet, such as gate checks here, are not declared.)
     assert!(families.len() >= 15, "{families:?}");
     for f in &families {
         assert!(
@@ -753,4 +752,216 @@ fn a_bad_listen_address_or_tokens_file_stops_the_command_before_it_schedules() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The metric families docs/OPERATIONS.md lists (its metrics table), by the
+/// name their samples carry: the test follows the docs.
+fn documented_families() -> Vec<String> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/OPERATIONS.md")).unwrap();
+    let mut out = vec![];
+    for line in doc.lines().filter(|l| l.starts_with("| `agentcron_")) {
+        let first = line.split('|').nth(1).unwrap_or_default();
+        for name in first.split('`').filter(|w| w.starts_with("agentcron_")) {
+            out.push(name.to_string());
+        }
+    }
+    assert!(out.len() >= 20, "the metrics table was found: {out:?}");
+    out
+}
+
+/// Issue 52: the API is no looser than the command line, and every error is
+/// JSON without a path of this machine; `/metrics` on a fresh ledger exposes
+/// every documented family (zero series), so `rate()` sees 0, not no data.
+#[test]
+fn the_api_checks_what_the_cli_checks_and_every_error_is_json_without_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let cfg = std::fs::read_to_string(dir.path().join("agentcron.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("agentcron.toml"),
+        format!(
+            "{cfg}\n[agents.careful]\nkind = \"command\"\n\
+             command = [\"sh\", \"-c\", \"cat >/dev/null; exit 77\"]\n\
+             steps = [{{ name = \"fetch\" }}, {{ name = \"deliver\", side_effect = true }}]\n\n\
+             [[schedule]]\nid = \"refund\"\nagent = \"careful\"\non_event = \"refund\"\nclose_after = \"10m\"\n\n\
+             [[schedule.gate]]\nkind = \"file_exists\"\nname = \"ledger_ready\"\npath = \"agentcron.toml\"\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let _sched = start(
+        dir.path(),
+        &["--listen", &format!("127.0.0.1:{port}")],
+        "scheduler.log",
+    );
+    let log = || std::fs::read_to_string(dir.path().join("scheduler.log")).unwrap_or_default();
+    wait_for("the scheduler is alive", || {
+        (cli(dir.path(), &["status", "--json"]).status.code() == Some(0)).then_some(())
+    });
+
+    // A fresh ledger: nothing has happened, every documented family is there.
+    let (code, raw) = get(&base, "/metrics", Some(READ));
+    assert_eq!(code, 200, "{raw}");
+    let fresh = parse_prometheus(&raw);
+    for family in documented_families() {
+        let sample = |n: &str| fresh.keys().any(|(name, _)| name == n);
+        assert!(
+            sample(&family) || sample(&format!("{family}_count")),
+            "documented family {family} has a series on a fresh ledger:\n{raw}"
+        );
+    }
+    for schedule in ["on-deploy", "nightly", "refund"] {
+        let has = |name: &str, with: &[(&str, &str)]| {
+            fresh.iter().any(|((n, l), v)| {
+                n == name
+                    && *v == 0.0
+                    && l.get("schedule").map(String::as_str) == Some(schedule)
+                    && with
+                        .iter()
+                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            })
+        };
+        assert!(has("agentcron_windows_opened_total", &[]), "{schedule}");
+        assert!(
+            has("agentcron_runs_finished_total", &[("state", "failed")]),
+            "{schedule}"
+        );
+        assert!(
+            has("agentcron_windows_skipped_total", &[("reason", "circuit")]),
+            "{schedule}"
+        );
+        assert!(
+            has(
+                "agentcron_attempts_total",
+                &[("outcome", "failed"), ("class", "retryable")]
+            ),
+            "{schedule}"
+        );
+    }
+    assert_eq!(
+        sum(
+            &fresh,
+            "agentcron_gate_checks_total",
+            &[
+                ("schedule", "refund"),
+                ("gate", "ledger_ready"),
+                ("result", "wait")
+            ]
+        ),
+        0.0
+    );
+    assert!(fresh.contains_key(&(
+        "agentcron_runs".to_string(),
+        BTreeMap::from([("state".to_string(), "needs_human".to_string())])
+    )));
+
+    // A lower-case scheme is the same scheme (RFC 7235).
+    for scheme in ["bearer", "BEARER"] {
+        let mut resp = agent()
+            .get(&format!("{base}/api/v1/status"))
+            .header("authorization", &format!("{scheme} {READ}"))
+            .call()
+            .unwrap();
+        assert_eq!(
+            resp.status().as_u16(),
+            200,
+            "{scheme}: {}",
+            resp.body_mut().read_to_string().unwrap_or_default()
+        );
+    }
+
+    // Unknown routes (404) and known routes asked with the wrong method (405)
+    // answer JSON with an error, like every other 4xx.
+    for (code, body) in [get(&base, "/api/v1/nope", Some(READ)), get(&base, "/nope", None)] {
+        assert_eq!(code, 404, "{body}");
+        assert!(json_of(&body)["error"].is_string(), "{body}");
+    }
+    for (code, body) in [
+        get(&base, "/api/v1/kill", Some(OPERATE)),
+        post(&base, "/api/v1/status", Some(OPERATE), &[], "{}"),
+        post(&base, "/metrics", Some(OPERATE), &[], "{}"),
+    ] {
+        assert_eq!(code, 405, "{body}");
+        assert!(
+            json_of(&body)["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("does not take")),
+            "{body}"
+        );
+    }
+
+    // No path of this machine in an error: explain of an unknown schedule
+    // names the config, not where it lies.
+    let (code, body) = get(&base, "/api/v1/explain/nope", Some(READ));
+    assert_eq!(code, 404, "{body}");
+    let v = json_of(&body);
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("nope")), "{body}");
+    let folder = dir.path().canonicalize().unwrap();
+    for path in [dir.path().to_path_buf(), folder] {
+        let path = path.display().to_string();
+        assert!(!body.contains(&path), "{path} in {body}");
+    }
+    assert!(!body.contains("agentcron.toml"), "{body}");
+
+    // approve --resume-after with a step the run does not have: refused, as
+    // on the command line (400: the request is wrong, whatever the state).
+    let (code, body) = post(
+        &base,
+        "/api/v1/events/refund",
+        Some(OPERATE),
+        &[("Idempotency-Key", "r-1")],
+        "{}",
+    );
+    assert_eq!(code, 202, "{body}");
+    let run = wait_for("the refund run waits for a human", || {
+        let (_, body) = get(&base, "/api/v1/runs?schedule=refund", Some(READ));
+        let v = json_of(&body);
+        v.as_array()?
+            .iter()
+            .find(|r| r["state"] == "needs_human")
+            .and_then(|r| r["id"].as_i64())
+    });
+    let approve = format!("/api/v1/runs/{run}/approve");
+    let (code, body) = post(
+        &base,
+        &approve,
+        Some(OPERATE),
+        &[],
+        "{\"reason\": \"checked\", \"resume_after\": \"nosuchstep\"}",
+    );
+    assert_eq!(code, 400, "{body}\n{}", log());
+    let e = json_of(&body)["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        e.contains("`nosuchstep` is not a step of refund's agent `careful`; its steps: fetch, deliver"),
+        "{e}"
+    );
+    let (_, body) = get(&base, &format!("/api/v1/runs/{run}"), Some(READ));
+    assert_eq!(json_of(&body)["state"], "needs_human", "nothing changed: {body}");
+    let out = cli(
+        dir.path(),
+        &[
+            "approve",
+            &run.to_string(),
+            "--reason",
+            "x",
+            "--resume-after",
+            "nosuchstep",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "the command line refuses it too");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&e),
+        "one message for both"
+    );
+    let (code, body) = post(
+        &base,
+        &approve,
+        Some(OPERATE),
+        &[],
+        "{\"reason\": \"checked\", \"resume_after\": \"fetch\"}",
+    );
+    assert_eq!(code, 200, "{body}");
+    let (_, body) = get(&base, &format!("/api/v1/runs/{run}"), Some(READ));
+    assert_eq!(json_of(&body)["resume_after"], "fetch", "{body}");
 }

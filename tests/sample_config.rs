@@ -187,3 +187,92 @@ async fn the_demo_schedules_do_what_they_are_labelled_within_90_seconds() {
         "demo-broken-export's circuit is open"
     );
 }
+
+/// The DEMO block's `[[schedule]]` entries named `ids`, with the scheduler,
+/// tenants and every DEMO agent: the sample as shipped, cut to what a test
+/// looks at.
+fn demo_subset(toml: &str, ids: &[&str]) -> String {
+    let cut = toml
+        .find("# ---------------------------------------------------------------- DEMO")
+        .unwrap();
+    let head = toml[..cut]
+        .split("\n# ---------------------------------------------------------------- agents")
+        .next()
+        .unwrap();
+    let mut blocks = toml[cut..].split("\n[[schedule]]\n");
+    let agents = blocks.next().unwrap();
+    let mut out = format!("{head}\n{agents}");
+    for block in blocks {
+        if ids.iter().any(|id| block.starts_with(&format!("id = \"{id}\""))) {
+            out.push_str("\n[[schedule]]\n");
+            out.push_str(block);
+        }
+    }
+    for id in ids {
+        assert!(out.contains(&format!("id = \"{id}\"")), "the demo has {id}");
+    }
+    out
+}
+
+/// Issue 52: the demo does not decay. Over two hours of virtual time, with
+/// the sample's real agents and gate script, at every minute a refund waits
+/// for approval and a missed window waits in the backfill queue, the refund
+/// review's circuit stays closed though its approvals expire, and the broken
+/// export's circuit is probed again after its cool-down instead of staying
+/// open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_stays_alive_for_two_hours() {
+    let toml = std::fs::read_to_string("sample-config/agentcron.toml").unwrap();
+    let demo = demo_subset(
+        &toml,
+        &["demo-refund-review", "demo-missed-window", "demo-broken-export"],
+    );
+    let mut h = Real::new_with(&demo, "2027-06-08T00:30:00Z", |dir| {
+        copy_dir(Path::new("sample-config"), dir)
+    });
+    let start = h.now();
+    let cool_down = |id: &str| {
+        let s = h.cfg.schedule(id).unwrap();
+        chrono::TimeDelta::from_std(s.circuit.cool_down).unwrap()
+    };
+    let broken_cool_down = cool_down("demo-broken-export");
+    let mut broken_opened = 0;
+    // Two minutes to get going, then a look at every minute.
+    for minute in 2..=120 {
+        let at = start + chrono::TimeDelta::minutes(minute);
+        h.run_until(&agentcron::time::rfc3339(at)).await;
+        let waiting = support::runs(&h.store, "demo-refund-review")
+            .iter()
+            .filter(|r| r.state == RunState::NeedsHuman)
+            .count();
+        assert!(waiting >= 1, "minute {minute}: no run waits for approval");
+        let backfill = h.store.read(|tx| tx.backfill_pending()).unwrap();
+        assert!(backfill >= 1, "minute {minute}: the backfill queue is empty");
+        let refund = h.schedule_state("demo-refund-review");
+        assert_eq!(
+            refund.circuit,
+            CircuitState::Closed,
+            "minute {minute}: expiries opened the refund review's circuit"
+        );
+        let broken = h.schedule_state("demo-broken-export");
+        if broken.circuit != CircuitState::Closed {
+            broken_opened += 1;
+            let since = broken.circuit_changed_at.unwrap();
+            assert!(
+                at - since <= broken_cool_down + chrono::TimeDelta::minutes(1),
+                "minute {minute}: the broken export's circuit stays open since {since}"
+            );
+        }
+    }
+    assert!(broken_opened > 0, "the broken export shows an open circuit");
+    let expired = support::runs(&h.store, "demo-refund-review")
+        .iter()
+        .filter(|r| {
+            r.state == RunState::Failed
+                && r.state_reason
+                    .as_deref()
+                    .is_some_and(|w| w.contains("approval_ttl"))
+        })
+        .count();
+    assert!(expired >= 5, "approvals expired meanwhile: {expired}");
+}

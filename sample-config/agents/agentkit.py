@@ -81,12 +81,17 @@ AGENT_FAULT_AT=POINT       where the faults above fire (default `start`):
                              verify         in verify mode, before answering
 AGENT_FAULT_ATTEMPTS=N     faults fire only while attempt <= N (e.g. 1: the first
                            attempt fails, the retry succeeds). Default: every attempt.
+AGENT_FAULT_WINDOWS=N      faults fire only in windows whose start, counted in slots of
+                           AGENT_FAULT_SLOT seconds (default 60) since the epoch, is a
+                           multiple of N (e.g. N=2, SLOT=20 with `every = "20s"`: every
+                           other window). Default: every window.
 AGENT_LEDGER=PATH          append "<idempotency_key> <step>" per side-effect step run.
 AGENT_HEARTBEAT_EVERY=S    print {"event":"heartbeat"} every S seconds while running.
 If several faults are set they apply in the order SLEEP, HANG, EXIT, FAIL.
 AGENT_LEDGER is used as given (relative to the working directory).
 """
 
+import datetime
 import json
 import os
 import sys
@@ -94,6 +99,16 @@ import threading
 import time
 
 ERROR_CLASSES = ("retryable", "non_retryable", "needs_human")
+
+
+def _window_slot(window, seconds):
+    """Whole slots of `seconds` since the epoch of the window's start (0 when it has none)."""
+    raw = str((window or {}).get("start") or "")
+    try:
+        start = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return int(start.timestamp() // seconds)
 
 
 def _env_float(name, default=None):
@@ -198,6 +213,11 @@ class Agent:
         self.fault_at = os.environ.get("AGENT_FAULT_AT", "start").strip() or "start"
         fault_attempts = _env_float("AGENT_FAULT_ATTEMPTS")
         self.faults_active = fault_attempts is None or self.attempt <= fault_attempts
+        fault_windows = _env_float("AGENT_FAULT_WINDOWS")
+        if fault_windows and fault_windows >= 1:
+            slot = _env_float("AGENT_FAULT_SLOT") or 60
+            self.faults_active = (self.faults_active
+                                  and _window_slot(self.window, slot) % int(fault_windows) == 0)
 
         every = _env_float("AGENT_HEARTBEAT_EVERY")
         if every and every > 0:

@@ -39,7 +39,8 @@ Environment
   and the fault switches of agentkit.py:
   AGENT_SLEEP=SECONDS  AGENT_FAIL=retryable|non_retryable|needs_human  AGENT_EXIT=N
   AGENT_HANG=1  AGENT_FAULT_AT=start|STEP|STEP:started|STEP:landed|verify
-  AGENT_FAULT_ATTEMPTS=N  AGENT_LEDGER=PATH  AGENT_HEARTBEAT_EVERY=SECONDS
+  AGENT_FAULT_ATTEMPTS=N  AGENT_FAULT_WINDOWS=N  AGENT_FAULT_SLOT=S
+  AGENT_LEDGER=PATH  AGENT_HEARTBEAT_EVERY=SECONDS
 
 Try it by hand:
   echo '{"tenant":"acme","schedule":"demo","window":{"key":"2026-06-08"},"attempt":1}' \\

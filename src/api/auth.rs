@@ -117,10 +117,16 @@ impl Tokens {
         self.entries.is_empty()
     }
 
-    /// The caller an `Authorization` header value names, if any. Every entry
-    /// is compared, so the time taken does not tell which one matched.
+    /// The caller an `Authorization` header value names, if any. The scheme
+    /// is matched without regard to case (`Bearer`, `bearer`: RFC 7235 §2.1)
+    /// and may be followed by more than one space. Every entry is compared,
+    /// so the time taken does not tell which one matched.
     pub fn caller(&self, authorization: Option<&str>) -> Option<Caller> {
-        let token = authorization?.strip_prefix("Bearer ")?.trim();
+        let (scheme, token) = authorization?.trim_start().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return None;
+        }
+        let token = token.trim();
         let mut found = None;
         for (t, c) in &self.entries {
             if same(t, token.as_bytes()) {
@@ -157,6 +163,16 @@ token = "operate-token-0123456789"
             Role::Read
         );
         assert_eq!(t.caller(Some("Bearer nope")), None);
+        for scheme in ["bearer", "BEARER", "BeArEr"] {
+            assert_eq!(
+                t.caller(Some(&format!("{scheme}  read-token-0123456789")))
+                    .map(|c| c.role),
+                Some(Role::Read),
+                "the scheme is case-insensitive: {scheme}"
+            );
+        }
+        assert_eq!(t.caller(Some("Basic read-token-0123456789")), None);
+        assert_eq!(t.caller(Some("Bearerread-token-0123456789")), None);
         assert_eq!(
             t.caller(Some("read-token-0123456789")),
             None,

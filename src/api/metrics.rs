@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::config::model::AlertSink;
 use crate::store::types::{CircuitState, EventFilter, RunState};
 use crate::store::{Store, StoreError};
-use crate::trace::tally::{COUNTED_KINDS, Count, tally};
+use crate::trace::tally::{COUNTED_KINDS, Count, known, tally};
 use chrono::{DateTime, Utc};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -81,6 +81,11 @@ fn owner_labels(tenant: &Option<String>, schedule: &Option<String>) -> Labels {
 fn with(mut labels: Labels, more: &[(&'static str, &str)]) -> Labels {
     labels.extend(more.iter().map(|(k, v)| (*k, (*v).to_string())));
     labels
+}
+
+/// The series of `labels` made to exist (at 0 when new).
+fn touch<M: Default>(family: &Family<Labels, M>, labels: &Labels) {
+    let _ = family.get_or_create(labels);
 }
 
 fn seconds(t: DateTime<Utc>) -> f64 {
@@ -196,6 +201,45 @@ impl Metrics {
         })
     }
 
+    /// Zero series for what `cfg` says can be counted: each schedule's
+    /// label values, each alert outcome. A counter that exists at 0 gives
+    /// `rate()` and absence alerts a 0 instead of "no data" (and a reload's
+    /// new schedule gets its series at the next scrape).
+    fn seed(&self, c: &Counters, cfg: &Config) {
+        for s in &cfg.schedules {
+            let owner = vec![("tenant", s.tenant.clone()), ("schedule", s.id.clone())];
+            touch(&c.windows_opened, &owner);
+            touch(&c.cost, &owner);
+            touch(&c.tokens, &owner);
+            for state in known::FINISHED {
+                touch(&c.runs_finished, &with(owner.clone(), &[("state", state)]));
+            }
+            for reason in known::skip_reasons() {
+                touch(&c.windows_skipped, &with(owner.clone(), &[("reason", reason)]));
+            }
+            for (outcome, class) in known::ATTEMPT_ENDS {
+                touch(
+                    &c.attempts,
+                    &with(owner.clone(), &[("outcome", outcome), ("class", class)]),
+                );
+            }
+            for g in &s.gates {
+                for result in known::GATE_RESULTS {
+                    touch(
+                        &c.gate_checks,
+                        &with(owner.clone(), &[("gate", &g.name), ("result", result)]),
+                    );
+                }
+            }
+        }
+        for outcome in known::ALERT_OUTCOMES {
+            touch(
+                &c.alerts,
+                &vec![("sink", self.sink.to_string()), ("outcome", outcome.to_string())],
+            );
+        }
+    }
+
     /// The exposition at `now`: counters caught up with the trace, gauges read now.
     pub fn render(&self, store: &Store, cfg: &Config, now: DateTime<Utc>) -> Result<String, StoreError> {
         let mut tail = self
@@ -203,6 +247,7 @@ impl Metrics {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.catch_up(store, &mut tail)?;
+        self.seed(&tail.counters, cfg);
         let mut reg = Registry::with_prefix("agentcron");
         let c = &tail.counters;
         reg.register(
@@ -279,10 +324,11 @@ impl Metrics {
         let (schedulers, summary, schedules, counts, kill, backfill) = status;
         let count = |s: RunState| counts.iter().find(|(st, _)| *st == s).map_or(0, |(_, n)| *n);
 
+        // Every state, 0 when no run is in it.
         let runs: Family<Labels, Gauge> = Family::default();
-        for (state, n) in &counts {
+        for state in RunState::ALL {
             runs.get_or_create(&vec![("state", state.as_str().to_string())])
-                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+                .set(i64::try_from(count(state)).unwrap_or(i64::MAX));
         }
         reg.register("runs", "Runs now in each state", runs);
 
@@ -294,9 +340,11 @@ impl Metrics {
             if let Some(f) = &s.next_fire {
                 next.get_or_create(&owner).set(seconds(f.at));
             }
-            if let Some(t) = s.last_success {
-                success.get_or_create(&owner).set(seconds(t));
-            }
+            // 0 (the epoch) until its first success: "how long since" alerts
+            // see a schedule that never succeeded as very stale, not absent.
+            success
+                .get_or_create(&owner)
+                .set(s.last_success.map_or(0.0, seconds));
             circuit
                 .get_or_create(&owner)
                 .set(i64::from(s.circuit != CircuitState::Closed));

@@ -174,9 +174,8 @@ impl Server {
                 }
             };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
-                // Closed at once: a descriptor held past the cap is one an
-                // agent's pipe or the database may not get.
-                drop(stream);
+                // Said before the close, so whoever sees the connection
+                // closed finds the reason already in the log.
                 if let Some(closed) = refused.note() {
                     tracing::warn!(
                         max_connections = limits.max_connections,
@@ -184,6 +183,9 @@ impl Server {
                         "the HTTP server holds [api] max_connections; new connections are closed until one ends"
                     );
                 }
+                // Closed at once: a descriptor held past the cap is one an
+                // agent's pipe or the database may not get.
+                drop(stream);
                 continue;
             };
             connections.spawn(connection(stream, router.clone(), limits, closed.clone(), slot));

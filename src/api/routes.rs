@@ -49,8 +49,62 @@ pub(super) fn router(api: Arc<Api>) -> Router {
         .route("/api/v1/kill", post(kill))
         .route("/api/v1/unkill", post(unkill))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(super::BODY_LIMIT))
+        .layer(axum::middleware::map_response_with_state(
+            api.clone(),
+            without_paths,
+        ))
         .with_state(api)
+}
+
+/// What an error answer says instead of a path of this machine: a client
+/// learns which file, never where it lies (DESIGN.md "Status").
+fn known_paths(cfg: &crate::config::Config) -> Vec<(String, &'static str)> {
+    let mut paths: Vec<(String, &'static str)> = vec![
+        (cfg.path.display().to_string(), "the config file"),
+        (cfg.scheduler.database.display().to_string(), "the database"),
+        (cfg.dir.display().to_string(), "the config folder"),
+    ];
+    if let Some(t) = &cfg.api.tokens_file {
+        paths.push((t.display().to_string(), "the tokens file"));
+    }
+    // Longest first: the config file before the folder that holds it.
+    paths.retain(|(p, _)| p.len() > 1);
+    paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    paths
+}
+
+/// `text` (an answer's JSON) with each known path replaced by its name, as
+/// the path is written inside a JSON string.
+fn scrub(text: &str, paths: &[(String, &'static str)]) -> String {
+    let mut out = text.to_string();
+    for (path, name) in paths {
+        let quoted = serde_json::to_string(path).unwrap_or_default();
+        let inner = quoted.trim_matches('"');
+        if !inner.is_empty() {
+            out = out.replace(inner, name);
+        }
+    }
+    out
+}
+
+/// Every error answer (4xx, 5xx) passes here on its way out: whatever
+/// produced it (a handler, a store error, explain's prose), no filesystem
+/// path of the config, the database or the tokens file leaves the server.
+async fn without_paths(State(api): Shared, response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 4 * super::BODY_LIMIT).await else {
+        return ApiError(status, "the answer could not be read".into()).into_response();
+    };
+    let clean = scrub(&String::from_utf8_lossy(&bytes), &known_paths(&api.cfg()));
+    // The length changed with the text.
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(clean))
 }
 
 /// An error answer.
@@ -80,6 +134,7 @@ impl From<ActionError> for ApiError {
     fn from(e: ActionError) -> Self {
         match e {
             ActionError::Refused(m) => ApiError(StatusCode::CONFLICT, m),
+            ActionError::Invalid(m) => bad(m),
             // The action handlers answer it as a 200 (see [`already`]) before
             // it could get here.
             ActionError::Already(m) => ApiError(StatusCode::CONFLICT, m),
@@ -187,6 +242,18 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
 
 async fn not_found() -> ApiError {
     missing("no such endpoint (see docs/OPERATIONS.md, Endpoints)")
+}
+
+/// A known endpoint asked with a method it does not take (the `Allow` header
+/// lists the ones it does).
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "{} does not take {method} (see docs/OPERATIONS.md, Endpoints)",
+            uri.path()
+        ),
+    )
 }
 
 async fn livez() -> Reply {
@@ -381,12 +448,16 @@ async fn explain(
             .read(|tx| crate::trace::explain(tx, Some(&api.cfg()), &schedule, window.as_deref(), now))?)
     })
     .await?;
-    let status = if x.found() {
-        StatusCode::OK
-    } else {
-        StatusCode::NOT_FOUND
-    };
-    Ok((status, axum::Json(x.to_json())).into_response())
+    if x.found() {
+        return ok(x.to_json());
+    }
+    // Not found: the explanation as `explain --json` gives it, with the
+    // `error` every 4xx answer carries.
+    let mut v = x.to_json();
+    if let Value::Object(o) = &mut v {
+        o.insert("error".into(), Value::String(x.headline.clone()));
+    }
+    Ok((StatusCode::NOT_FOUND, axum::Json(v)).into_response())
 }
 
 /// What a mutation's body may say.
@@ -455,7 +526,15 @@ async fn run_action(
         let now = api.clock.now();
         let reason = b.reason.clone().unwrap_or_default();
         let (run, was) = already(match action.as_str() {
-            "approve" => operator::approve(&api.store, id, &by, &reason, b.resume_after.as_deref(), now),
+            "approve" => operator::approve_checked(
+                &api.store,
+                Some(&api.cfg()),
+                id,
+                &by,
+                &reason,
+                b.resume_after.as_deref(),
+                now,
+            ),
             "reject" => operator::reject(&api.store, Some(&api.cfg()), id, &by, &reason, now),
             _ => operator::requeue(&api.store, id, &by, &reason, now),
         })?;
@@ -612,6 +691,22 @@ mod tests {
             not_ready(Err("database is locked".into()))
                 .unwrap()
                 .contains("not reachable: database is locked")
+        );
+    }
+
+    #[test]
+    fn error_answers_name_files_instead_of_their_paths() {
+        let paths = vec![
+            ("/srv/agent cron/agentcron.toml".to_string(), "the config file"),
+            ("/srv/agent cron".to_string(), "the config folder"),
+        ];
+        let body =
+            json!({"error": "/srv/agent cron/agentcron.toml:3:1: bad; see /srv/agent cron/x"}).to_string();
+        let clean = scrub(&body, &paths);
+        assert!(!clean.contains("/srv"), "{clean}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&clean).unwrap()["error"],
+            "the config file:3:1: bad; see the config folder/x"
         );
     }
 

@@ -18,9 +18,10 @@ use std::path::Path;
 /// `terraform plan -detailed-exitcode`).
 pub const CHANGES: i32 = 3;
 
-/// `agentcron plan [--json]`: 0 no change, 1 invalid, 3 changes, 2 nothing
-/// could be opened.
-pub fn plan(config: &Path, db: Option<&Path>, json: bool) -> i32 {
+/// `agentcron plan [--json] [--utc]`: 0 no change, 1 invalid, 3 changes, 2
+/// nothing could be opened. The text tells its times in the scheduler's zone
+/// (the console header's), or UTC with `--utc`; JSON stays RFC 3339 UTC.
+pub fn plan(config: &Path, db: Option<&Path>, json: bool, utc: bool) -> i32 {
     let cfg = match super::load_config(config) {
         Ok(c) => c,
         Err(code) => return code,
@@ -66,18 +67,31 @@ pub fn plan(config: &Path, db: Option<&Path>, json: bool) -> i32 {
             return code;
         }
     } else {
-        print!("{}", plan_text(&preview, &cfg));
+        let tz = db::block_zone(Some(&cfg), None, utc);
+        print!("{}", plan_text_in(&preview, &cfg, tz));
     }
     if preview.changes > 0 { CHANGES } else { exit::OK }
 }
 
-/// The text form of a preview: one block per changed schedule.
+/// The text form of a preview in the scheduler's zone (`[scheduler]
+/// timezone`, the console header's).
 pub fn plan_text(p: &Preview, cfg: &Config) -> String {
+    plan_text_in(p, cfg, cfg.scheduler.timezone)
+}
+
+/// The text form of a preview: one block per changed schedule, every time in
+/// `tz` (one zone for the whole output, named in its first line; fires and
+/// fates are stored as UTC instants and told in `tz` here).
+pub fn plan_text_in(p: &Preview, cfg: &Config, tz: chrono_tz::Tz) -> String {
     let mut out = String::new();
     let running = p
         .current_version
         .map_or("nothing yet".to_string(), |v| format!("v{v}"));
-    out.push_str(&format!("plan: {} against the database's {running}\n", p.config));
+    out.push_str(&format!(
+        "plan: {} against the database's {running} (times in {})\n",
+        p.config,
+        tz.name()
+    ));
     for s in &p.schedules {
         if s.change == ChangeKind::Unchanged {
             continue;
@@ -140,7 +154,7 @@ pub fn plan_text(p: &Preview, cfg: &Config) -> String {
         )
     };
     out.push_str(&format!("{verdict}\n"));
-    out
+    crate::time::in_zone(&out, tz)
 }
 
 /// `agentcron reload [--allow-empty]`: records a request every scheduler on

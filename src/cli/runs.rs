@@ -137,7 +137,7 @@ fn table(runs: &[Run], tz: chrono_tz::Tz) -> String {
         rows.push(vec![
             r.id.to_string(),
             r.schedule.clone(),
-            r.window_key.clone(),
+            crate::time::key_text(&r.window_key, tz),
             r.state.as_str().to_string(),
             r.attempts.to_string(),
             db::cell(

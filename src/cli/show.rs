@@ -170,7 +170,7 @@ fn text(run: &Run, attempts: &[Attempt], steps: &[Step], events: &[Event], tz: T
     let mut fields: Vec<(&str, String)> = vec![
         ("run", run.id.to_string()),
         ("schedule", format!("{} (tenant {})", run.schedule, run.tenant)),
-        ("window", run.window_key.clone()),
+        ("window", crate::time::key_text(&run.window_key, tz)),
         (
             "state",
             match &run.state_reason {

@@ -26,7 +26,9 @@ pub fn trigger(config: &Path, db: Option<&Path>, schedule: &str, window: Option<
         Ok(run) => {
             println!(
                 "run {} queued for {} window {}",
-                run.id, run.schedule, run.window_key
+                run.id,
+                run.schedule,
+                crate::time::key_text(&run.window_key, s_zone(&cfg, schedule))
             );
             match store.read(|tx| what_happens(tx, &cfg, &run)) {
                 Ok(lines) => {
@@ -150,7 +152,7 @@ pub(crate) fn report(e: ActionError) -> i32 {
             println!("{text}");
             exit::OK
         }
-        ActionError::Refused(_) => {
+        ActionError::Refused(_) | ActionError::Invalid(_) => {
             eprintln!("agentcron: {e}");
             exit::DOES_NOT_HOLD
         }

@@ -1,7 +1,9 @@
-//! Operator actions, shared by the command line and the console: each takes the
-//! store, the config, `now`, who acts and why, and records all of it as events.
-//! The running scheduler sees the result within a tick; actions never reach into
-//! engine memory.
+//! Operator actions, shared by the command line, the console, the HTTP API and
+//! rehearsals: each takes the store, the config, `now`, who acts and why, and
+//! records all of it as events. Every check of an action's input lives here
+//! (DESIGN.md "Status": one validation path), so no caller is looser than
+//! another. The running scheduler sees the result within a tick; actions never
+//! reach into engine memory.
 
 use crate::config::Config;
 use crate::core::decision::HoldKind;
@@ -24,6 +26,11 @@ pub enum ActionError {
     /// not found, not waiting.
     #[error("{0}")]
     Refused(String),
+    /// The action's input is wrong whatever the run's state, such as a
+    /// resume-after step the run does not have (exit 1 on the command line,
+    /// like a refusal; 400 from the API, where a refusal is 409).
+    #[error("{0}")]
+    Invalid(String),
     /// The action is already in effect: nothing changed and the first reason
     /// is kept. Not a failure (exit 0), the same for every verb.
     #[error("{0}")]
@@ -443,8 +450,8 @@ fn run_already(store: &Store, run: &Run, action: &RunAction) -> Result<Option<St
     }
 }
 
-/// Approves a `needs_human` run: a new attempt (optionally resuming after a
-/// step), or back to the gates if it never ran.
+/// [`approve_checked`] without the config: a resume-after step must be one
+/// the run's attempts journaled.
 pub fn approve(
     store: &Store,
     run_id: i64,
@@ -456,8 +463,12 @@ pub fn approve(
     approve_checked(store, None, run_id, actor, reason, resume_after, now)
 }
 
-/// [`approve`] as the command line and the console do it: with the config, a
-/// resume-after step must be one of the schedule's agent's declared steps.
+/// Approves a `needs_human` run: a new attempt (optionally resuming after a
+/// step), or back to the gates if it never ran. A resume-after step must be a
+/// step of the run: one its schedule's agent declares (`[agents.X] steps`,
+/// with the config) or one its attempts journaled. Every caller (command
+/// line, console, API, rehearsal) comes through here, so none accepts a step
+/// another refuses.
 pub fn approve_checked(
     store: &Store,
     cfg: Option<&Config>,
@@ -467,9 +478,10 @@ pub fn approve_checked(
     resume_after: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Run> {
-    if let (Some(step), Some(cfg)) = (resume_after, cfg) {
+    require_reason(reason)?;
+    if let Some(step) = resume_after {
         let run = run_or_refuse(store, run_id)?;
-        check_step(cfg, &run.schedule, step)?;
+        check_step(store, cfg, &run, step)?;
     }
     let action = RunAction::Approve {
         resume_after: resume_after.map(str::to_string),
@@ -477,27 +489,38 @@ pub fn approve_checked(
     act_on_run(store, cfg, run_id, action, &Actor { name: actor, reason }, now)
 }
 
-/// `step` is a step the schedule's agent declares (`[agents.X] steps`).
-fn check_step(cfg: &Config, schedule: &str, step: &str) -> Result<()> {
-    let Some(s) = cfg.schedule(schedule) else {
-        return Ok(());
-    };
-    let steps: Vec<&str> = cfg
-        .agents
-        .get(&s.agent)
-        .map(|a| a.steps.iter().map(|st| st.name.as_str()).collect())
+/// `step` is a step of `run`: declared by its schedule's agent, or journaled
+/// by one of its attempts (a step the agent reported without declaring it).
+fn check_step(store: &Store, cfg: Option<&Config>, run: &Run, step: &str) -> Result<()> {
+    let agent = cfg.and_then(|c| c.schedule(&run.schedule)).and_then(|s| {
+        cfg.and_then(|c| c.agents.get(&s.agent))
+            .map(|a| (s.agent.as_str(), a))
+    });
+    let mut steps: Vec<String> = agent
+        .map(|(_, a)| a.steps.iter().map(|st| st.name.clone()).collect())
         .unwrap_or_default();
-    if steps.contains(&step) {
+    for journaled in store.read(|tx| tx.steps(run.id))? {
+        if !steps.contains(&journaled.name) {
+            steps.push(journaled.name);
+        }
+    }
+    if steps.iter().any(|s| s == step) {
         return Ok(());
     }
-    let hint = match did_you_mean(step, steps.iter().copied()) {
+    let whose = match agent {
+        Some((name, _)) => format!("{}'s agent `{name}`", run.schedule),
+        None => format!("run {}", run.id),
+    };
+    let hint = match did_you_mean(step, steps.iter().map(String::as_str)) {
         Some(close) => format!("did you mean `{close}`?"),
-        None if steps.is_empty() => format!("agent `{}` declares no steps", s.agent),
+        None if steps.is_empty() => match agent {
+            Some((name, _)) => format!("agent `{name}` declares no steps"),
+            None => "it has no steps".to_string(),
+        },
         None => format!("its steps: {}", steps.join(", ")),
     };
-    Err(ActionError::Refused(format!(
-        "`{step}` is not a step of {schedule}'s agent `{}`; {hint}",
-        s.agent
+    Err(ActionError::Invalid(format!(
+        "`{step}` is not a step of {whose}; {hint}"
     )))
 }
 

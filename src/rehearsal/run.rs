@@ -371,9 +371,17 @@ impl Rehearsal {
         };
         let result: Result<String, String> = match a.kind.as_str() {
             "approve" => find().and_then(|id| {
-                operator::approve(&store, id, &by, &reason, a.resume_after.as_deref(), now)
-                    .map(|_| format!("ACTION {by} approved run {id}: {reason}"))
-                    .map_err(|e| e.to_string())
+                operator::approve_checked(
+                    &store,
+                    Some(cfg),
+                    id,
+                    &by,
+                    &reason,
+                    a.resume_after.as_deref(),
+                    now,
+                )
+                .map(|_| format!("ACTION {by} approved run {id}: {reason}"))
+                .map_err(|e| e.to_string())
             }),
             "reject" => find().and_then(|id| {
                 operator::reject(&store, Some(cfg), id, &by, &reason, now)

@@ -133,6 +133,20 @@ pub fn local_text(t: DateTime<Utc>, tz: Tz) -> String {
     t.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %:z").to_string()
 }
 
+/// A window key as a person reads it in `tz`: as it is, except a manual key
+/// (`manual-2026-06-06T01:00:00Z`, stamped in UTC when it was made) gets its
+/// instant told in `tz` beside it. The key is an identity and never changes;
+/// only what is shown next to it does.
+pub fn key_text(key: &str, tz: Tz) -> String {
+    let stamp = key
+        .strip_prefix("manual-")
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok());
+    match stamp {
+        Some(t) if tz != Tz::UTC => format!("{key} ({})", local_text(t.to_utc(), tz)),
+        _ => key.to_string(),
+    }
+}
+
 /// `text` with every instant that [`rfc3339`] or [`rfc3339_secs`] wrote into
 /// it (`2026-06-06T01:00:00.000Z`, `2026-06-06T01:00:00Z`) told in `tz` as
 /// [`local_text`]. Stored reasons and event details carry UTC instants; a block

@@ -200,7 +200,7 @@ fn reading(e: &Event, style: Style) -> Option<String> {
         Event::CircuitOpened {
             consecutive_failures, ..
         } if style == Timeline => format!(
-            "circuit opened after {} consecutive failures",
+            "circuit opened after {} consecutive failed runs",
             consecutive_failures.map_or("null".to_string(), |n| n.to_string())
         ),
         Event::CircuitClosed { reason, .. } | Event::CircuitHalfOpen { reason } if style == Timeline => {
@@ -482,7 +482,7 @@ mod tests {
             [
                 "consecutive_failures=3 probe_after=2026-06-08T05:01:00.000Z",
                 "consecutive_failures=3 probe_after=2026-06-08T05:01:00.000Z",
-                "circuit opened after 3 consecutive failures"
+                "circuit opened after 3 consecutive failed runs"
             ]
         );
         assert_eq!(all("circuit_closed")[1], "probe run succeeded");

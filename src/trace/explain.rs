@@ -286,11 +286,13 @@ impl<'a> Ctx<'a> {
             schedule,
             cfg,
             sched,
-            // Without the config, times are told in UTC.
+            // The schedule's zone; for an id the config lacks, the
+            // scheduler's (as every other block without a schedule); without
+            // the config, UTC.
             tz: if utc {
                 Tz::UTC
             } else {
-                sched.map_or(Tz::UTC, |s| s.timezone)
+                sched.map_or_else(|| cfg.map_or(Tz::UTC, |c| c.scheduler.timezone), |s| s.timezone)
             },
             now,
         }
@@ -301,7 +303,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn title(&self, key: &str) -> String {
-        format!("{} {key} ({})", self.schedule, self.tz.name())
+        format!(
+            "{} {} ({})",
+            self.schedule,
+            crate::time::key_text(key, self.tz),
+            self.tz.name()
+        )
     }
 
     fn answer(
@@ -667,7 +674,11 @@ impl<'a> Ctx<'a> {
         Ok(self.answer(
             None,
             Outcome::NoRuns,
-            format!("{}: no runs in this database", self.schedule),
+            format!(
+                "{}: no runs in this database (times in {})",
+                self.schedule,
+                self.tz.name()
+            ),
             steps,
             next,
         ))
@@ -676,15 +687,10 @@ impl<'a> Ctx<'a> {
     fn not_in_config(&self, cfg: &Config) -> String {
         let ids: Vec<&str> = cfg.schedules.iter().map(|s| s.id.as_str()).collect();
         match crate::operator::did_you_mean(self.schedule, ids.iter().copied()) {
-            Some(close) => format!(
-                "{} is not in {}; did you mean `{close}`?",
-                self.schedule,
-                cfg.path.display()
-            ),
+            Some(close) => format!("{} is not in the config; did you mean `{close}`?", self.schedule),
             None => format!(
-                "{} is not in {}; schedules there: {}",
+                "{} is not in the config; schedules there: {}",
                 self.schedule,
-                cfg.path.display(),
                 ids.join(", ")
             ),
         }

@@ -21,6 +21,46 @@ pub const COUNTED_KINDS: [&str; 12] = [
     "alert_failed",
 ];
 
+/// The label values each counter can take, known before anything happened:
+/// `/metrics` exposes a zero series for each (per configured schedule), so
+/// `rate()` and absence alerts see 0, not "no data", until the first count.
+pub mod known {
+    use crate::core::decision::SwitchName;
+
+    /// `state` of `runs_finished`: the terminal states.
+    pub const FINISHED: [&str; 5] = ["succeeded", "failed", "dead", "skipped", "expired"];
+    /// (`outcome`, `class`) of `attempts`: every pair [`super::tally`] counts.
+    pub const ATTEMPT_ENDS: [(&str, &str); 5] = [
+        ("succeeded", "none"),
+        ("failed", "retryable"),
+        ("failed", "non_retryable"),
+        ("failed", "needs_human"),
+        ("lost", "retryable"),
+    ];
+    /// `result` of `gate_checks`.
+    pub const GATE_RESULTS: [&str; 3] = ["pass", "wait", "fail"];
+    /// `outcome` of `alerts`.
+    pub const ALERT_OUTCOMES: [&str; 2] = ["raised", "failed"];
+    /// Causes of a skip besides the switches (see [`skip_reasons`]).
+    const OTHER_SKIPS: [&str; 7] = [
+        "gate",
+        "coalesced",
+        "not_caught_up",
+        "schedule_removed",
+        "calendar",
+        "catchup",
+        "other",
+    ];
+
+    /// `reason` of `windows_skipped`: every switch, then the other causes.
+    pub fn skip_reasons() -> impl Iterator<Item = &'static str> {
+        SwitchName::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .chain(OTHER_SKIPS.iter().copied())
+    }
+}
+
 /// One increment.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Count {
@@ -178,5 +218,27 @@ mod tests {
             Count::WindowSkipped("other"),
             "prose is never read"
         );
+    }
+
+    /// The zero series `/metrics` seeds cover what the tally can count.
+    #[test]
+    fn known_label_values_cover_what_is_counted() {
+        use crate::core::event::SkipCause;
+        let reasons: Vec<&str> = known::skip_reasons().collect();
+        for cause in SwitchName::ALL.map(SkipCause::Switch).into_iter().chain([
+            SkipCause::Gate,
+            SkipCause::Coalesced,
+            SkipCause::NotCaughtUp,
+            SkipCause::ScheduleRemoved,
+        ]) {
+            assert!(reasons.contains(&cause.as_str()), "{}", cause.as_str());
+        }
+        for class in [
+            ErrorClass::Retryable,
+            ErrorClass::NonRetryable,
+            ErrorClass::NeedsHuman,
+        ] {
+            assert!(known::ATTEMPT_ENDS.contains(&("failed", class.as_str())));
+        }
     }
 }

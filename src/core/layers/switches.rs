@@ -232,9 +232,15 @@ pub fn check(run: &Run, s: &ScheduleConfig, f: &SwitchFacts<'_>, now: DateTime<U
                 push_held(
                     &mut out,
                     SwitchName::Circuit,
+                    // The configured threshold, not today's count: failures of
+                    // runs already going keep counting while it is open, and
+                    // the count at opening is the `circuit_opened` event's.
                     format!(
-                        "circuit_open: open after {} consecutive failed runs; probe after {}",
-                        st.consecutive_failures,
+                        "circuit_open: open{} (it opens at open_after = {} consecutive failed runs); probe after {}",
+                        st.circuit_changed_at
+                            .map(|t| format!(" since {}", rfc3339(t)))
+                            .unwrap_or_default(),
+                        s.circuit.open_after,
                         until.map(rfc3339).unwrap_or_default()
                     ),
                     Hold::Skip,
