@@ -299,6 +299,7 @@ impl Metrics {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &reg);
+        declare_empty(&mut out);
         Ok(out)
     }
 
@@ -412,5 +413,94 @@ impl Metrics {
             seen,
         );
         Ok(())
+    }
+}
+
+/// The families whose series depend on what exists (labels from schedules,
+/// gates, schedulers): with none, the encoder writes nothing for them. Each
+/// is still declared (HELP and TYPE), so every documented family is always
+/// in the exposition.
+const SOMETIMES_EMPTY: [(&str, &str, &str); 12] = [
+    ("windows_opened", "counter", "Windows opened"),
+    ("windows_skipped", "counter", "Windows skipped, by reason"),
+    ("runs_finished", "counter", "Runs finished, by final state"),
+    (
+        "attempts",
+        "counter",
+        "Attempts ended, by outcome and error class",
+    ),
+    ("gate_checks", "counter", "Gate checks, by gate and result"),
+    ("alerts", "counter", "Alerts raised or failed"),
+    ("cost_usd", "counter", "Cost agents reported, in USD"),
+    ("tokens", "counter", "Tokens agents reported"),
+    (
+        "schedule_next_fire_timestamp_seconds",
+        "gauge",
+        "When each time-triggered schedule fires next (Unix time)",
+    ),
+    (
+        "schedule_last_success_timestamp_seconds",
+        "gauge",
+        "When each schedule last succeeded (Unix time)",
+    ),
+    (
+        "circuit_open",
+        "gauge",
+        "1 while a schedule's circuit is open or half-open",
+    ),
+    (
+        "scheduler_last_seen_timestamp_seconds",
+        "gauge",
+        "When each scheduler not stopped cleanly was last seen (Unix time)",
+    ),
+];
+
+/// Adds HELP and TYPE for each of [`SOMETIMES_EMPTY`] the exposition lacks,
+/// before its `# EOF`.
+fn declare_empty(out: &mut String) {
+    let mut missing = String::new();
+    for (name, kind, help) in SOMETIMES_EMPTY {
+        if !out.contains(&format!("# TYPE agentcron_{name} ")) {
+            missing.push_str(&format!(
+                "# HELP agentcron_{name} {help}.\n# TYPE agentcron_{name} {kind}\n"
+            ));
+        }
+    }
+    let at = out.rfind("# EOF").unwrap_or(out.len());
+    out.insert_str(at, &missing);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 52: with no gate, no time-triggered schedule and no scheduler
+    /// yet, every family docs/OPERATIONS.md documents is still declared.
+    #[test]
+    fn every_documented_family_is_declared_with_nothing_to_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = crate::config::load_str(
+            "[agents.a]\nkind = \"command\"\ncommand = [\"true\"]\n\n\
+             [[schedule]]\nid = \"on-deploy\"\nagent = \"a\"\non_event = \"deploy\"\n",
+            &dir.path().join("agentcron.toml"),
+        )
+        .unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
+        let metrics = Metrics::new(&store, &cfg).unwrap();
+        let now = "2026-06-01T00:00:00Z".parse().unwrap();
+        let out = metrics.render(&store, &cfg, now).unwrap();
+        let doc = include_str!("../../docs/OPERATIONS.md");
+        let mut checked = 0;
+        for line in doc.lines().filter(|l| l.starts_with("| `agentcron_")) {
+            let name = line.split('`').nth(1).unwrap_or_default();
+            let family = name.strip_suffix("_total").unwrap_or(name);
+            assert!(
+                out.contains(&format!("# TYPE {family} ")),
+                "{family} is declared:\n{out}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 15, "the metrics table was read ({checked})");
+        assert!(out.ends_with("# EOF\n"), "{out}");
     }
 }
