@@ -365,9 +365,7 @@ impl Starting {
 /// descriptors close when `fds` drops. Returns the read end of a pipe that
 /// closes once the agent has exec'd (or could not be started).
 fn fork_supervisor(request: &[u8], fds: Vec<OwnedFd>, sigfd: i32, server: u32) -> Option<OwnedFd> {
-    let Some(control) = fds.first().map(AsRawFd::as_raw_fd) else {
-        return None;
-    };
+    let control = fds.first().map(AsRawFd::as_raw_fd)?;
     if fds.len() != REQUEST_FDS {
         report_to(
             control,
