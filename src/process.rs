@@ -114,9 +114,7 @@ impl Program {
         // SAFETY: only async-signal-safe libc calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                // The parent died before prctl took effect: nobody would kill us.
-                if libc::getppid() as u32 != parent {
+                if !dies_with(parent, libc::SIGKILL) {
                     libc::_exit(1);
                 }
                 give_back_open_files(open_files);
@@ -718,6 +716,17 @@ impl Group {
                 libc::kill(-pgid, signal);
             }
         }
+    }
+}
+
+/// In a forked child (async-signal-safe): `signal` comes when the thread
+/// that forked us ends; false when `parent` is already gone (it died before
+/// the request took effect, so nobody would send it).
+pub(crate) fn dies_with(parent: u32, signal: i32) -> bool {
+    // SAFETY: prctl(2) and getppid(2) touch no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, signal);
+        libc::getppid() as u32 == parent
     }
 }
 

@@ -225,18 +225,7 @@ pub fn serve() -> i32 {
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut starting = Starting::default();
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: CONTROL_FD,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
+        let mut fds = [readable(CONTROL_FD), readable(sigfd)];
         poll(&mut fds, None);
         if fds[1].revents != 0 {
             drain(sigfd);
@@ -345,15 +334,7 @@ impl Starting {
             let Some(first) = self.0.iter().map(|(_, until)| *until).min() else {
                 return;
             };
-            let mut fds: Vec<libc::pollfd> = self
-                .0
-                .iter()
-                .map(|(fd, _)| libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
+            let mut fds: Vec<libc::pollfd> = self.0.iter().map(|(fd, _)| readable(fd.as_raw_fd())).collect();
             poll(&mut fds, Some(first.saturating_duration_since(now)));
             let mut done = fds.iter().map(|f| f.revents != 0);
             self.0.retain(|_| !done.next().unwrap_or(false));
@@ -444,8 +425,7 @@ fn supervisor_child(
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         // A server killed outright takes its supervisors' trees with it
         // (besides their control sockets closing when the scheduler dies).
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
-        if libc::getppid() as u32 != server {
+        if !crate::process::dies_with(server, libc::SIGHUP) {
             return 1;
         }
         // A group of our own, as the agent's: never signalled with the scheduler's.
@@ -581,8 +561,7 @@ fn supervise(args: &Args, ready: Option<OwnedFd>) -> io::Result<()> {
             libc::sigemptyset(&mut none);
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             // If we are killed outright (SIGKILL), at least the leader follows.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() as u32 != me {
+            if !crate::process::dies_with(me, libc::SIGKILL) {
                 libc::_exit(1);
             }
             // clock_gettime is async-signal-safe; the slot is a shared page.
@@ -631,18 +610,7 @@ fn supervise(args: &Args, ready: Option<OwnedFd>) -> io::Result<()> {
             break Why::Lease;
         }
         let wait = next.map(|t| t.saturating_duration_since(now));
-        let mut fds = [
-            libc::pollfd {
-                fd: CONTROL_FD,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
+        let mut fds = [readable(CONTROL_FD), readable(sigfd)];
         poll(&mut fds, wait);
         if fds[1].revents != 0
             && let Some(why) = tree.signals()
@@ -708,6 +676,15 @@ fn read_orders(buf: &mut Vec<u8>) -> Order {
         }
     }
     order
+}
+
+/// A pollfd waiting for `fd` to be readable.
+fn readable(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
 }
 
 fn poll(fds: &mut [libc::pollfd], wait: Option<Duration>) {
@@ -838,11 +815,7 @@ impl Tree {
             if left.is_zero() {
                 return false;
             }
-            let mut fds = [libc::pollfd {
-                fd: self.sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            }];
+            let mut fds = [readable(self.sigfd)];
             // Wake at least every 50 ms: a process re-parented to us after
             // its parent died sends no SIGCHLD until it exits itself.
             poll(&mut fds, Some(left.min(Duration::from_millis(50))));

@@ -4,6 +4,8 @@
 //! scheduler is gone, when the lease passes without a renewal, on stop; and
 //! renewals keep the agent alive. Waits poll with a deadline.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -11,17 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use support::process::wait_within;
 
 /// An agent that starts a grandchild in its group and one that escaped it
 /// (setsid), records the three pids, and would write `late-*` after 2 s.
@@ -55,7 +47,7 @@ fn supervise(dir: &Path, limits: &[&str], script: &str) -> (Child, UnixStream) {
 }
 
 fn pids(dir: &Path) -> Vec<i32> {
-    wait_for("the tree to start", Duration::from_secs(10), || {
+    wait_within(Duration::from_secs(10), "the tree to start", || {
         dir.join("ready").exists().then_some(())?;
         let text = std::fs::read_to_string(dir.join("pids")).ok()?;
         let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
@@ -69,7 +61,7 @@ fn alive(pid: i32) -> bool {
 }
 
 fn assert_tree_gone(dir: &Path, pids: &[i32]) {
-    wait_for("the tree to be gone", Duration::from_secs(10), || {
+    wait_within(Duration::from_secs(10), "the tree to be gone", || {
         pids.iter().all(|&p| !alive(p)).then_some(())
     });
     assert!(!dir.join("late-group").exists(), "a grandchild acted");
@@ -135,7 +127,7 @@ fn renewals_keep_the_agent_and_its_exit_status_is_reported() {
     );
     // Renew for well past three leases' worth of time, then let it finish.
     let until = Instant::now() + Duration::from_millis(1200);
-    wait_for("renewed long enough", Duration::from_secs(10), || {
+    wait_within(Duration::from_secs(10), "renewed long enough", || {
         control.write_all(b"renew 300\n").unwrap();
         (Instant::now() >= until).then_some(())
     });

@@ -243,8 +243,7 @@ fn start_server(binary: &Path) -> io::Result<Server> {
     // SAFETY: only async-signal-safe libc calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            if libc::getppid() as u32 != parent {
+            if !dies_with(parent, libc::SIGKILL) {
                 libc::_exit(1);
             }
             give_back_open_files(open_files);
