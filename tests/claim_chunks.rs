@@ -271,8 +271,8 @@ fn a_tenant_quota_counts_the_claims_of_the_instants_earlier_chunks() {
 }
 
 /// What another connection saw of a run when its agent started: how many
-/// attempt rows and events it had there.
-type RowsSeen = Arc<Mutex<Vec<(usize, usize)>>>;
+/// attempt rows it had there, and the kinds of its events.
+type RowsSeen = Arc<Mutex<Vec<(usize, Vec<String>)>>>;
 
 /// Looks at the agent's own run through a connection of its own at every
 /// start, and never reports.
@@ -290,7 +290,8 @@ impl AgentRunner for RowsAtStart {
                     run_id: Some(spec.run_id),
                     ..EventFilter::default()
                 })?;
-                Ok((tx.attempts(spec.run_id)?.len(), events.len()))
+                let kinds = events.into_iter().map(|e| e.kind).collect();
+                Ok((tx.attempts(spec.run_id)?.len(), kinds))
             })
             .unwrap();
         self.seen.lock().unwrap().push(rows);
@@ -305,13 +306,14 @@ impl AgentRunner for RowsAtStart {
     }
 }
 
-/// A chunk's commit holds its claims' run rows alone: each agent starts
-/// before its attempt row and trace row are written, and the tick writes
-/// them once the last chunk's agents have started — every claim then has
-/// its attempt (with the envelope its agent received) and its `claimed` and
-/// `started` events.
+/// A chunk's commit holds its claims with their attempt rows and their
+/// whole trace: another connection sees each run's attempt row and its
+/// `window_opened`, `decision` and `claimed` events before its agent
+/// starts (a scheduler that dies once an agent runs leaves its claim
+/// traced), and after the tick every claim has its attempt (with the
+/// envelope its agent received) and its `claimed` and `started` events.
 #[test]
-fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start() {
+fn a_big_tick_commits_its_claims_attempt_and_trace_rows_before_their_agents_start() {
     const SCHEDULES: usize = 600;
     let dir = tempfile::tempdir().unwrap();
     let seen: RowsSeen = Arc::default();
@@ -331,10 +333,13 @@ fn a_big_tick_writes_its_claims_attempt_and_trace_rows_after_their_agents_start(
 
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), SCHEDULES, "every due window was claimed and started");
+    let traced = |(attempts, kinds): &(usize, Vec<String>)| {
+        *attempts == 1 && kinds.as_slice() == ["window_opened", "decision", "claimed"]
+    };
     assert!(
-        seen.iter().all(|rows| *rows == (0, 0)),
-        "a claim's attempt or trace row committed before its agent started: {:?}",
-        seen.iter().filter(|r| **r != (0, 0)).take(3).collect::<Vec<_>>()
+        seen.iter().all(traced),
+        "an agent started before its claim's attempt or trace rows committed: {:?}",
+        seen.iter().filter(|r| !traced(r)).take(3).collect::<Vec<_>>()
     );
     // After the tick, on another connection: every claim's rows are there.
     let other = Store::open(&db).unwrap();
@@ -375,12 +380,13 @@ fn one_hourly_schedule() -> (tempfile::TempDir, Arc<Store>, VirtualClock, Engine
 }
 
 /// A window of `report` due at 00:00 claimed by another scheduler ("other",
-/// lease to 00:01) on its own connection, its claim's rows deferred and not
-/// written: that connection and the claim.
+/// lease to 00:01) on its own connection, its attempt row then removed as an
+/// earlier build (which wrote a claim's attempt and trace rows in a later
+/// transaction) left it when it died in between: that connection and the
+/// claim.
 fn claimed_by_another(dir: &tempfile::TempDir) -> (Store, agentcron::store::types::Claim) {
     let due: DateTime<Utc> = "2026-06-01T00:00:00Z".parse().unwrap();
     let other = Store::open(&dir.path().join("chunks.db")).unwrap();
-    let deferring = agentcron::store::DeferClaimRows::on(&other);
     let claim = other
         .batch(|| {
             other.write(|tx| {
@@ -413,20 +419,21 @@ fn claimed_by_another(dir: &tempfile::TempDir) -> (Store, agentcron::store::type
             })
         })
         .unwrap();
-    drop(deferring);
+    let raw = rusqlite::Connection::open(dir.path().join("chunks.db")).unwrap();
+    raw.execute("DELETE FROM attempts WHERE run_id = ?1", [claim.run.id])
+        .unwrap();
     (other, claim)
 }
 
-/// A scheduler that dies after an instant's claims committed and before
-/// their deferred attempt and trace rows were written leaves a running run
-/// without an attempt row. Once its lease (and the takeover grace) is past,
+/// A ledger an earlier build left with a running run without an attempt
+/// row (its scheduler died after the claim committed and before the row was
+/// written). Once its lease (and the takeover grace) is past,
 /// the lost-lease sweep writes that attempt as lost, saying its rows were
 /// never written, and the recovery rules schedule a retry.
 #[test]
 fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
     let (dir, store, clock, mut engine) = one_hourly_schedule();
-    // Another scheduler's claim of a window, as it committed before it died:
-    // dropped without `write_deferred`.
+    // Another scheduler's claim of a window, as it committed before it died.
     let (_, claim) = claimed_by_another(&dir);
     let run_id = claim.run.id;
     assert!(store.read(|tx| tx.attempts(run_id)).unwrap().is_empty());
@@ -449,40 +456,6 @@ fn a_claim_whose_attempt_row_was_never_written_is_swept_lost_and_retried() {
     assert_eq!(run.state, RunState::RetryWait, "{run:?}");
     let kinds = kinds(&store, run_id);
     for kind in ["lost", "retry_scheduled"] {
-        assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
-    }
-}
-
-/// A scheduler frozen after its claims committed (its deferred rows not yet
-/// written) whose runs were swept lost meanwhile writes those rows when it
-/// resumes without harm: the sweep's attempt row stays, its own is not
-/// inserted over it, and its later writes go on (the attempt row clashing
-/// with the sweep's used to fail every write of that store from then on).
-#[test]
-fn a_scheduler_resuming_after_its_claims_were_swept_writes_its_deferred_rows_without_harm() {
-    let (dir, store, clock, mut engine) = one_hourly_schedule();
-    let (frozen, claim) = claimed_by_another(&dir);
-    let run_id = claim.run.id;
-    clock.set("2026-06-01T00:05:00Z".parse().unwrap());
-    engine.tick().unwrap();
-    assert_eq!(
-        store.read(|tx| tx.attempts(run_id)).unwrap()[0].status,
-        AttemptStatus::Lost
-    );
-
-    assert_eq!(
-        frozen.write_deferred().unwrap(),
-        2,
-        "the attempt row (kept out) and the trace row"
-    );
-    frozen
-        .write(|tx| tx.max_event_id())
-        .expect("the store still writes");
-    let attempts = store.read(|tx| tx.attempts(run_id)).unwrap();
-    assert_eq!(attempts.len(), 1, "{attempts:?}");
-    assert_eq!(attempts[0].status, AttemptStatus::Lost);
-    let kinds = kinds(&store, run_id);
-    for kind in ["claimed", "lost", "retry_scheduled"] {
         assert!(kinds.iter().any(|k| k == kind), "no {kind}: {kinds:?}");
     }
 }

@@ -627,40 +627,31 @@ fn fencing_tokens_of_windows_opened_claimed_never_repeat(store: &Store) {
 #[test]
 fn two_connections_opening_windows_claimed_never_share_a_token() {
     let (_dir, path) = temp_db();
-    two_connections_never_share_a_token(&path, false);
-    let (_dir, path) = temp_db();
-    two_connections_never_share_a_token(&path, true);
+    two_connections_never_share_a_token(&path);
 }
 
 /// The same on a PostgreSQL ledger.
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn two_connections_opening_windows_claimed_never_share_a_token_on_postgresql() {
-    for deferring in [false, true] {
-        let name = "store_claims::two_connections_opening_windows_claimed_never_share_a_token_on_postgresql";
-        if let Some(url) = pg_database(name) {
-            two_connections_never_share_a_token(std::path::Path::new(&url), deferring);
-        }
+    let name = "store_claims::two_connections_opening_windows_claimed_never_share_a_token_on_postgresql";
+    if let Some(url) = pg_database(name) {
+        two_connections_never_share_a_token(std::path::Path::new(&url));
     }
 }
 
 /// Six windows opened claimed through two connections to `db` in turns, in
-/// batches as the engine claims (its attempt and trace rows deferred, when
-/// `deferring`).
-fn two_connections_never_share_a_token(db: &std::path::Path, deferring: bool) {
+/// batches as the engine claims.
+fn two_connections_never_share_a_token(db: &std::path::Path) {
     let one = Store::open(db).expect("first connection");
     let two = Store::open(db).expect("second connection");
     let mut seen = BTreeSet::new();
     for i in 0..6 {
         let store = if i % 3 == 0 { &two } else { &one };
         let key = format!("w{i}");
-        let token = {
-            let _deferred = deferring.then(|| DeferClaimRows::on(store));
-            store
-                .batch(|| store.write(|tx| open_claimed_token(tx, &key)))
-                .expect("claimed")
-        };
-        store.write_deferred().expect("deferred rows");
+        let token = store
+            .batch(|| store.write(|tx| open_claimed_token(tx, &key)))
+            .expect("claimed");
         assert!(seen.insert(token), "token {token} given twice");
         assert_eq!(seen.last(), Some(&token), "tokens increase");
         assert_eq!(stored_counter(&one), token);
@@ -1120,12 +1111,11 @@ fn a_claims_attempt_row_is_seen_by_every_statement_and_written_once(store: &Stor
     assert_eq!(all, 6, "one row per claim, none of the rolled-back one");
 }
 
-/// While claims defer their rows ([`Store::defer_claim_rows`]), a committed
-/// claim's run row is there at once and its attempt row (with the envelope)
-/// and trace row only once written; a claim rolled back leaves nothing to
-/// write; and the next write transaction writes what is still deferred
-/// first, so an attempt's end always finds its row.
-fn deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback(store: &Store) {
+/// A batch's claim commits with its attempt row (with the envelope) and
+/// its whole trace (opening, decision, claim): all of them are there as
+/// soon as the batch has committed, before any agent could start; a claim
+/// rolled back leaves none of them.
+fn a_claim_commits_with_its_attempt_row_and_its_trace_and_a_rollback_with_none(store: &Store) {
     let now = t0() + mins(1);
     let rows = |run: &Run| {
         store
@@ -1138,125 +1128,51 @@ fn deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback(s
             })
             .expect("read")
     };
-    store.defer_claim_rows(true);
     let a = store
         .batch(|| {
             store.write(|tx| {
                 let a = open_claimed_at(tx, "a", now, true)?;
                 tx.set_attempt_envelope(a.id, 1, r#"{"run":"a"}"#)?;
-                tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a))?;
                 Ok(a)
             })
         })
         .expect("claim a");
-    assert_eq!(store.read(|tx| tx.run(a.id)).unwrap().state, RunState::Running);
     let (attempts, events) = rows(&a);
-    assert!(
-        attempts.is_empty() && events.is_empty(),
-        "written with the claim: {attempts:?} {events:?}"
-    );
-    // A claim that rolls back: nothing of it is kept to write.
+    assert_eq!(attempts.len(), 1, "the attempt row commits with its claim");
+    assert_eq!(attempts[0].fencing_token, a.fencing_token);
+    assert_eq!(attempts[0].envelope.as_deref(), Some(r#"{"run":"a"}"#));
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["window_opened", "decision", "claimed"]);
+    // A claim that rolls back: nothing of it is written.
     let failed: Result<Run> = store.batch(|| {
         store.write(|tx| {
             let b = open_claimed_at(tx, "b", now, true)?;
             tx.set_attempt_envelope(b.id, 1, r#"{"run":"b"}"#)?;
-            tx.append_event(&NewEvent::of(now, started(1, b.fencing_token)).for_run(&b))?;
             Err(StoreError::Invariant("the test rolls this claim back".into()))
         })
     });
     assert!(failed.is_err());
-    store.defer_claim_rows(false);
-    assert_eq!(
-        store.write_deferred().unwrap(),
-        2,
-        "a's attempt row and trace row"
-    );
-    assert_eq!(store.write_deferred().unwrap(), 0, "each written once");
-    let (attempts, events) = rows(&a);
-    assert_eq!(attempts.len(), 1);
-    assert_eq!(attempts[0].fencing_token, a.fencing_token);
-    assert_eq!(attempts[0].envelope.as_deref(), Some(r#"{"run":"a"}"#));
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(kinds, ["window_opened", "decision", "claimed", "started"]);
-    // The same row as a claim written at once: the same events, each with
-    // the same fields (their text is made later, by the same code).
-    let z = store
-        .write(|tx| {
-            let z = open_claimed_at(tx, "z", now, true)?;
-            tx.set_attempt_envelope(z.id, 1, r#"{"run":"z"}"#)?;
-            tx.append_event(&NewEvent::of(now, started(1, z.fencing_token)).for_run(&z))?;
-            Ok(z)
-        })
-        .expect("claim z");
-    let shape = |events: &[Event]| -> Vec<(String, Vec<String>)> {
-        events
-            .iter()
-            .map(|e| {
-                let mut keys: Vec<String> =
-                    e.detail.as_object().expect("an object").keys().cloned().collect();
-                keys.sort();
-                (e.kind.clone(), keys)
-            })
-            .collect()
-    };
-    assert_eq!(shape(&events), shape(&rows(&z).1));
-    assert_eq!(events[1].detail, rows(&z).1[1].detail, "the decisions differ");
     let all = store.read(|tx| tx.runs(&RunFilter::default())).unwrap();
-    let all: Vec<Run> = all.into_iter().filter(|r| r.id != z.id).collect();
     assert_eq!(all.len(), 1, "b rolled back: {all:?}");
-    let attempt_rows: usize = all
-        .iter()
-        .map(|r| store.read(|tx| tx.attempts(r.id)).unwrap().len())
-        .sum();
-    assert_eq!(attempt_rows, 1);
-
-    // Left deferred: the next write writes them before its own statements.
-    store.defer_claim_rows(true);
-    let c = store
-        .batch(|| store.write(|tx| open_claimed_at(tx, "c", now, true)))
-        .expect("claim c");
-    store.defer_claim_rows(false);
-    let ended = store
-        .write(|tx| tx.end_attempt(c.id, c.fencing_token, &AttemptEnd::default(), now))
+    let events = store.read(|tx| tx.events(&EventFilter::default())).unwrap();
+    assert!(
+        events.iter().all(|e| e.run_id == Some(a.id)),
+        "a rolled-back claim left trace rows: {events:?}"
+    );
+    // The agent's start, reported later, is its own row after them.
+    store
+        .write(|tx| tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a)))
         .unwrap();
-    assert!(ended, "the end of c's attempt did not find its row");
-    assert_eq!(store.write_deferred().unwrap(), 0);
-    let kinds: Vec<String> = rows(&c).1.into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["window_opened", "decision", "claimed"]);
+    let kinds: Vec<String> = rows(&a).1.into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["window_opened", "decision", "claimed", "started"]);
 }
 
-/// A schedule's cursor moved while claims defer their rows is written with
-/// them, and a copy of the schedule's state read before that (holding the
-/// older cursor) does not write the older one back.
-fn a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written(store: &Store) {
-    store.write(|tx| tx.set_last_evaluated("s", t0())).unwrap();
-    store.defer_claim_rows(true);
-    store
-        .batch(|| store.write(|tx| tx.set_last_evaluated("s", t0() + mins(1))))
-        .unwrap();
-    let read = store.read(|tx| tx.schedule_state("s")).unwrap();
-    assert_eq!(read.last_evaluated, Some(t0()), "not written yet");
-    store.defer_claim_rows(false);
-    assert_eq!(store.write_deferred().unwrap(), 1);
-    store
-        .write(|tx| {
-            let mut st = tx.schedule_state("s")?;
-            st.paused = true;
-            tx.put_schedule_state(&st)
-        })
-        .unwrap();
-    let st = store.read(|tx| tx.schedule_state("s")).unwrap();
-    assert!(st.paused);
-    assert_eq!(st.last_evaluated, Some(t0() + mins(1)));
-}
-
-/// While claims defer their rows, an event written after a deferred claim in
-/// the same transaction (a circuit's change, another run's) is deferred
-/// behind it, and so is the claim's `started` event when it comes after
-/// one: the trace keeps the order things happened in.
-fn events_after_a_deferred_claim_keep_their_order(store: &Store) {
+/// An event written after a claim in the same transaction (a tick, a
+/// circuit's change, another run's) follows the claim's rows, and the
+/// claim's `started` event follows it: the trace keeps the order things
+/// happened in.
+fn events_after_a_claim_keep_their_order(store: &Store) {
     let now = t0() + mins(1);
-    let deferring = DeferClaimRows::on(store);
     let a = store
         .batch(|| {
             store.write(|tx| {
@@ -1271,12 +1187,6 @@ fn events_after_a_deferred_claim_keep_their_order(store: &Store) {
             })
         })
         .expect("claim a");
-    drop(deferring);
-    assert_eq!(
-        store.write_deferred().unwrap(),
-        4,
-        "attempt, claim row, tick, start"
-    );
     let all = store.read(|tx| tx.events(&EventFilter::default())).unwrap();
     let order: Vec<(&str, Option<i64>)> = all.iter().map(|e| (e.kind.as_str(), e.run_id)).collect();
     assert_eq!(
@@ -1293,9 +1203,8 @@ fn events_after_a_deferred_claim_keep_their_order(store: &Store) {
 
 conformance!(
     a_claims_attempt_row_is_seen_by_every_statement_and_written_once,
-    deferred_claim_rows_are_written_after_their_commit_and_never_for_a_rollback,
-    a_deferred_cursor_is_not_undone_by_a_state_read_before_it_was_written,
-    events_after_a_deferred_claim_keep_their_order,
+    a_claim_commits_with_its_attempt_row_and_its_trace_and_a_rollback_with_none,
+    events_after_a_claim_keep_their_order,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
     a_claim_and_its_start_are_one_row,
     a_claims_row_holds_the_opening_and_the_decision,

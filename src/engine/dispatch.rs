@@ -157,8 +157,8 @@ impl Engine {
                 }
             })
         };
-        // Its text is made when its attempt row is written: after the agent
-        // starts when claims defer their rows (the runner writes its own).
+        // Its text is made when its attempt row is written, in the claim's
+        // transaction, before the agent starts.
         let envelope = std::sync::Arc::new(envelope);
         let text = {
             let envelope = envelope.clone();

@@ -482,9 +482,6 @@ impl Engine {
     /// instant (a schedule seen for the first time is born now): at the
     /// start, and again after a reload.
     pub(crate) fn load_cursors(&mut self, now: DateTime<Utc>) -> Result<()> {
-        // Cursors an earlier tick moved with its claims' deferred rows are
-        // written first (a read does not write them).
-        self.store.write_deferred()?;
         let states = self.store.read(|tx| tx.all_schedule_states())?;
         let by_id: HashMap<&str, _> = states.iter().map(|s| (s.schedule.as_str(), s)).collect();
         for (idx, s) in self.cfg.schedules.iter().enumerate() {
@@ -561,15 +558,11 @@ impl Engine {
                 .read(|tx| tx.next_due_check_in_pool(Pool::OnTime))?
                 .is_none_or(|t| t > now);
         let mut decided = HashSet::new();
-        // Each chunk commits its claims' run rows alone and starts their
-        // agents; their attempt and trace rows are written in one
-        // transaction once the last chunk's agents have started.
-        let deferring = crate::store::DeferClaimRows::on(&store);
+        // Each chunk commits its claims with their attempt rows and their
+        // whole trace, then starts their agents.
         let claimed = self.open_and_claim(now, fuse, &mut decided);
         // Whether or not every chunk committed: no schedule is left off the heap.
         self.schedule_next_fires();
-        drop(deferring);
-        self.store.write_deferred()?;
         claimed?;
         if !self.stopping {
             self.apply_kill_cancel(now)?;

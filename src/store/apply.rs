@@ -316,8 +316,7 @@ impl Tx<'_> {
         // Its run's tenant, schedule and id: from the claim's row when folded
         // into it, from `run` when written alone (`append_event_for`).
         let (owner, due) = (owner.clone(), *due);
-        // Typed: their text is made when the row is written (after the
-        // agent started, while claims defer their rows).
+        // Typed: their text is made when the row is written.
         let opened = NewEvent::of(opened_at, opened);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_ref()) {
             // One row: the opening and the decision folded into the claim.

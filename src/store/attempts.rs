@@ -47,12 +47,6 @@ const INSERT_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
      (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
        (SELECT version FROM schedule_current WHERE schedule = ?5), ?9)";
-/// [`INSERT_ATTEMPT_ENVELOPE`] unless the run's attempt `n` has a row.
-const INSERT_DEFERRED_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
-     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
-       (SELECT version FROM schedule_current WHERE schedule = ?5), ?9) \
-     ON CONFLICT DO NOTHING";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
 const SET_STARTED_AT: &str =
     "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
@@ -147,38 +141,8 @@ impl HeldAttempt {
         self.run_id == run_id && self.n == n
     }
 
-    /// Moves `started_at` to `at` if this is the attempt with `token` of run
-    /// `run_id`; whether it is.
-    pub(crate) fn restamp(&mut self, run_id: i64, token: i64, at: DateTime<Utc>) -> bool {
-        let it = self.run_id == run_id && self.token == token;
-        if it {
-            self.started_at = at;
-        }
-        it
-    }
-
     /// Inserts the row (running, with `envelope` if given).
     pub(crate) fn insert(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>) -> Result<()> {
-        self.insert_as(conn, envelope, false).map(drop)
-    }
-
-    /// Inserts the row unless the attempt has one already: a row a claim
-    /// deferred, which another scheduler's lost-lease sweep may have written
-    /// meanwhile, or the row that sweep writes; whether it was inserted.
-    pub(crate) fn insert_deferred(
-        &self,
-        conn: super::exec::Conn<'_>,
-        envelope: Option<&str>,
-    ) -> Result<bool> {
-        self.insert_as(conn, envelope, true)
-    }
-
-    fn insert_as(
-        &self,
-        conn: super::exec::Conn<'_>,
-        envelope: Option<&str>,
-        unless_there: bool,
-    ) -> Result<bool> {
         let p = rusqlite::params![
             self.run_id,
             self.n,
@@ -189,21 +153,15 @@ impl HeldAttempt {
             self.reason,
             Ms(self.started_at),
         ];
-        let inserted = match (envelope, unless_there) {
-            (None, false) => conn.exec(INSERT_ATTEMPT, p)?,
-            (None, true) => conn.exec(INSERT_UNWRITTEN_ATTEMPT, p)?,
-            (Some(env), unless_there) => {
+        match envelope {
+            None => conn.exec(INSERT_ATTEMPT, p)?,
+            Some(env) => {
                 let mut all = p.to_vec();
                 all.push(&env);
-                let sql = if unless_there {
-                    INSERT_DEFERRED_ATTEMPT_ENVELOPE
-                } else {
-                    INSERT_ATTEMPT_ENVELOPE
-                };
-                conn.exec(sql, all.as_slice())?
+                conn.exec(INSERT_ATTEMPT_ENVELOPE, all.as_slice())?
             }
         };
-        Ok(inserted == 1)
+        Ok(())
     }
 }
 
@@ -467,23 +425,15 @@ impl Tx<'_> {
             }
             return Ok(());
         }
-        // Kept for later by this transaction's claim, without its envelope.
-        if self.states.deferring() && self.states.deferred_envelope(run_id, attempt, &envelope) {
-            return Ok(());
-        }
         self.exec(SET_ENVELOPE, params![run_id, attempt, envelope.text()])?;
         Ok(())
     }
 
     /// The attempt with this fencing token runs since `at` (its agent's
     /// process was started then): its row's `started_at`, which its claim
-    /// set to the claim's instant. A row a claim deferred is moved before
-    /// it is written. `false` if the attempt has no row or already ended
+    /// set to the claim's instant. `false` if the attempt has no row or already ended
     /// (another scheduler swept it as lost: its start is no news any more).
     pub fn attempt_started_at(&self, run_id: i64, token: i64, at: DateTime<Utc>) -> Result<bool> {
-        if self.states.restamp_deferred_attempt(run_id, token, at) {
-            return Ok(true);
-        }
         Ok(self.exec(SET_STARTED_AT, params![run_id, token, Ms(at)])? == 1)
     }
 
@@ -521,11 +471,13 @@ impl Tx<'_> {
     }
 
     /// Ends attempt `n` of `run` (running, holding `n`'s claim) when its row
-    /// was never written: its claim committed, and the scheduler stopped
-    /// before the row its claim deferred was (see
-    /// [`super::Store::defer_claim_rows`]). The row is written from the run
-    /// (started when it was claimed) and ended with `end`, its message
-    /// saying so; `false` if the attempt has a row (it already ended).
+    /// was never written: a ledger left by an earlier agentcron build (whose
+    /// claims committed their attempt rows in a later transaction, after the
+    /// agents started) by a scheduler that stopped in between. Claims now
+    /// commit with their attempt rows; this only ends such old runs. The row
+    /// is written from the run (started when it was claimed) and ended with
+    /// `end`, its message saying so; `false` if the attempt has a row (it
+    /// already ended).
     pub(crate) fn end_unwritten_attempt(
         &self,
         run: &Run,
@@ -546,8 +498,7 @@ impl Tx<'_> {
             reason: run.reason,
             started_at: run.updated_at,
         };
-        // `HeldAttempt::insert_deferred` without an envelope (a held row is
-        // inserted first, as before any statement).
+        // A held row is inserted first, as before any statement.
         let inserted = self.exec(
             INSERT_UNWRITTEN_ATTEMPT,
             params![

@@ -356,59 +356,6 @@ impl RunCounts {
     }
 }
 
-/// [`Store::defer_claim_rows`] on while it lives, off when dropped (a panic
-/// unwinding included).
-pub struct DeferClaimRows<'s>(&'s Store);
-
-impl<'s> DeferClaimRows<'s> {
-    pub fn on(store: &'s Store) -> Self {
-        store.defer_claim_rows(true);
-        Self(store)
-    }
-}
-
-impl Drop for DeferClaimRows<'_> {
-    fn drop(&mut self) {
-        self.0.defer_claim_rows(false);
-    }
-}
-
-/// A row a claim left for later (see `CachedStates::deferring`).
-#[derive(Debug, Clone)]
-pub(crate) enum Deferred {
-    /// The claim's attempt row, with the envelope its dispatch stored.
-    Attempt(super::attempts::HeldAttempt, Option<super::types::EnvelopeText>),
-    /// The claim's trace row: `claimed` (or the `started` event that folds
-    /// it) with the events folded into it.
-    Event(super::types::NewEvent, Vec<super::types::NewEvent>),
-    /// A schedule's cursor moved on by the instant that claimed.
-    LastEvaluated(String, chrono::DateTime<chrono::Utc>),
-}
-
-impl Deferred {
-    fn write(&self, conn: super::exec::Conn<'_>, states: &StateCache) -> Result<()> {
-        match self {
-            Deferred::Attempt(a, envelope) => {
-                let text = envelope.as_ref().map(|e| e.text());
-                a.insert_deferred(conn, text.as_deref())?;
-            }
-            Deferred::Event(ev, folded) => {
-                super::events::write_event(conn, &ev.folding(folded))?;
-            }
-            Deferred::LastEvaluated(schedule, at) => {
-                super::operator::write_last_evaluated(conn, schedule, *at)?;
-                // A copy of the row read meanwhile holds the older cursor:
-                // it must not write that back.
-                let at = super::sql::stored(*at);
-                states.update(schedule, |st| {
-                    st.last_evaluated = st.last_evaluated.max(Some(at));
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The schedule states this connection last read or wrote, and the counts
 /// of running runs, trusted only while no other connection has committed:
 /// each transaction starts by
@@ -481,21 +428,6 @@ struct CachedStates {
     /// statement, not an insert and an update); any other statement, and the
     /// commit, insert it first ([`Tx::cached`], [`StateCache::flush`]).
     held_attempt: Option<super::attempts::HeldAttempt>,
-    /// While set ([`Store::defer_claim_rows`]) a claim's attempt row and its
-    /// trace row are not written when they would be (a held row flushed, the
-    /// envelope stored, the `started` event folding the claim) but kept in
-    /// `deferred_open`: the open transaction's, dropped if it rolls back,
-    /// moved to `StateCache`'s committed list when it commits.
-    deferring: bool,
-    deferred_open: Vec<Deferred>,
-    /// Whether `deferred_open` holds a trace row: every event the open
-    /// transaction writes after it is deferred too, so the trace keeps the
-    /// order things happened in.
-    open_has_events: bool,
-    /// Deferred rows whose claims committed, not written yet: the next write
-    /// transaction of this store writes them first ([`Store::write_deferred`]).
-    /// Never forgotten with the caches: they are data, not copies of it.
-    deferred: Vec<Deferred>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -513,10 +445,6 @@ impl CachedStates {
         self.fencing = None;
         self.held_claim = None;
         self.held_attempt = None;
-        // A rolled-back transaction's claims never happened; the committed
-        // ones' rows (`deferred`) are kept.
-        self.deferred_open.clear();
-        self.open_has_events = false;
         self.generation += 1;
     }
 }
@@ -689,7 +617,6 @@ impl StateCache {
     pub(crate) fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         self.flush_attempt_on(conn)?;
         if let Some((claimed, folded)) = self.take_held_claim()
-            && let Some((claimed, folded)) = self.defer_event(claimed, folded)
             && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
         {
             self.hold_claim(claimed, folded);
@@ -742,157 +669,16 @@ impl StateCache {
         Ok(())
     }
 
-    /// Inserts a claim's attempt row, or keeps it for later while claims
-    /// defer their rows (see `CachedStates::deferring`).
+    /// Inserts a claim's attempt row (with its envelope if given).
     pub(crate) fn put_attempt(
         &self,
         conn: super::exec::Conn<'_>,
         a: super::attempts::HeldAttempt,
         envelope: Option<super::types::EnvelopeText>,
     ) -> std::result::Result<(), Box<(StoreError, super::attempts::HeldAttempt)>> {
-        {
-            let mut c = self.inner();
-            if c.deferring {
-                // Moved, not copied: a claim's row is kept as it was held.
-                c.deferred_open.push(Deferred::Attempt(a, envelope));
-                return Ok(());
-            }
-        }
         let text = envelope.as_ref().map(|e| e.text());
         // The row given back (boxed: only a failed insert pays for it).
         a.insert(conn, text.as_deref()).map_err(|e| Box::new((e, a)))
-    }
-
-    /// Keeps a claim's trace row (`claimed`, or the `started` event that
-    /// takes it in, with the events folded into it) for later while claims
-    /// defer their rows; else gives it back for the caller to write.
-    pub(crate) fn defer_event(
-        &self,
-        ev: super::types::NewEvent,
-        folded: Vec<super::types::NewEvent>,
-    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
-        let mut c = self.inner();
-        if c.deferring {
-            c.deferred_open.push(Deferred::Event(ev, folded));
-            c.open_has_events = true;
-            return None;
-        }
-        Some((ev, folded))
-    }
-
-    /// Whether an event written now is deferred: the open transaction
-    /// deferred a trace row before it (see `CachedStates::open_has_events`).
-    pub(crate) fn defers_events(&self) -> bool {
-        let c = self.inner();
-        c.deferring && c.open_has_events
-    }
-
-    /// Keeps `schedule`'s cursor move for later while claims defer their
-    /// rows; `false` (nothing kept) otherwise.
-    pub(crate) fn defer_last_evaluated(&self, schedule: &str, at: chrono::DateTime<chrono::Utc>) -> bool {
-        let mut c = self.inner();
-        if c.deferring {
-            c.deferred_open
-                .push(Deferred::LastEvaluated(schedule.to_string(), at));
-        }
-        c.deferring
-    }
-
-    /// Gives the deferred attempt row `n` of run `run_id`, kept by this
-    /// transaction without an envelope, its envelope; `false` if there is
-    /// no such row.
-    pub(crate) fn deferred_envelope(
-        &self,
-        run_id: i64,
-        n: u32,
-        envelope: &super::types::EnvelopeText,
-    ) -> bool {
-        let mut c = self.inner();
-        for d in c.deferred_open.iter_mut().rev() {
-            if let Deferred::Attempt(a, env @ None) = d
-                && a.is(run_id, n)
-            {
-                *env = Some(envelope.clone());
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Whether claims defer their rows now.
-    pub(crate) fn deferring(&self) -> bool {
-        self.inner().deferring
-    }
-
-    fn set_deferring(&self, on: bool) {
-        self.inner().deferring = on;
-    }
-
-    /// The open transaction committed: its deferred rows join the list to
-    /// write.
-    fn deferred_committed(&self) {
-        let mut c = self.inner();
-        c.open_has_events = false;
-        // Appended, not taken: the open list keeps its room for the next
-        // chunk's rows.
-        let c = &mut *c;
-        c.deferred.append(&mut c.deferred_open);
-    }
-
-    fn take_deferred_open(&self) -> Vec<Deferred> {
-        let mut c = self.inner();
-        c.open_has_events = false;
-        std::mem::take(&mut c.deferred_open)
-    }
-
-    fn take_deferred(&self) -> Vec<Deferred> {
-        std::mem::take(&mut self.inner().deferred)
-    }
-
-    /// A list of rows taken and written, given back emptied: the next
-    /// tick's rows go where these were instead of growing a new list.
-    fn recycle(&self, mut rows: Vec<Deferred>, open: bool) {
-        rows.clear();
-        let mut c = self.inner();
-        let list = if open {
-            &mut c.deferred_open
-        } else {
-            &mut c.deferred
-        };
-        if list.is_empty() && list.capacity() < rows.capacity() {
-            *list = rows;
-        }
-    }
-
-    /// Rows taken to write whose transaction failed: first again.
-    fn restore_deferred(&self, mut rows: Vec<Deferred>) {
-        let mut c = self.inner();
-        rows.append(&mut c.deferred);
-        c.deferred = rows;
-    }
-
-    /// Moves the `started_at` of the attempt with `token` of run `run_id` if
-    /// its row is deferred (not written yet); whether it was.
-    pub(crate) fn restamp_deferred_attempt(
-        &self,
-        run_id: i64,
-        token: i64,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> bool {
-        let mut c = self.inner();
-        let c = &mut *c;
-        for d in c.deferred_open.iter_mut().chain(c.deferred.iter_mut()) {
-            if let Deferred::Attempt(a, _) = d
-                && a.restamp(run_id, token, at)
-            {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn has_deferred(&self) -> bool {
-        !self.inner().deferred.is_empty()
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -1714,7 +1500,6 @@ impl Store {
             return f(); // already inside this store's batch
         }
         let guard = self.lock();
-        self.write_deferred_on(&guard)?;
         let open = Open::begin(self.on(&guard), true)?;
         if let Err(e) = self.states.validate(self.on(&guard)) {
             return Err(E::from(e));
@@ -1749,7 +1534,6 @@ impl Store {
         }
         match open.commit(&self.states) {
             Ok(()) => {
-                self.states.deferred_committed();
                 self.committed();
                 out
             }
@@ -1760,70 +1544,6 @@ impl Store {
                 } else {
                     self.classify(e)
                 }))
-            }
-        }
-    }
-
-    /// Claims defer their attempt rows and trace rows while `on` (the engine
-    /// turns it on while it claims one instant's windows, chunk after chunk,
-    /// so each chunk's commit holds the run rows alone and its agents start
-    /// sooner), to be written by [`Store::write_deferred`] once the
-    /// instant's agents have started. The claim itself (run row, lease,
-    /// fencing token) commits as before; a scheduler that dies before the
-    /// deferred rows are written leaves running runs without an attempt
-    /// row, which the lost-lease sweep ends as lost with one (see
-    /// [`Tx::apply`]). While off, every write transaction of this store
-    /// writes the rows still deferred first, so nothing reads or ends an
-    /// attempt before its row exists on this connection.
-    pub fn defer_claim_rows(&self, on: bool) {
-        self.states.set_deferring(on);
-    }
-
-    /// Writes the rows claims deferred (see [`Store::defer_claim_rows`]) in
-    /// one transaction; how many. Kept for the next try if it fails.
-    pub fn write_deferred(&self) -> Result<usize> {
-        if let Some(conn) = self.batch_conn() {
-            // Inside a batch (a rehearsal's round): its claims have not
-            // committed yet; their rows join the same transaction.
-            // SAFETY: as in `write`: the batch on this thread holds the guard.
-            let conn = unsafe { &*conn };
-            let rows = self.states.take_deferred_open();
-            for row in &rows {
-                row.write(self.on(conn), &self.states)?;
-            }
-            let n = rows.len();
-            self.states.recycle(rows, true);
-            return Ok(n);
-        }
-        let conn = self.lock();
-        self.write_deferred_on(&conn)
-    }
-
-    fn write_deferred_on(&self, conn: &Connection) -> Result<usize> {
-        if self.states.deferring() || !self.states.has_deferred() {
-            return Ok(0);
-        }
-        let rows = self.states.take_deferred();
-        let written = Open::begin(self.on(conn), true).and_then(|open| {
-            for row in &rows {
-                row.write(self.on(conn), &self.states)?;
-            }
-            open.commit(&self.states)?;
-            Ok(())
-        });
-        match written {
-            Ok(()) => {
-                self.committed();
-                let n = rows.len();
-                self.states.recycle(rows, false);
-                Ok(n)
-            }
-            Err(e) => {
-                self.states.restore_deferred(rows);
-                Err(match e {
-                    StoreError::Sqlite(e) if is_busy(&e) => StoreError::Locked { waited_ms: 0 },
-                    e => self.classify(e),
-                })
             }
         }
     }
@@ -1855,7 +1575,6 @@ impl Store {
             .map_err(|e| self.classify(e));
         }
         let conn = self.lock();
-        self.write_deferred_on(&conn)?;
         let started = Instant::now();
         let locked = |started: Instant| StoreError::Locked {
             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -1881,7 +1600,6 @@ impl Store {
         match out {
             Ok(v) => match open.commit(&self.states) {
                 Ok(()) => {
-                    self.states.deferred_committed();
                     self.committed();
                     Ok(v)
                 }

@@ -239,16 +239,6 @@ impl Tx<'_> {
         if let Some((claimed, folded)) = self.states.take_held_claim() {
             self.write_held(claimed, folded)?;
         }
-        // After a trace row this transaction deferred: deferred behind it,
-        // so the trace keeps its order.
-        if self.states.defers_events() {
-            let mut ev = NewEvent::from_text(at, kind, detail.to_string());
-            ev.tenant = tenant.map(str::to_string);
-            ev.schedule = schedule.map(str::to_string);
-            ev.run_id = run_id;
-            self.states.defer_event(ev, Vec::new());
-            return Ok(0);
-        }
         let (_, id) = self.insert(
             INSERT_EVENT,
             params![Ms(at), kind, tenant, schedule, run_id, detail],
@@ -260,9 +250,7 @@ impl Tx<'_> {
     /// events folded into it, for the `started` event of its attempt to
     /// take in; written by the next event, listing or commit otherwise.
     pub(crate) fn hold_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
-        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded)
-            && let Some((before, folded_before)) = self.states.defer_event(before, folded_before)
-        {
+        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded) {
             write_event(self.conn(), &before.folding(&folded_before))?;
         }
         Ok(())
@@ -271,9 +259,6 @@ impl Tx<'_> {
     /// Writes a held claim's row; held again if that fails (a caller that
     /// goes on in the same transaction still has it written later).
     fn write_held(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
-        let Some((claimed, folded)) = self.states.defer_event(claimed, folded) else {
-            return Ok(());
-        };
         if let Err(e) = write_event(self.conn(), &claimed.folding(&folded)) {
             self.states.hold_claim(claimed, folded);
             return Err(e);
@@ -292,16 +277,12 @@ impl Tx<'_> {
     /// [`Tx::append_event`] of an event the caller gives up: a `started`
     /// event held with its claim is moved there, not copied.
     pub(crate) fn append_event_owned(&self, ev: NewEvent) -> Result<i64> {
-        // The `started` event of the claim held: folded in, its text made
-        // when the row is written (later, while claims defer their rows).
+        // The `started` event of the claim held: folded in.
         if is_started(&ev)
             && let Some((claimed, mut folded)) = self.states.take_held_claim_of(ev.run_id)
         {
             folded.push(claimed);
-            return match self.states.defer_event(ev, folded) {
-                None => Ok(0),
-                Some((started, folded)) => write_event(self.conn(), &started.folding(&folded)),
-            };
+            return write_event(self.conn(), &ev.folding(&folded));
         }
         self.append_event_text(&ev)
     }

@@ -48,7 +48,7 @@ pub mod types;
 pub use apply::{Applied, opens_claimed};
 pub use backlog::Backlog;
 pub use config_versions::{ConfigStatus, ConfigVersion, ScheduleVersion};
-pub use db::{DeferClaimRows, Store, Tx};
+pub use db::{Store, Tx};
 pub use fxmap::{FastMap, FxHasher};
 pub use runs::opened_run;
 pub use schema::SCHEMA_VERSION;

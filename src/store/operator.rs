@@ -205,14 +205,8 @@ impl Tx<'_> {
 
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
-    /// While claims defer their rows ([`super::Store::defer_claim_rows`]) the
-    /// row is written with them: an instant's cursors are not on its claims'
-    /// path either (a cursor written late only makes a restart look at
-    /// windows whose runs exist, which it opens no second time).
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        if !self.states.defer_last_evaluated(schedule, at) {
-            write_last_evaluated(self.flushed()?, schedule, at)?;
-        }
+        write_last_evaluated(self.flushed()?, schedule, at)?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
         Ok(())

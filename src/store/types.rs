@@ -136,9 +136,7 @@ impl PartialEq for NewEvent {
 }
 
 /// An attempt's envelope as the store writes it: its text, or what makes
-/// it. A claim's attempt row written after its agent started (see
-/// [`crate::store::DeferClaimRows`]) makes its text then, off the path from
-/// the due instant to the agent's start; written at once, it is made at once.
+/// it (made when its attempt row is written, with the claim).
 #[derive(Clone)]
 pub enum EnvelopeText {
     Text(String),
