@@ -881,7 +881,7 @@ fn started(attempt: u32, token: i64) -> agentcron::core::event::Event {
 /// A claim whose attempt starts next in the transaction is one row with its
 /// start; any other event in between, a listing, a rollback and the commit
 /// each leave the trace exactly as if every event had its own row.
-fn a_claim_and_its_start_are_one_row(store: &Store) {
+fn a_claims_row_is_written_at_once_and_its_start_is_a_row_of_its_own(store: &Store) {
     let now = t0() + mins(1);
     let open = |tx: &Tx, key: &str| open_claimed_at(tx, key, now, true);
     let kinds = |tx: &Tx, run: &Run| -> Vec<(i64, String)> {
@@ -898,21 +898,20 @@ fn a_claim_and_its_start_are_one_row(store: &Store) {
     store
         .write(|tx| {
             let before = tx.max_event_id()?;
-            // Claimed, then started: one row.
+            // Claimed: one row (opening, decision, claim) written at once.
             let a = open(tx, "a")?;
+            assert_eq!(tx.max_event_id()? - before, 1, "the claim's row");
+            // Then started: a row of its own.
             tx.append_event(&NewEvent::of(now, started(1, a.fencing_token)).for_run(&a))?;
-            assert_eq!(
-                tx.max_event_id()? - before,
-                1,
-                "one row for the claim and the start"
-            );
+            assert_eq!(tx.max_event_id()? - before, 2, "the start's row");
             let listed = kinds(tx, &a);
             assert_eq!(
                 names(&listed),
                 ["window_opened", "decision", "claimed", "started"]
             );
-            assert!(listed.iter().all(|(id, _)| *id == listed[0].0));
-            // Claimed, another event, then started: the claim's row first.
+            assert!(listed[..3].iter().all(|(id, _)| *id == listed[0].0));
+            assert!(listed[3].0 > listed[0].0);
+            // Claimed, another event, then started: in that order.
             let b = open(tx, "b")?;
             let tick = agentcron::core::event::Event::Tick {
                 owner: "me".into(),
@@ -932,11 +931,11 @@ fn a_claim_and_its_start_are_one_row(store: &Store) {
             // Claimed, listed inside the transaction: already there.
             let c = open(tx, "c")?;
             assert_eq!(names(&kinds(tx, &c)), ["window_opened", "decision", "claimed"]);
-            // Claimed, then another run's start: not folded into it.
+            // Claimed, then another run's start: not in its trace.
             let d = open(tx, "d")?;
             tx.append_event(&NewEvent::of(now, started(1, 99)).for_run(&a))?;
             assert_eq!(names(&kinds(tx, &d)), ["window_opened", "decision", "claimed"]);
-            // Claimed last: written by the commit.
+            // Claimed last: committed with the transaction.
             open(tx, "e")?;
             Ok(())
         })
@@ -968,11 +967,11 @@ fn a_claim_and_its_start_are_one_row(store: &Store) {
         .expect("read");
 }
 
-/// What a transaction keeps unwritten until its commit — a held claim's
-/// event, the moved fencing counter — survives the store forgetting its
-/// kept reads in the middle of it (a schedule renamed), is not lost to a
-/// `started` event whose detail cannot hold it, and goes with a transaction
-/// whose closure panics (the next transaction does not write it).
+/// What a transaction keeps unwritten until its commit (the moved fencing
+/// counter) and a claim's event survive the store forgetting its kept reads
+/// in the middle of it (a schedule renamed) and a `started` event whose
+/// detail is not an object, and go with a transaction whose closure panics
+/// (the next transaction does not write them).
 fn what_a_transaction_keeps_unwritten_is_written_once_or_dropped(store: &Store) {
     let now = t0() + mins(1);
     let open = |tx: &Tx, key: &str| open_claimed_at(tx, key, now, false);
@@ -1206,7 +1205,7 @@ conformance!(
     a_claim_commits_with_its_attempt_row_and_its_trace_and_a_rollback_with_none,
     events_after_a_claim_keep_their_order,
     what_a_transaction_keeps_unwritten_is_written_once_or_dropped,
-    a_claim_and_its_start_are_one_row,
+    a_claims_row_is_written_at_once_and_its_start_is_a_row_of_its_own,
     a_claims_row_holds_the_opening_and_the_decision,
     limited_listings_of_folded_rows_miss_nothing,
     fencing_tokens_of_windows_opened_claimed_never_repeat,

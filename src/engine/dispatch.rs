@@ -293,7 +293,7 @@ impl Engine {
         // scheduler while we could not hear its report).
         self.store.write(|tx| {
             if tx.attempt_started_at(run_id, token, stamp)? {
-                tx.append_event_owned(*event)?;
+                tx.append_event(&event)?;
             }
             Ok(())
         })?;

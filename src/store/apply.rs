@@ -320,7 +320,7 @@ impl Tx<'_> {
         let opened = NewEvent::of(opened_at, opened);
         if foldable(&plan.events) && crate::store::FOLDED_KINDS.contains(&opened.kind.as_ref()) {
             // One row: the opening and the decision folded into the claim.
-            // Room for the claim's own event and its start's, folded with them.
+            // Room for the claim's own event.
             let mut folded = Vec::with_capacity(3 + plan.events.len());
             folded.push(opened);
             folded.extend(plan.events.into_iter().map(|(_, event)| NewEvent::of(now, event)));

@@ -367,7 +367,7 @@ impl Tx<'_> {
             token: run.fencing_token,
             lateness_ms: (now - due).num_milliseconds(),
         };
-        self.hold_claimed(NewEvent::of(now, claimed).for_run(run), folded)
+        self.write_claimed(NewEvent::of(now, claimed).for_run(run), folded)
     }
 
     /// The fencing counter as stored: the newest token any claim took.

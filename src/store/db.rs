@@ -417,12 +417,6 @@ struct CachedStates {
     /// is written once, when the transaction commits ([`StateCache::flush`]),
     /// not read and written at every claim.
     fencing: Option<(i64, bool)>,
-    /// The `claimed` event of the open transaction's last claim, with the
-    /// events folded into it, not written yet: the `started` event of its
-    /// attempt, when it follows, takes it in (one row for the claim and the
-    /// start); any other event, a listing of events or the commit writes it
-    /// first ([`Tx::insert_event`]).
-    held_claim: Option<(super::types::NewEvent, Vec<super::types::NewEvent>)>,
     /// The attempt row of the open transaction's last claim, not inserted
     /// yet: the envelope its dispatch stores next goes into its insert (one
     /// statement, not an insert and an update); any other statement, and the
@@ -443,7 +437,6 @@ impl CachedStates {
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
-        self.held_claim = None;
         self.held_attempt = None;
         self.generation += 1;
     }
@@ -583,45 +576,11 @@ impl StateCache {
         c.fencing = Some((now, true));
     }
 
-    /// Holds a claim's event (see `CachedStates::held_claim`); the one
-    /// held before, if any, to write first.
-    pub(crate) fn hold_claim(
-        &self,
-        claimed: super::types::NewEvent,
-        folded: Vec<super::types::NewEvent>,
-    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
-        self.inner().held_claim.replace((claimed, folded))
-    }
-
-    /// The claim's event held, taken if it is run `run_id`'s.
-    pub(crate) fn take_held_claim_of(
-        &self,
-        run_id: Option<i64>,
-    ) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
-        let mut c = self.inner();
-        c.held_claim
-            .as_ref()
-            .is_some_and(|(claimed, _)| claimed.run_id == run_id)
-            .then(|| c.held_claim.take())
-            .flatten()
-    }
-
-    /// The claim's event held, taken.
-    pub(crate) fn take_held_claim(&self) -> Option<(super::types::NewEvent, Vec<super::types::NewEvent>)> {
-        self.inner().held_claim.take()
-    }
-
     /// Writes what the open transaction kept unwritten (a held attempt
-    /// row, the fencing counter, a held claim's event): before its commit, and before any
+    /// row, the fencing counter): before its commit, and before any
     /// statement that reads it.
     pub(crate) fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         self.flush_attempt_on(conn)?;
-        if let Some((claimed, folded)) = self.take_held_claim()
-            && let Err(e) = super::events::write_event(conn, &claimed.folding(&folded))
-        {
-            self.hold_claim(claimed, folded);
-            return Err(e);
-        }
         let token = match self.inner().fencing {
             Some((token, true)) => token,
             _ => return Ok(()),

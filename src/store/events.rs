@@ -222,9 +222,7 @@ pub(crate) fn write_event(conn: super::exec::Conn<'_>, ev: &NewEvent) -> Result<
 }
 
 impl Tx<'_> {
-    /// Appends one row. A claim's event held ([`Tx::hold_claimed`]) is
-    /// written first (the `started` event of its run is folded into it by
-    /// [`Tx::append_event`]).
+    /// Appends one row.
     pub(crate) fn insert_event(
         &self,
         at: DateTime<Utc>,
@@ -234,11 +232,6 @@ impl Tx<'_> {
         run_id: Option<i64>,
         detail: &str,
     ) -> Result<i64> {
-        // A claim's held row is written first (a `started` event of its
-        // run is folded into it by `append_event` instead).
-        if let Some((claimed, folded)) = self.states.take_held_claim() {
-            self.write_held(claimed, folded)?;
-        }
         let (_, id) = self.insert(
             INSERT_EVENT,
             params![Ms(at), kind, tenant, schedule, run_id, detail],
@@ -246,45 +239,15 @@ impl Tx<'_> {
         Ok(id)
     }
 
-    /// Holds `claimed` (its run's tenant, schedule and id set) with the
-    /// events folded into it, for the `started` event of its attempt to
-    /// take in; written by the next event, listing or commit otherwise.
-    pub(crate) fn hold_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
-        if let Some((before, folded_before)) = self.states.hold_claim(claimed, folded) {
-            write_event(self.conn(), &before.folding(&folded_before))?;
-        }
-        Ok(())
-    }
-
-    /// Writes a held claim's row; held again if that fails (a caller that
-    /// goes on in the same transaction still has it written later).
-    fn write_held(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
-        if let Err(e) = write_event(self.conn(), &claimed.folding(&folded)) {
-            self.states.hold_claim(claimed, folded);
-            return Err(e);
-        }
-        Ok(())
+    /// Writes a claim's `claimed` event (its run's tenant, schedule and id
+    /// set) in one row with the events folded into it.
+    pub(crate) fn write_claimed(&self, claimed: NewEvent, folded: Vec<NewEvent>) -> Result<()> {
+        write_event(self.conn(), &claimed.folding(&folded)).map(drop)
     }
 
     /// Appends one trace row as given; returns its id (ids increase).
     pub fn append_event(&self, ev: &NewEvent) -> Result<i64> {
-        if is_started(ev) {
-            return self.append_event_owned(ev.clone());
-        }
         self.append_event_text(ev)
-    }
-
-    /// [`Tx::append_event`] of an event the caller gives up: a `started`
-    /// event held with its claim is moved there, not copied.
-    pub(crate) fn append_event_owned(&self, ev: NewEvent) -> Result<i64> {
-        // The `started` event of the claim held: folded in.
-        if is_started(&ev)
-            && let Some((claimed, mut folded)) = self.states.take_held_claim_of(ev.run_id)
-        {
-            folded.push(claimed);
-            return write_event(self.conn(), &ev.folding(&folded));
-        }
-        self.append_event_text(&ev)
     }
 
     fn append_event_text(&self, ev: &NewEvent) -> Result<i64> {
@@ -357,10 +320,4 @@ impl Tx<'_> {
             })
         })
     }
-}
-
-/// A run's `started` event with a typed detail: folded into its claim's
-/// row when that claim is held ([`Tx::append_event_owned`]).
-fn is_started(ev: &NewEvent) -> bool {
-    ev.kind == "started" && ev.run_id.is_some() && ev.is_object()
 }

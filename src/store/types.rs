@@ -184,17 +184,6 @@ impl NewEvent {
         }
     }
 
-    /// Whether its detail is a JSON object (which can hold folded events).
-    pub(crate) fn is_object(&self) -> bool {
-        match &self.detail {
-            Detail::Text(t) => t.ends_with('}'),
-            Detail::Typed(e) => match e.as_ref() {
-                crate::core::event::Event::Other { detail, .. } => detail.is_object(),
-                _ => true,
-            },
-        }
-    }
-
     /// The same from a borrowed event: its text is all that is kept, so a
     /// plan's events need no copy to be written.
     pub fn of_ref(at: DateTime<Utc>, event: &crate::core::event::Event) -> Self {
