@@ -1028,9 +1028,8 @@ fn what_a_transaction_keeps_unwritten_is_written_once_or_dropped(store: &Store) 
     assert_eq!(d.fencing_token, b.fencing_token + 1);
 }
 
-/// A claim's attempt row is inserted with its envelope when storing the
-/// envelope is the next thing the transaction does, and before anything else
-/// otherwise: every statement in the transaction sees it, the commit writes
+/// A claim's attempt row is inserted with the claim, its envelope stored
+/// into it: every statement in the transaction sees it, the commit writes
 /// it, a rollback drops it, and each attempt is one row.
 fn a_claims_attempt_row_is_seen_by_every_statement_and_written_once(store: &Store) {
     let now = t0() + mins(1);

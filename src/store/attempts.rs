@@ -43,10 +43,6 @@ const INSERT_UNWRITTEN_ATTEMPT: &str = "INSERT INTO attempts \
      ON CONFLICT DO NOTHING";
 const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
      WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
-const INSERT_ATTEMPT_ENVELOPE: &str = "INSERT INTO attempts \
-     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version, envelope) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
-       (SELECT version FROM schedule_current WHERE schedule = ?5), ?9)";
 const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
 const SET_STARTED_AT: &str =
     "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
@@ -121,10 +117,9 @@ pub(crate) fn render_log(head: &str, tail: &str, dropped: i64) -> String {
     crate::agent::log::render(head, tail, u64::try_from(dropped).unwrap_or(0))
 }
 
-/// A claim's attempt row waiting to be inserted (see
-/// `db::CachedStates::held_attempt`).
+/// A claim's attempt row, inserted with its claim.
 #[derive(Debug, Clone)]
-pub(crate) struct HeldAttempt {
+pub(crate) struct NewAttempt {
     run_id: i64,
     n: u32,
     token: i64,
@@ -135,32 +130,22 @@ pub(crate) struct HeldAttempt {
     started_at: DateTime<Utc>,
 }
 
-impl HeldAttempt {
-    /// Whether this is attempt `n` of run `run_id`.
-    pub(crate) fn is(&self, run_id: i64, n: u32) -> bool {
-        self.run_id == run_id && self.n == n
-    }
-
-    /// Inserts the row (running, with `envelope` if given).
-    pub(crate) fn insert(&self, conn: super::exec::Conn<'_>, envelope: Option<&str>) -> Result<()> {
-        let p = rusqlite::params![
-            self.run_id,
-            self.n,
-            self.token,
-            self.tenant,
-            self.schedule,
-            self.owner,
-            self.reason,
-            Ms(self.started_at),
-        ];
-        match envelope {
-            None => conn.exec(INSERT_ATTEMPT, p)?,
-            Some(env) => {
-                let mut all = p.to_vec();
-                all.push(&env);
-                conn.exec(INSERT_ATTEMPT_ENVELOPE, all.as_slice())?
-            }
-        };
+impl NewAttempt {
+    /// Inserts the row (running, no envelope yet).
+    pub(crate) fn insert(&self, conn: super::exec::Conn<'_>) -> Result<()> {
+        conn.exec(
+            INSERT_ATTEMPT,
+            rusqlite::params![
+                self.run_id,
+                self.n,
+                self.token,
+                self.tenant,
+                self.schedule,
+                self.owner,
+                self.reason,
+                Ms(self.started_at),
+            ],
+        )?;
         Ok(())
     }
 }
@@ -245,9 +230,7 @@ impl Tx<'_> {
         self.states
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
         self.states.fencing_moved(run.fencing_token);
-        // Inserted by the next statement, or with the envelope when that is
-        // the next thing stored (see `CachedStates::held_attempt`).
-        let held = HeldAttempt {
+        NewAttempt {
             run_id: run.id,
             n: run.attempts,
             token: run.fencing_token,
@@ -256,12 +239,8 @@ impl Tx<'_> {
             owner: owner.to_string(),
             reason,
             started_at: now,
-        };
-        if let Some(before) = self.states.hold_attempt(held) {
-            self.states
-                .put_attempt(self.conn(), before, None)
-                .map_err(|failed| failed.0)?;
         }
+        .insert(self.conn())?;
         Ok(())
     }
 
@@ -412,19 +391,8 @@ impl Tx<'_> {
     }
 
     /// [`Tx::set_attempt_envelope`] with the text made by the store when it
-    /// writes it: a claim's deferred attempt row makes it after the agent
-    /// started.
+    /// writes it.
     pub fn set_attempt_envelope_text(&self, run_id: i64, attempt: u32, envelope: EnvelopeText) -> Result<()> {
-        // The attempt not inserted yet: inserted with its envelope (any
-        // other held row is inserted by the update's statement).
-        if let Some(held) = self.states.take_held_attempt_of(run_id, attempt) {
-            if let Err(failed) = self.states.put_attempt(self.conn(), held, Some(envelope)) {
-                let (e, held) = *failed;
-                self.states.hold_attempt(held);
-                return Err(e);
-            }
-            return Ok(());
-        }
         self.exec(SET_ENVELOPE, params![run_id, attempt, envelope.text()])?;
         Ok(())
     }
@@ -488,7 +456,7 @@ impl Tx<'_> {
         if run.state != RunState::Running || run.attempts != n {
             return Ok(false);
         }
-        let row = HeldAttempt {
+        let row = NewAttempt {
             run_id: run.id,
             n,
             token: run.fencing_token,
@@ -498,7 +466,6 @@ impl Tx<'_> {
             reason: run.reason,
             started_at: run.updated_at,
         };
-        // A held row is inserted first, as before any statement.
         let inserted = self.exec(
             INSERT_UNWRITTEN_ATTEMPT,
             params![

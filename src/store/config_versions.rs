@@ -317,7 +317,7 @@ impl Tx<'_> {
     /// keep the name they were written with.
     pub fn rename_schedule(&self, old: &str, new: &str) -> Result<()> {
         // Moves runs and schedule_state rows behind the kept states' back.
-        // What this transaction kept unwritten (a held claim's event, the
+        // What this transaction kept unwritten (the
         // fencing counter) is written before the kept reads are forgotten.
         self.states.flush(self.conn())?;
         self.states.clear();

@@ -280,7 +280,7 @@ const CHECKPOINT_WAITS_AT_MOST: Duration = Duration::from_millis(500);
 const BACKSTOP_AUTOCHECKPOINT_PAGES: u32 = 65_536;
 
 /// A transaction's closure that panics rolls back: what the store kept for
-/// it (counts, a held claim's event, the fencing counter, reads) goes too,
+/// it (counts, the fencing counter, reads) goes too,
 /// or the next transaction on this connection would write it.
 struct ForgetOnPanic<'s>(&'s Store);
 
@@ -417,11 +417,6 @@ struct CachedStates {
     /// is written once, when the transaction commits ([`StateCache::flush`]),
     /// not read and written at every claim.
     fencing: Option<(i64, bool)>,
-    /// The attempt row of the open transaction's last claim, not inserted
-    /// yet: the envelope its dispatch stores next goes into its insert (one
-    /// statement, not an insert and an update); any other statement, and the
-    /// commit, insert it first ([`Tx::cached`], [`StateCache::flush`]).
-    held_attempt: Option<super::attempts::HeldAttempt>,
     /// Bumped whenever all of the above is forgotten (see
     /// [`Store::generation`]).
     generation: u64,
@@ -437,7 +432,6 @@ impl CachedStates {
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
-        self.held_attempt = None;
         self.generation += 1;
     }
 }
@@ -576,11 +570,10 @@ impl StateCache {
         c.fencing = Some((now, true));
     }
 
-    /// Writes what the open transaction kept unwritten (a held attempt
-    /// row, the fencing counter): before its commit, and before any
+    /// Writes what the open transaction kept unwritten (the fencing
+    /// counter): before its commit, and before any
     /// statement that reads it.
     pub(crate) fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
-        self.flush_attempt_on(conn)?;
         let token = match self.inner().fencing {
             Some((token, true)) => token,
             _ => return Ok(()),
@@ -591,53 +584,6 @@ impl StateCache {
         )?;
         self.inner().fencing = Some((token, false));
         Ok(())
-    }
-
-    /// Holds a claim's attempt row (see `CachedStates::held_attempt`); the
-    /// one held before, if any, is returned for the caller to insert.
-    pub(crate) fn hold_attempt(
-        &self,
-        a: super::attempts::HeldAttempt,
-    ) -> Option<super::attempts::HeldAttempt> {
-        self.inner().held_attempt.replace(a)
-    }
-
-    pub(crate) fn take_held_attempt(&self) -> Option<super::attempts::HeldAttempt> {
-        self.inner().held_attempt.take()
-    }
-
-    /// The held attempt row if it is attempt `n` of run `run_id`.
-    pub(crate) fn take_held_attempt_of(&self, run_id: i64, n: u32) -> Option<super::attempts::HeldAttempt> {
-        let mut c = self.inner();
-        c.held_attempt
-            .as_ref()
-            .is_some_and(|a| a.is(run_id, n))
-            .then(|| c.held_attempt.take())
-            .flatten()
-    }
-
-    /// Inserts the held attempt row, if any (held again if that fails).
-    pub(crate) fn flush_attempt_on(&self, conn: super::exec::Conn<'_>) -> Result<()> {
-        if let Some(a) = self.take_held_attempt()
-            && let Err(failed) = self.put_attempt(conn, a, None)
-        {
-            let (e, a) = *failed;
-            self.hold_attempt(a);
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    /// Inserts a claim's attempt row (with its envelope if given).
-    pub(crate) fn put_attempt(
-        &self,
-        conn: super::exec::Conn<'_>,
-        a: super::attempts::HeldAttempt,
-        envelope: Option<super::types::EnvelopeText>,
-    ) -> std::result::Result<(), Box<(StoreError, super::attempts::HeldAttempt)>> {
-        let text = envelope.as_ref().map(|e| e.text());
-        // The row given back (boxed: only a failed insert pays for it).
-        a.insert(conn, text.as_deref()).map_err(|e| Box::new((e, a)))
     }
 
     pub(crate) fn generation(&self) -> u64 {

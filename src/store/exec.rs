@@ -185,24 +185,16 @@ impl<'a> Conn<'a> {
 }
 
 impl<'a> Tx<'a> {
-    /// The connection, once a held attempt row is written (every statement
-    /// sees it).
-    pub(crate) fn flushed(&self) -> Result<Conn<'a>> {
-        let conn = self.conn();
-        self.states.flush_attempt_on(conn)?;
-        Ok(conn)
-    }
-
     /// Runs a statement that returns no rows: how many rows it changed.
     pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
-        self.flushed()?.exec(sql, params)
+        self.conn().exec(sql, params)
     }
 
     /// Runs an `INSERT` into a table with an `id`: how many rows it
     /// inserted and the id of the last one (meaningful only when it
     /// inserted one).
     pub(crate) fn insert<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<(usize, i64)> {
-        self.flushed()?.insert(sql, params)
+        self.conn().insert(sql, params)
     }
 
     /// The first row of a query, mapped; none is an error
@@ -224,7 +216,7 @@ impl<'a> Tx<'a> {
         params: Params<'_>,
         map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Option<T>> {
-        self.flushed()?.opt(sql, params, map)
+        self.conn().opt(sql, params, map)
     }
 
     /// Every row of a query, mapped, in order.
@@ -249,6 +241,6 @@ impl<'a> Tx<'a> {
         params: Params<'_>,
         f: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
     ) -> Result<()> {
-        self.flushed()?.each(sql, params, f)
+        self.conn().each(sql, params, f)
     }
 }

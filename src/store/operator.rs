@@ -206,7 +206,7 @@ impl Tx<'_> {
     /// Records the last instant the time layer of `schedule` was evaluated up
     /// to, leaving the rest of its state alone.
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        write_last_evaluated(self.flushed()?, schedule, at)?;
+        write_last_evaluated(self.conn(), schedule, at)?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
         Ok(())
