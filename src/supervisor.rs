@@ -224,7 +224,7 @@ pub fn serve() -> i32 {
         return 1;
     }
     let mut buf = vec![0u8; MAX_REQUEST];
-    let mut starting = Starting::default();
+    let mut starting = Starting::new();
     loop {
         let mut fds = [readable(CONTROL_FD), readable(sigfd)];
         poll(&mut fds, None);
@@ -312,33 +312,44 @@ fn receive(buf: &mut [u8]) -> Received {
 }
 
 /// The agents being started: the read ends of their supervisors' `ready`
-/// pipes, each with the instant we stop waiting for it.
-#[derive(Default)]
-struct Starting(Vec<(OwnedFd, Instant)>);
+/// pipes, each with the instant we stop waiting for it; and how many may
+/// start at once.
+struct Starting {
+    ready: Vec<(OwnedFd, Instant)>,
+    room: usize,
+}
 
 impl Starting {
     /// Agents exec'ing at once: one per core keeps the cores busy without
-    /// making every agent's startup share them.
-    fn room() -> usize {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
+    /// making every agent's startup share them. Read once: std reads the
+    /// cgroup files of /proc and /sys for it, which costs more than a fork.
+    fn new() -> Self {
+        Self {
+            ready: Vec::new(),
+            room: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
     }
 
     fn push(&mut self, ready: OwnedFd) {
-        self.0.push((ready, Instant::now() + READY_WAIT));
+        self.ready.push((ready, Instant::now() + READY_WAIT));
     }
 
-    /// Waits until fewer than [`Starting::room`] agents are starting.
+    /// Waits until fewer than `room` agents are starting.
     fn wait_for_room(&mut self) {
-        while self.0.len() >= Self::room() {
+        while self.ready.len() >= self.room {
             let now = Instant::now();
-            self.0.retain(|(_, until)| *until > now);
-            let Some(first) = self.0.iter().map(|(_, until)| *until).min() else {
+            self.ready.retain(|(_, until)| *until > now);
+            let Some(first) = self.ready.iter().map(|(_, until)| *until).min() else {
                 return;
             };
-            let mut fds: Vec<libc::pollfd> = self.0.iter().map(|(fd, _)| readable(fd.as_raw_fd())).collect();
+            let mut fds: Vec<libc::pollfd> = self
+                .ready
+                .iter()
+                .map(|(fd, _)| readable(fd.as_raw_fd()))
+                .collect();
             poll(&mut fds, Some(first.saturating_duration_since(now)));
             let mut done = fds.iter().map(|f| f.revents != 0);
-            self.0.retain(|_| !done.next().unwrap_or(false));
+            self.ready.retain(|_| !done.next().unwrap_or(false));
         }
     }
 }
