@@ -147,7 +147,13 @@ impl Exec {
             }
             return Err(io::Error::from_raw_os_error(errno));
         }
-        Ok((pid, shared.stamp.load(Ordering::Acquire)))
+        // No stamp: the child was killed before its first execve (it is
+        // reaped, and reported, as the agent that ended at once).
+        let stamp = match shared.stamp.load(Ordering::Acquire) {
+            0 => crate::supervisor::monotonic_ns(),
+            at => at,
+        };
+        Ok((pid, stamp))
     }
 }
 
@@ -223,5 +229,74 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         }
         // As execvp: a file found but not executable is the error to report.
         fail(if denied { libc::EACCES } else { error })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Waits for `pid` and returns its exit code.
+    fn exit_code(pid: i32) -> i32 {
+        let mut status = 0;
+        // SAFETY: waitpid(2) for our own child with a valid status pointer.
+        unsafe {
+            libc::waitpid(pid, &mut status, 0);
+        }
+        libc::WEXITSTATUS(status)
+    }
+
+    #[test]
+    fn path_search_tries_each_folder_and_an_empty_one_is_the_current() {
+        let found = |p: &str, path: &str| -> Vec<String> {
+            candidates(p.as_bytes(), path.as_bytes())
+                .into_iter()
+                .map(|c| String::from_utf8(c).unwrap())
+                .collect()
+        };
+        assert_eq!(found("./x", "/bin"), ["./x"]);
+        assert_eq!(found("/usr/bin/env", "/bin"), ["/usr/bin/env"]);
+        assert_eq!(found("x", "/a::/b"), ["/a/x", "./x", "/b/x"]);
+    }
+
+    #[test]
+    fn the_agent_gets_its_arguments_environment_and_runs_scripts_without_a_shebang() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let script = dir.path().join("script");
+        // No `#!`: execve says ENOEXEC and /bin/sh runs it, as execvp does.
+        std::fs::write(&script, "printf '%s %s' \"$1\" \"$EXEC_TEST\" > \"$2\"\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let argv = strings(&[script.to_str().unwrap(), "hello", out.to_str().unwrap()]);
+        let exec = Exec::new(&argv, &[("EXEC_TEST".into(), "there".into())]).unwrap();
+        let (pid, stamp) = exec.spawn().unwrap();
+        assert!(stamp > 0 && stamp <= crate::supervisor::monotonic_ns());
+        assert_eq!(exit_code(pid), 0);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello there");
+    }
+
+    #[test]
+    fn a_program_that_cannot_run_is_the_os_error_of_its_exec() {
+        let missing = Exec::new(&strings(&["/nonexistent/agentcron-exec-test"]), &[]).unwrap();
+        assert_eq!(missing.spawn().unwrap_err().raw_os_error(), Some(libc::ENOENT));
+        let not_on_path = Exec::new(
+            &strings(&["agentcron-exec-test-nowhere"]),
+            &[("PATH".into(), "/nonexistent:/also-not".into())],
+        )
+        .unwrap();
+        assert_eq!(
+            not_on_path.spawn().unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "").unwrap();
+        let denied = Exec::new(&strings(&[plain.to_str().unwrap()]), &[]).unwrap();
+        assert_eq!(denied.spawn().unwrap_err().raw_os_error(), Some(libc::EACCES));
     }
 }
