@@ -111,7 +111,8 @@ impl Exec {
             stamp: AtomicU64::new(0),
             errno: AtomicI32::new(0),
         };
-        let mut stack = vec![0u8; STACK];
+        // Not zeroed: only the child writes it (and touches only its top pages).
+        let mut stack: Vec<u8> = Vec::with_capacity(STACK);
         // The stack grows down from its (16-byte aligned) top.
         let top = (stack.as_mut_ptr() as usize + STACK) & !15;
         // Every signal blocked across the clone: the child runs on our memory
