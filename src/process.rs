@@ -188,6 +188,18 @@ pub fn set_supervisor(binary: impl Into<PathBuf>) {
     let _ = SUPERVISOR.set(binary.into());
 }
 
+/// Starts the fork server of [`set_supervisor`] now, if one is set and not
+/// running: a live scheduler calls it as it starts, so its first instant's
+/// agents do not wait for the server's exec. A failure here is only logged;
+/// the first agent start tries again and reports it.
+pub fn prestart_supervisor() {
+    if let Some(binary) = supervisor()
+        && let Err(e) = supervised::prestart(binary)
+    {
+        tracing::warn!("cannot start the fork server yet: {e}");
+    }
+}
+
 /// The supervisor binary, if [`set_supervisor`] was called.
 pub fn supervisor() -> Option<&'static Path> {
     SUPERVISOR.get().map(PathBuf::as_path)

@@ -24,8 +24,9 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
+
+mod exec;
 
 const CONTROL_FD: i32 = 3;
 
@@ -223,7 +224,7 @@ pub fn serve() -> i32 {
         return 1;
     }
     let mut buf = vec![0u8; MAX_REQUEST];
-    let mut starting = Starting::default();
+    let mut starting = Starting::new();
     loop {
         let mut fds = [readable(CONTROL_FD), readable(sigfd)];
         poll(&mut fds, None);
@@ -311,33 +312,44 @@ fn receive(buf: &mut [u8]) -> Received {
 }
 
 /// The agents being started: the read ends of their supervisors' `ready`
-/// pipes, each with the instant we stop waiting for it.
-#[derive(Default)]
-struct Starting(Vec<(OwnedFd, Instant)>);
+/// pipes, each with the instant we stop waiting for it; and how many may
+/// start at once.
+struct Starting {
+    ready: Vec<(OwnedFd, Instant)>,
+    room: usize,
+}
 
 impl Starting {
     /// Agents exec'ing at once: one per core keeps the cores busy without
-    /// making every agent's startup share them.
-    fn room() -> usize {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
+    /// making every agent's startup share them. Read once: std reads the
+    /// cgroup files of /proc and /sys for it, which costs more than a fork.
+    fn new() -> Self {
+        Self {
+            ready: Vec::new(),
+            room: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
     }
 
     fn push(&mut self, ready: OwnedFd) {
-        self.0.push((ready, Instant::now() + READY_WAIT));
+        self.ready.push((ready, Instant::now() + READY_WAIT));
     }
 
-    /// Waits until fewer than [`Starting::room`] agents are starting.
+    /// Waits until fewer than `room` agents are starting.
     fn wait_for_room(&mut self) {
-        while self.0.len() >= Self::room() {
+        while self.ready.len() >= self.room {
             let now = Instant::now();
-            self.0.retain(|(_, until)| *until > now);
-            let Some(first) = self.0.iter().map(|(_, until)| *until).min() else {
+            self.ready.retain(|(_, until)| *until > now);
+            let Some(first) = self.ready.iter().map(|(_, until)| *until).min() else {
                 return;
             };
-            let mut fds: Vec<libc::pollfd> = self.0.iter().map(|(fd, _)| readable(fd.as_raw_fd())).collect();
+            let mut fds: Vec<libc::pollfd> = self
+                .ready
+                .iter()
+                .map(|(fd, _)| readable(fd.as_raw_fd()))
+                .collect();
             poll(&mut fds, Some(first.saturating_duration_since(now)));
             let mut done = fds.iter().map(|f| f.revents != 0);
-            self.0.retain(|_| !done.next().unwrap_or(false));
+            self.ready.retain(|_| !done.next().unwrap_or(false));
         }
     }
 }
@@ -461,52 +473,6 @@ fn drain(fd: i32) {
     while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
 }
 
-/// One shared anonymous page holding a monotonic instant, written by a forked
-/// child (before its exec) and read by us after the fork.
-struct SharedStamp(*mut u64);
-
-impl SharedStamp {
-    fn new() -> io::Result<Self> {
-        // SAFETY: an anonymous shared mapping of one page; we own it until drop.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if page == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Self(page.cast()))
-    }
-
-    /// Where the child writes (valid while `self` lives; the child's copy of
-    /// the mapping is the same page).
-    fn slot(&self) -> *mut u64 {
-        self.0
-    }
-
-    /// The instant written, if the child wrote one.
-    fn read(&self) -> Option<u64> {
-        // SAFETY: the page is mapped, aligned and zero-initialised.
-        let v = unsafe { std::ptr::read_volatile(self.0) };
-        (v != 0).then_some(v)
-    }
-}
-
-impl Drop for SharedStamp {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the page `new` mapped.
-        unsafe {
-            libc::munmap(self.0.cast(), 4096);
-        }
-    }
-}
-
 /// The signals we take through a signalfd instead of handlers.
 fn signal_set() -> libc::sigset_t {
     // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to initialise.
@@ -540,43 +506,14 @@ fn supervise(args: &Args, ready: Option<OwnedFd>) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     let me = std::process::id();
-    // The child writes its clock here as its last act before execve: once
-    // `spawn` says the exec succeeded, that is the agent's start, to within
-    // the exec itself. (Our own clock after `spawn` returns can trail the
-    // agent by the tens of ms a wakeup takes when many start at once.)
-    let exec_stamp = SharedStamp::new()?;
-    // An address, so the hook is Send + Sync (it is only used in the child).
-    let slot = exec_stamp.slot() as usize;
-    let mut cmd = std::process::Command::new(&args.argv[0]);
-    cmd.args(&args.argv[1..])
-        .envs(args.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0);
-    // SAFETY: only async-signal-safe calls between fork and exec. (std resets
-    // SIGPIPE in the child before this runs, not the signal mask.)
-    unsafe {
-        cmd.pre_exec(move || {
-            // The signals we take through the signalfd are blocked here; the
-            // agent must get them (a TERM it never sees is no grace at all).
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            // If we are killed outright (SIGKILL), at least the leader follows.
-            if !crate::process::dies_with(me, libc::SIGKILL) {
-                libc::_exit(1);
-            }
-            // clock_gettime is async-signal-safe; the slot is a shared page.
-            std::ptr::write_volatile(slot as *mut u64, monotonic_ns());
-            Ok(())
-        });
-    }
-    let child = cmd.spawn();
+    let agent = exec::Exec::new(&args.argv, &args.env);
+    // The child stamps its clock as its last act before the execve that
+    // succeeds: the agent ran from `exec_ns`, to within the exec itself. (Our
+    // own clock after the clone returns can trail the agent by the tens of
+    // ms a wakeup takes when many start at once.)
+    let spawned = agent.and_then(|agent| agent.spawn());
     drop(ready);
-    let child = child?;
-    let exec_ns = exec_stamp.read().unwrap_or_else(monotonic_ns);
-    let leader = child.id() as i32;
-    // We never wait through `child`: every child is reaped by waitpid(-1).
-    drop(child);
-    // `spawn` returned after the exec succeeded: the agent ran from `exec_ns`.
+    let (leader, exec_ns) = spawned?;
     report(&format!(
         "{{\"started\":{leader},\"supervisor\":{me},\"mono_ns\":{exec_ns}}}"
     ));

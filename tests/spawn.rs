@@ -88,6 +88,55 @@ fn a_hundred_agents_and_their_children_die_within_2_s_of_kill_9_of_their_schedul
     );
 }
 
+/// The children of `pid` whose command line contains `word`.
+fn children_running(pid: u32, word: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            ppid == Some(pid) && String::from_utf8_lossy(&cmdline).contains(word)
+        })
+        .collect()
+}
+
+/// The first instant's agents do not wait for the fork server's exec: a live
+/// scheduler starts it as its loop starts, with no agent due (none is until
+/// an event is posted).
+#[test]
+fn a_live_scheduler_has_its_fork_server_before_its_first_agent_is_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("agentcron.toml"),
+        "[scheduler]\ndatabase = \"test.db\"\n\n\
+         [agents.a]\nkind = \"command\"\ncommand = [\"true\"]\n\n\
+         [[schedule]]\nid = \"later\"\nagent = \"a\"\non_event = \"go\"\nclose_after = \"1h\"\n",
+    )
+    .unwrap();
+    let scheduler = Scheduler::headless(d, "scheduler.log");
+    let pid = scheduler.0.id();
+    wait_within(Duration::from_secs(30), "the scheduler's fork server", || {
+        (!children_running(pid, "__spawner").is_empty()).then_some(())
+    });
+    let store = wait_within(Duration::from_secs(30), "the database", || store(d));
+    let started = store
+        .read(|tx| {
+            tx.events(&EventFilter {
+                kinds: vec!["started".into()],
+                ..EventFilter::default()
+            })
+        })
+        .unwrap();
+    assert!(started.is_empty(), "an agent started: {started:?}");
+}
+
 #[test]
 fn an_agent_whose_program_does_not_exist_fails_with_the_os_error_and_never_started() {
     let dir = tempfile::tempdir().unwrap();

@@ -157,6 +157,7 @@ impl Engine {
         mut stop_now: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<()> {
         tokio::pin!(shutdown);
+        crate::process::prestart_supervisor();
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
         let by = loop {

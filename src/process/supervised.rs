@@ -1,6 +1,7 @@
 //! The scheduler's side of a supervised program. The scheduler starts one
-//! fork server (`agentcron __spawner`, see `crate::supervisor::serve`) at
-//! the first agent start and sends it, per attempt, the program's argv,
+//! fork server (`agentcron __spawner`, see `crate::supervisor::serve`) as its
+//! live loop starts ([`prestart`]; else at the first agent start) and sends
+//! it, per attempt, the program's argv,
 //! working directory, environment and limits with four descriptors: the
 //! attempt's control socket and the program's three pipes (the program
 //! inherits them, so its output reaches us directly). The server forks the
@@ -177,6 +178,16 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         }
         Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
+}
+
+/// Starts the fork server now if it is not running, so that the first
+/// agents to start do not wait for its exec (a 22 MB binary: ~5-10 ms).
+pub(super) fn prestart(binary: &Path) -> io::Result<()> {
+    let mut server = SERVER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if server.is_none() {
+        *server = Some(start_server(binary)?);
+    }
+    Ok(())
 }
 
 /// Sends one request to the fork server, starting it first if it is not
