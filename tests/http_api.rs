@@ -317,6 +317,30 @@ fn headless_with_listen_serves_probes_metrics_api_and_status() {
     let (code, body) = get(&base, "/api/v1/status", Some(READ));
     assert_eq!(code, 200, "{body}");
     assert_eq!(json_of(&body)["schedulers"]["alive"], 1);
+    assert_eq!(json_of(&body)["config_file_invalid"], false, "{body}");
+    assert_eq!(st["config_file_invalid"], false);
+    // A config file broken on disk (not reloaded): both say so, with the
+    // line and column and without the file's path; the scheduler runs on.
+    let file = dir.path().join("agentcron.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let broken = "\n[[schedule]]\nid = \"broken\"\nagent = \"no-such-agent\"\nevery = \"1m\"\n";
+    std::fs::write(&file, format!("{good}{broken}")).unwrap();
+    let (code, body) = get(&base, "/api/v1/status", Some(READ));
+    assert_eq!(code, 200, "{body}");
+    let api_st = json_of(&body);
+    assert_eq!(api_st["config_file_invalid"], true, "{body}");
+    let why = api_st["config_file_error"].as_str().unwrap();
+    assert!(
+        why.contains(':') && !why.contains(dir.path().to_str().unwrap()),
+        "{why}"
+    );
+    let cli_st = json_of(&String::from_utf8_lossy(
+        &cli(dir.path(), &["status", "--json"]).stdout,
+    ));
+    assert_eq!(cli_st["config_file_invalid"], true);
+    assert_eq!(cli_st["config_file_error"], api_st["config_file_error"]);
+    assert_eq!(api_st["schedulers"]["alive"], 1);
+    std::fs::write(&file, good).unwrap();
 
     let before = metrics(&base);
     let succeeded = |m: &BTreeMap<_, _>| sum(m, "agentcron_runs_finished_total", &[("state", "succeeded")]);

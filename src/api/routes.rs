@@ -317,12 +317,24 @@ async fn status(State(api): Shared, headers: HeaderMap, Query(q): Params) -> Rep
     only(&q, &[])?;
     let v = blocking(move || {
         let now = api.clock.now();
-        Ok(api
-            .store
-            .read(|tx| crate::status::status(tx, Some(&api.cfg()), now))?)
+        let cfg = api.cfg();
+        let status = api.store.read(|tx| crate::status::status(tx, Some(&cfg), now))?;
+        // As `status --json`: the file on disk, not what runs (the version
+        // it runs is the ledger's either way). Lines and columns, no path.
+        let file_error = match crate::config::load_file(&cfg.path) {
+            Ok(_) => None,
+            Err(crate::config::LoadError::Invalid(diags)) => Some(crate::cli::db::one_line(&diags)),
+            Err(crate::config::LoadError::Io { .. }) => Some("the config file cannot be read".to_string()),
+        };
+        let mut v = status.to_json();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("config_file_invalid".into(), Value::Bool(file_error.is_some()));
+            obj.insert("config_file_error".into(), file_error.into());
+        }
+        Ok(v)
     })
     .await?;
-    ok(v.to_json())
+    ok(v)
 }
 
 async fn schedules(State(api): Shared, headers: HeaderMap, Query(q): Params) -> Reply {
