@@ -250,50 +250,30 @@ impl Metrics {
         self.seed(&tail.counters, cfg);
         let mut reg = Registry::with_prefix("agentcron");
         let c = &tail.counters;
-        reg.register(
-            "windows_opened",
-            "Windows opened (runs created to be decided)",
-            c.windows_opened.clone(),
-        );
-        reg.register(
-            "runs_finished",
-            "Runs that reached a terminal state, by state",
-            c.runs_finished.clone(),
-        );
+        reg.register("windows_opened", help("windows_opened"), c.windows_opened.clone());
+        reg.register("runs_finished", help("runs_finished"), c.runs_finished.clone());
         reg.register(
             "windows_skipped",
-            "Windows skipped, by what skipped them",
+            help("windows_skipped"),
             c.windows_skipped.clone(),
         );
-        reg.register(
-            "attempts",
-            "Attempts that ended, by outcome and error class",
-            c.attempts.clone(),
-        );
-        reg.register(
-            "gate_checks",
-            "Readiness gate checks, by gate and result",
-            c.gate_checks.clone(),
-        );
+        reg.register("attempts", help("attempts"), c.attempts.clone());
+        reg.register("gate_checks", help("gate_checks"), c.gate_checks.clone());
         reg.register_with_unit(
             "start_lateness",
             "How long after its window was due its agent started",
             Unit::Seconds,
             c.start_lateness.clone(),
         );
-        reg.register(
-            "alerts",
-            "Alerts raised, and those the sink refused",
-            c.alerts.clone(),
-        );
+        reg.register("alerts", help("alerts"), c.alerts.clone());
         reg.register_with_unit(
             "tick_duration",
             "How long each tick of this process's live scheduler took",
             Unit::Seconds,
             crate::engine::tick_time::histogram(),
         );
-        reg.register("cost_usd", "Cost agents reported, in USD", c.cost.clone());
-        reg.register("tokens", "Tokens agents reported", c.tokens.clone());
+        reg.register("cost_usd", help("cost_usd"), c.cost.clone());
+        reg.register("tokens", help("tokens"), c.tokens.clone());
         drop(tail);
         self.gauges(store, cfg, now, &mut reg)?;
         let mut out = String::new();
@@ -352,19 +332,15 @@ impl Metrics {
         }
         reg.register(
             "schedule_next_fire_timestamp_seconds",
-            "When each time-triggered schedule fires next (Unix time)",
+            help("schedule_next_fire_timestamp_seconds"),
             next,
         );
         reg.register(
             "schedule_last_success_timestamp_seconds",
-            "When each schedule last succeeded (Unix time)",
+            help("schedule_last_success_timestamp_seconds"),
             success,
         );
-        reg.register(
-            "circuit_open",
-            "1 while a schedule's circuit is open or half-open",
-            circuit,
-        );
+        reg.register("circuit_open", help("circuit_open"), circuit);
 
         let single = |reg: &mut Registry, name: &str, help: &str, v: i64| {
             let g: Gauge = Gauge::default();
@@ -409,58 +385,73 @@ impl Metrics {
         }
         reg.register(
             "scheduler_last_seen_timestamp_seconds",
-            "When each scheduler not stopped cleanly was last seen (Unix time)",
+            help("scheduler_last_seen_timestamp_seconds"),
             seen,
         );
         Ok(())
     }
 }
 
-/// The families whose series depend on what exists (labels from schedules,
-/// gates, schedulers): with none, the encoder writes nothing for them. Each
-/// is still declared (HELP and TYPE), so every documented family is always
-/// in the exposition.
-const SOMETIMES_EMPTY: [(&str, &str, &str); 12] = [
-    ("windows_opened", "counter", "Windows opened"),
-    ("windows_skipped", "counter", "Windows skipped, by reason"),
-    ("runs_finished", "counter", "Runs finished, by final state"),
-    (
-        "attempts",
-        "counter",
-        "Attempts ended, by outcome and error class",
-    ),
-    ("gate_checks", "counter", "Gate checks, by gate and result"),
-    ("alerts", "counter", "Alerts raised or failed"),
-    ("cost_usd", "counter", "Cost agents reported, in USD"),
-    ("tokens", "counter", "Tokens agents reported"),
+/// Each family's help, the one text for its registration and for its
+/// declaration when it has no series ([`declare_empty`]).
+const HELP: [(&str, &str); 12] = [
+    ("windows_opened", "Windows opened (runs created to be decided)"),
+    ("windows_skipped", "Windows skipped, by what skipped them"),
+    ("runs_finished", "Runs that reached a terminal state, by state"),
+    ("attempts", "Attempts that ended, by outcome and error class"),
+    ("gate_checks", "Readiness gate checks, by gate and result"),
+    ("alerts", "Alerts raised, and those the sink refused"),
+    ("cost_usd", "Cost agents reported, in USD"),
+    ("tokens", "Tokens agents reported"),
     (
         "schedule_next_fire_timestamp_seconds",
-        "gauge",
         "When each time-triggered schedule fires next (Unix time)",
     ),
     (
         "schedule_last_success_timestamp_seconds",
-        "gauge",
         "When each schedule last succeeded (Unix time)",
     ),
     (
         "circuit_open",
-        "gauge",
         "1 while a schedule's circuit is open or half-open",
     ),
     (
         "scheduler_last_seen_timestamp_seconds",
-        "gauge",
         "When each scheduler not stopped cleanly was last seen (Unix time)",
     ),
+];
+
+/// The help of family `name` (from [`HELP`]).
+fn help(name: &str) -> &'static str {
+    HELP.iter().find(|(n, _)| *n == name).map_or("", |(_, h)| h)
+}
+
+/// The families whose series depend on what exists (labels from schedules,
+/// gates, schedulers), with their type: with none, the encoder writes
+/// nothing for them. Each is still declared (HELP and TYPE), so every
+/// documented family is always in the exposition.
+const SOMETIMES_EMPTY: [(&str, &str); 12] = [
+    ("windows_opened", "counter"),
+    ("windows_skipped", "counter"),
+    ("runs_finished", "counter"),
+    ("attempts", "counter"),
+    ("gate_checks", "counter"),
+    ("alerts", "counter"),
+    ("cost_usd", "counter"),
+    ("tokens", "counter"),
+    ("schedule_next_fire_timestamp_seconds", "gauge"),
+    ("schedule_last_success_timestamp_seconds", "gauge"),
+    ("circuit_open", "gauge"),
+    ("scheduler_last_seen_timestamp_seconds", "gauge"),
 ];
 
 /// Adds HELP and TYPE for each of [`SOMETIMES_EMPTY`] the exposition lacks,
 /// before its `# EOF`.
 fn declare_empty(out: &mut String) {
     let mut missing = String::new();
-    for (name, kind, help) in SOMETIMES_EMPTY {
+    for (name, kind) in SOMETIMES_EMPTY {
         if !out.contains(&format!("# TYPE agentcron_{name} ")) {
+            let help = help(name);
             missing.push_str(&format!(
                 "# HELP agentcron_{name} {help}.\n# TYPE agentcron_{name} {kind}\n"
             ));
@@ -473,6 +464,15 @@ fn declare_empty(out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A family's HELP is one text whether it has series or is only
+    /// declared: every family declared when empty has its help in [`HELP`].
+    #[test]
+    fn every_sometimes_empty_family_has_one_help() {
+        for (name, _) in SOMETIMES_EMPTY {
+            assert!(!help(name).is_empty(), "{name} has no help in HELP");
+        }
+    }
 
     /// Issue 52: with no gate, no time-triggered schedule and no scheduler
     /// yet, every family docs/OPERATIONS.md documents is still declared.
