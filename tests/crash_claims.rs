@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::process::bin;
+use support::process::{bin, wait_within};
 
 const SCHEDULES: usize = 200;
 const KILLS: usize = 30;
@@ -232,19 +232,10 @@ impl Proc {
     /// SIGTERM, and waits (with a deadline) for a clean exit.
     fn stop(&mut self) {
         self.signal(libc::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "seed {}: scheduler {} did not stop",
-                self.seed,
-                self.n
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let child = &mut self.child;
+        let status = wait_within(Duration::from_secs(20), "the scheduler to stop", || {
+            child.try_wait().unwrap()
+        });
         assert!(
             status.success(),
             "seed {}: scheduler {} stopped with {status}:\n{}",
