@@ -138,10 +138,10 @@ impl EnvelopeWindow {
     }
 }
 
-/// An attempt's envelope, made where it is first read: by the agent's
-/// runner (on its own task, so a claim's agent starts before its envelope
-/// is made on the scheduler's thread) or by the store writing the attempt
-/// row after the agents of a tick started, whichever comes first.
+/// An attempt's envelope, made where it is first read. The engine's
+/// dispatch stores its text in the attempt row in the claim's transaction,
+/// before the agent starts, so there it is made at once; a runner given one
+/// directly (tests, rehearsals) makes it when it first reads it.
 pub struct LazyEnvelope(std::sync::LazyLock<Envelope, Box<dyn FnOnce() -> Envelope + Send>>);
 
 impl LazyEnvelope {
