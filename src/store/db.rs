@@ -257,6 +257,8 @@ pub struct Store {
     states: StateCache,
     /// Set by [`Store::checkpoint_in_background`]: told after each commit.
     checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
+    /// The checkpointer's thread, joined when the store drops (see `Drop`).
+    checkpoint_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// A PostgreSQL ledger's session; `conn` is then an empty database in
     /// memory that holds no ledger (a statement that reached it by mistake
     /// fails: no such table).
@@ -278,6 +280,27 @@ const CHECKPOINT_WAITS_AT_MOST: Duration = Duration::from_millis(500);
 /// only as the backstop, at 64 Ki pages (256 MiB), for a WAL the background
 /// checkpoint cannot catch up with.
 const BACKSTOP_AUTOCHECKPOINT_PAGES: u32 = 65_536;
+
+/// A store's checkpointer ends, and its connection closes, before the
+/// store's own connection closes and before the drop returns: two
+/// connections to one file closing at once in one process can deadlock
+/// inside SQLite's unix VFS (a close takes its global mutex, then the
+/// file's; a WAL close's exclusive lock takes the file's, then the global),
+/// which hung a test whose four stores closed as their checkpointers did.
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Dropping the sender ends the thread's loop.
+        drop(self.checkpointer.take());
+        let thread = self
+            .checkpoint_thread
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
 
 /// A transaction's closure that panics rolls back: what the store kept for
 /// it (counts, the fencing counter, reads) goes too,
@@ -1245,6 +1268,7 @@ impl Store {
             counts: RunCounts::default(),
             states: StateCache::default(),
             checkpointer: std::sync::OnceLock::new(),
+            checkpoint_thread: Mutex::new(None),
             pg: None,
             opened: None,
         }
@@ -1277,7 +1301,7 @@ impl Store {
             return Ok(());
         }
         self.with_conn(|c| c.pragma_update(None, "wal_autocheckpoint", BACKSTOP_AUTOCHECKPOINT_PAGES))?;
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("agentcron-checkpoint".into())
             .spawn(move || {
                 // Ends when the store (the sender) is gone.
@@ -1304,6 +1328,10 @@ impl Store {
                 }
             })
             .map_err(|e| StoreError::Invariant(format!("cannot start the checkpoint thread: {e}")))?;
+        *self
+            .checkpoint_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(thread);
         Ok(())
     }
 
