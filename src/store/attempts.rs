@@ -6,7 +6,8 @@
 //! checked against that token, so a zombie's late words cannot overwrite the
 //! attempt that replaced it.
 
-use super::sql::{Ms, attempt_cols, attempt_from_cols, stored};
+use super::exec::stmt;
+use super::sql::{Ms, attempt_from_cols, stored};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::agent::log::BoundedLog;
@@ -14,92 +15,24 @@ use crate::core::event::Event;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-/// The one statement that decides a claim; the fencing token is the counter
-/// plus one, and the counter is moved to it in the same transaction. No
-/// `RETURNING` (see `runs::INSERT_RUN`): the claimed run is read back by id.
-const CLAIM: &str = "UPDATE runs SET state = 'running', lease_owner = ?3, lease_expires = ?4, \
-     attempts = attempts + 1, fencing_token = (SELECT token + 1 FROM fencing WHERE id = 1), \
-     reason = ?5, state_reason = NULL, hold = NULL, cancel_requested = NULL, not_before = NULL, \
-     next_check_at = NULL, updated_at = ?6 \
-     WHERE id = ?1 AND state = ?2";
-/// A window that opens already claimed (see `Tx::open_claimed`): the row
-/// [`INSERT_RUN`](super::runs) and [`CLAIM`] would leave, in one statement.
-const INSERT_CLAIMED_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window_start, \
-     window_end, due_at, state, reason, pool, attempts, lease_owner, lease_expires, fencing_token, \
-     created_at, updated_at, schedule_version) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, 1, ?9, ?10, ?11, ?12, ?13, \
-     (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-     ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
-const FENCING_TOKEN: &str = "SELECT token FROM fencing WHERE id = 1";
-const INSERT_ATTEMPT: &str = "INSERT INTO attempts \
-     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
-       (SELECT version FROM schedule_current WHERE schedule = ?5))";
-/// [`INSERT_ATTEMPT`] unless the run's attempt `n` has a row.
-const INSERT_UNWRITTEN_ATTEMPT: &str = "INSERT INTO attempts \
-     (run_id, n, fencing_token, tenant, schedule, owner, reason, started_at, status, schedule_version) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', \
-       (SELECT version FROM schedule_current WHERE schedule = ?5)) \
-     ON CONFLICT DO NOTHING";
-const RENEW_LEASE: &str = "UPDATE runs SET lease_expires = ?3 \
-     WHERE id = ?1 AND fencing_token = ?2 AND state = 'running'";
-const SET_ENVELOPE: &str = "UPDATE attempts SET envelope = ?3 WHERE run_id = ?1 AND n = ?2";
-const SET_STARTED_AT: &str =
-    "UPDATE attempts SET started_at = ?3 WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
-const END_ATTEMPT: &str = "UPDATE attempts SET ended_at = ?3, status = ?4, error_class = ?5, \
-     exit_code = ?6, summary = ?7, processed = ?8, message = ?9 \
-     WHERE run_id = ?1 AND fencing_token = ?2 AND ended_at IS NULL";
-pub(crate) const ATTEMPTS_OF_RUN: &str = concat!(
-    "SELECT ",
-    attempt_cols!(),
-    " FROM attempts WHERE run_id = ?1 ORDER BY n"
-);
-const ADD_USAGE: &str = "UPDATE attempts SET tokens = tokens + ?3, cost_usd = cost_usd + ?4 \
-     WHERE run_id = ?1 AND fencing_token = ?2";
-const RUN_USAGE: &str =
-    "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(cost_usd), 0.0) FROM attempts WHERE run_id = ?1";
-const SCHEDULE_COST: &str = "SELECT COALESCE(SUM(cost_usd), 0.0) FROM attempts \
-     WHERE tenant = ?1 AND schedule = ?2 AND started_at >= ?3 AND started_at < ?4 AND cost_usd <> 0";
-const LOG_OF_ATTEMPT: &str = "SELECT log_head, log_tail, log_dropped FROM attempts \
-     WHERE run_id = ?1 AND fencing_token = ?2";
-const SET_LOG: &str = "UPDATE attempts SET log_head = ?2, log_tail = ?3, log_dropped = ?4 \
-     WHERE fencing_token = ?1";
-/// Journals only for the live attempt of a running run: token current, attempt
-/// number matching, attempt not ended.
-const RECORD_STEP: &str = "INSERT INTO steps (run_id, attempt, name, status, side_effect, at) \
-     SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
-       SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
-       WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 \
-         AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
-/// [`RECORD_STEP`] under the fence: also only while the attempt's lease has
-/// not expired at ?8. A frozen scheduler that wakes after its lease expired
-/// cannot journal (and so cannot ack) a step, even before anyone swept it.
-const RECORD_STEP_FENCED: &str = "INSERT INTO steps (run_id, attempt, name, status, side_effect, at) \
-     SELECT ?1, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS ( \
-       SELECT 1 FROM runs r JOIN attempts a ON a.run_id = r.id \
-       WHERE r.id = ?1 AND r.state = 'running' AND r.fencing_token = ?2 AND r.lease_expires > ?8 \
-         AND a.fencing_token = ?2 AND a.n = ?3 AND a.ended_at IS NULL)";
-pub(crate) const STEPS_OF_RUN: &str = "SELECT run_id, attempt, name, status, side_effect, at FROM steps \
-     WHERE run_id = ?1 ORDER BY id";
-
 /// What `end_attempt` appends of `AttemptEnd::log` at most (the caller's
 /// streamed log goes through `append_attempt_log` with its own bound).
 const END_LOG_MAX: usize = 256 * 1024;
 
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
-    ("claim", CLAIM),
-    ("insert_claimed_row", INSERT_CLAIMED_RUN),
-    ("renew_lease", RENEW_LEASE),
-    ("end_attempt", END_ATTEMPT),
-    ("attempts", ATTEMPTS_OF_RUN),
-    ("add_usage", ADD_USAGE),
-    ("run usage", RUN_USAGE),
-    ("schedule_cost_between", SCHEDULE_COST),
-    ("attempt log", LOG_OF_ATTEMPT),
-    ("record_step", RECORD_STEP),
-    ("attempt_started_at", SET_STARTED_AT),
-    ("record_step_fenced", RECORD_STEP_FENCED),
-    ("steps", STEPS_OF_RUN),
+    ("claim", super::sqlite::attempts::CLAIM),
+    ("insert_claimed_row", super::sqlite::attempts::INSERT_CLAIMED_RUN),
+    ("renew_lease", super::sqlite::attempts::RENEW_LEASE),
+    ("end_attempt", super::sqlite::attempts::END_ATTEMPT),
+    ("attempts", super::sqlite::attempts::ATTEMPTS_OF_RUN),
+    ("add_usage", super::sqlite::attempts::ADD_USAGE),
+    ("run usage", super::sqlite::attempts::RUN_USAGE),
+    ("schedule_cost_between", super::sqlite::attempts::SCHEDULE_COST),
+    ("attempt log", super::sqlite::attempts::LOG_OF_ATTEMPT),
+    ("record_step", super::sqlite::attempts::RECORD_STEP),
+    ("attempt_started_at", super::sqlite::attempts::SET_STARTED_AT),
+    ("record_step_fenced", super::sqlite::attempts::RECORD_STEP_FENCED),
+    ("steps", super::sqlite::attempts::STEPS_OF_RUN),
 ];
 
 /// The status an attempt ends with when the caller does not say: success
@@ -134,7 +67,7 @@ impl NewAttempt {
     /// Inserts the row (running, no envelope yet).
     pub(crate) fn insert(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         conn.exec(
-            INSERT_ATTEMPT,
+            stmt!(attempts::INSERT_ATTEMPT),
             rusqlite::params![
                 self.run_id,
                 self.n,
@@ -205,7 +138,7 @@ impl Tx<'_> {
         // The claim takes the counter's next value from its row.
         self.states.flush(self.conn())?;
         let claimed = self.exec(
-            CLAIM,
+            stmt!(attempts::CLAIM),
             params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
         )?;
         let run = if claimed == 1 { self.try_run(run_id)? } else { None };
@@ -281,14 +214,14 @@ impl Tx<'_> {
             Some(t) => t,
             None => {
                 let t = self
-                    .opt(FENCING_TOKEN, params![], |r| r.get::<i64>(0))?
+                    .opt(stmt!(attempts::FENCING_TOKEN), params![], |r| r.get::<i64>(0))?
                     .unwrap_or(0);
                 self.states.keep_fencing(t);
                 t
             }
         } + 1;
         let (inserted, id) = self.insert(
-            INSERT_CLAIMED_RUN,
+            stmt!(attempts::INSERT_CLAIMED_RUN),
             params![
                 new.tenant,
                 new.schedule,
@@ -353,7 +286,7 @@ impl Tx<'_> {
     pub fn fencing_counter(&self) -> Result<i64> {
         self.states.flush(self.conn())?;
         Ok(self
-            .opt(FENCING_TOKEN, params![], |r| r.get::<i64>(0))?
+            .opt(stmt!(attempts::FENCING_TOKEN), params![], |r| r.get::<i64>(0))?
             .unwrap_or(0))
     }
 
@@ -361,28 +294,21 @@ impl Tx<'_> {
     /// the run is running; `false` = stale (the attempt lost its claim).
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
         self.states.forget_claimed(run_id);
-        Ok(self.exec(RENEW_LEASE, params![run_id, token, Ms(until)])? == 1)
+        Ok(self.exec(stmt!(attempts::RENEW_LEASE), params![run_id, token, Ms(until)])? == 1)
     }
 
     /// Asks the scheduler running the attempt with `token` to cancel it: a
     /// newer window (`why`, its key) superseded it. No-op once it has ended.
     pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
         self.states.forget_claimed(run_id);
-        Ok(self.exec(
-            "UPDATE runs SET cancel_requested = ?3 WHERE id = ?1 AND fencing_token = ?2 \
-             AND state = 'running' AND cancel_requested IS NULL",
-            params![run_id, token, why],
-        )? == 1)
+        Ok(self.exec(stmt!(attempts::REQUEST_CANCEL), params![run_id, token, why])? == 1)
     }
 
     /// The cancel requests for attempts `owner` runs: (run, token, why).
     pub fn cancel_requests(&self, owner: &str) -> Result<Vec<(i64, i64, String)>> {
-        self.all(
-            "SELECT id, fencing_token, cancel_requested FROM runs INDEXED BY runs_lease \
-             WHERE state = 'running' AND lease_owner = ?1 AND cancel_requested IS NOT NULL",
-            params![owner],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
+        self.all(stmt!(attempts::CANCEL_REQUESTS), params![owner], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
     }
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
@@ -393,7 +319,10 @@ impl Tx<'_> {
     /// [`Tx::set_attempt_envelope`] with the text made by the store when it
     /// writes it.
     pub fn set_attempt_envelope_text(&self, run_id: i64, attempt: u32, envelope: EnvelopeText) -> Result<()> {
-        self.exec(SET_ENVELOPE, params![run_id, attempt, envelope.text()])?;
+        self.exec(
+            stmt!(attempts::SET_ENVELOPE),
+            params![run_id, attempt, envelope.text()],
+        )?;
         Ok(())
     }
 
@@ -402,7 +331,7 @@ impl Tx<'_> {
     /// set to the claim's instant. `false` if the attempt has no row or already ended
     /// (another scheduler swept it as lost: its start is no news any more).
     pub fn attempt_started_at(&self, run_id: i64, token: i64, at: DateTime<Utc>) -> Result<bool> {
-        Ok(self.exec(SET_STARTED_AT, params![run_id, token, Ms(at)])? == 1)
+        Ok(self.exec(stmt!(attempts::SET_STARTED_AT), params![run_id, token, Ms(at)])? == 1)
     }
 
     /// Records the end of the attempt with this fencing token; `false` if there
@@ -414,7 +343,7 @@ impl Tx<'_> {
     pub fn end_attempt(&self, run_id: i64, token: i64, end: &AttemptEnd, now: DateTime<Utc>) -> Result<bool> {
         let status = end.status.unwrap_or_else(|| inferred_status(end));
         let changed = self.exec(
-            END_ATTEMPT,
+            stmt!(attempts::END_ATTEMPT),
             params![
                 run_id,
                 token,
@@ -467,7 +396,7 @@ impl Tx<'_> {
             started_at: run.updated_at,
         };
         let inserted = self.exec(
-            INSERT_UNWRITTEN_ATTEMPT,
+            stmt!(attempts::INSERT_UNWRITTEN_ATTEMPT),
             params![
                 row.run_id,
                 row.n,
@@ -495,7 +424,9 @@ impl Tx<'_> {
 
     /// The run's attempts, first first.
     pub fn attempts(&self, run_id: i64) -> Result<Vec<Attempt>> {
-        self.all(ATTEMPTS_OF_RUN, params![run_id], |r| attempt_from_cols(r))
+        self.all(stmt!(attempts::ATTEMPTS_OF_RUN), params![run_id], |r| {
+            attempt_from_cols(r)
+        })
     }
 
     /// Adds reported usage to the attempt with this fencing token and returns
@@ -509,13 +440,18 @@ impl Tx<'_> {
         tokens: i64,
         cost_usd: f64,
     ) -> Result<Option<(i64, f64)>> {
-        let changed = self.exec(ADD_USAGE, params![run_id, token, tokens, cost_usd])?;
+        let changed = self.exec(
+            stmt!(attempts::ADD_USAGE),
+            params![run_id, token, tokens, cost_usd],
+        )?;
         if changed == 0 {
             return Ok(None);
         }
-        Ok(Some(self.one(RUN_USAGE, params![run_id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?))
+        Ok(Some(self.one(
+            stmt!(attempts::RUN_USAGE),
+            params![run_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?))
     }
 
     /// Sum of `cost_usd` of the schedule's attempts started in `[from, to)`.
@@ -526,9 +462,11 @@ impl Tx<'_> {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<f64> {
-        self.one(SCHEDULE_COST, params![tenant, schedule, Ms(from), Ms(to)], |r| {
-            r.get(0)
-        })
+        self.one(
+            stmt!(attempts::SCHEDULE_COST),
+            params![tenant, schedule, Ms(from), Ms(to)],
+            |r| r.get(0),
+        )
     }
 
     /// Appends non-protocol output to the log of the attempt with this fencing
@@ -540,7 +478,7 @@ impl Tx<'_> {
         if text.is_empty() {
             return Ok(());
         }
-        let current = self.opt(LOG_OF_ATTEMPT, params![run_id, token], |r| {
+        let current = self.opt(stmt!(attempts::LOG_OF_ATTEMPT), params![run_id, token], |r| {
             Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?))
         })?;
         let Some((head, tail, dropped)) = current else {
@@ -550,7 +488,7 @@ impl Tx<'_> {
         log.push(text);
         let (head, tail, dropped) = log.into_parts();
         let dropped = i64::try_from(dropped).unwrap_or(i64::MAX);
-        self.exec(SET_LOG, params![token, head, tail, dropped])?;
+        self.exec(stmt!(attempts::SET_LOG), params![token, head, tail, dropped])?;
         Ok(())
     }
 
@@ -569,7 +507,7 @@ impl Tx<'_> {
         now: DateTime<Utc>,
     ) -> Result<bool> {
         let changed = self.exec(
-            RECORD_STEP,
+            stmt!(attempts::RECORD_STEP),
             params![run_id, token, attempt, name, status, side_effect, Ms(now)],
         )?;
         Ok(changed == 1)
@@ -592,7 +530,7 @@ impl Tx<'_> {
         now: DateTime<Utc>,
     ) -> Result<bool> {
         let changed = self.exec(
-            RECORD_STEP_FENCED,
+            stmt!(attempts::RECORD_STEP_FENCED),
             params![
                 run_id,
                 token,
@@ -609,7 +547,9 @@ impl Tx<'_> {
 
     /// The run's step journal across attempts, in the order written.
     pub fn steps(&self, run_id: i64) -> Result<Vec<Step>> {
-        self.all(STEPS_OF_RUN, params![run_id], |r| super::sql::step_from_cols(r))
+        self.all(stmt!(attempts::STEPS_OF_RUN), params![run_id], |r| {
+            super::sql::step_from_cols(r)
+        })
     }
 
     /// Names of steps with a `done` entry in any attempt, in first-done order.

@@ -3,6 +3,7 @@
 //! queues them oldest first, as many as the schedule may run at once.
 
 use super::exec::Row;
+use super::exec::stmt;
 use super::sql::{Ms, ts};
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
@@ -30,14 +31,10 @@ pub(crate) fn backlog_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite
     })
 }
 
-const ALL: &str = "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog ORDER BY schedule";
-pub(crate) const ONE: &str =
-    "SELECT schedule, next_at, until_at, planned_at FROM catchup_backlog WHERE schedule = ?1";
-
 impl Tx<'_> {
     /// Every schedule's backlog, by schedule.
     pub fn backlogs(&self) -> Result<Vec<Backlog>> {
-        self.all(ALL, params![], backlog_from_row)
+        self.all(stmt!(backlog::ALL), params![], backlog_from_row)
     }
 
     /// The backlog of `schedule`, if it has one.
@@ -46,12 +43,12 @@ impl Tx<'_> {
             // Tests (debug builds) prove the kept row is the stored one.
             #[cfg(debug_assertions)]
             {
-                let stored = self.opt(ONE, params![schedule], backlog_from_row)?;
+                let stored = self.opt(stmt!(backlog::ONE), params![schedule], backlog_from_row)?;
                 assert_eq!(stored, kept, "the backlog kept differs from its row");
             }
             return Ok(kept);
         }
-        let b = self.opt(ONE, params![schedule], backlog_from_row)?;
+        let b = self.opt(stmt!(backlog::ONE), params![schedule], backlog_from_row)?;
         self.states.keep_backlog(schedule, b.clone());
         Ok(b)
     }
@@ -59,10 +56,7 @@ impl Tx<'_> {
     /// Sets (or replaces) the backlog of `b.schedule`.
     pub fn put_backlog(&self, b: &Backlog) -> Result<()> {
         self.exec(
-            "INSERT INTO catchup_backlog (schedule, next_at, until_at, planned_at) \
-                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule) DO UPDATE SET \
-                 next_at = excluded.next_at, until_at = excluded.until_at, \
-                 planned_at = excluded.planned_at",
+            stmt!(backlog::PUT_BACKLOG),
             params![b.schedule, Ms(b.next), Ms(b.until), Ms(b.planned_at)],
         )?;
         self.states.keep_backlog(&b.schedule, Some(b.clone()));
@@ -72,10 +66,7 @@ impl Tx<'_> {
     /// The backlog of `schedule` now starts at `next` (its windows before
     /// it are queued). `false` if it has no backlog.
     pub fn advance_backlog(&self, schedule: &str, next: DateTime<Utc>) -> Result<bool> {
-        let changed = self.exec(
-            "UPDATE catchup_backlog SET next_at = ?2 WHERE schedule = ?1",
-            params![schedule, Ms(next)],
-        )?;
+        let changed = self.exec(stmt!(backlog::ADVANCE_BACKLOG), params![schedule, Ms(next)])?;
         match self.states.backlog(schedule) {
             Some(Some(b)) if changed == 1 => self.states.keep_backlog(schedule, Some(Backlog { next, ..b })),
             _ => self.states.forget_backlog(schedule),
@@ -85,10 +76,7 @@ impl Tx<'_> {
 
     /// The backlog of `schedule` is all queued.
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM catchup_backlog WHERE schedule = ?1",
-            params![schedule],
-        )?;
+        self.exec(stmt!(backlog::CLEAR_BACKLOG), params![schedule])?;
         self.states.keep_backlog(schedule, None);
         Ok(())
     }
@@ -100,9 +88,7 @@ impl Tx<'_> {
         // Waiting catch-up runs of windows younger than the backlog (an on-time
         // window missed since) do not hold its place: older windows go first.
         let waiting: i64 = self.one(
-            "SELECT COUNT(*) FROM runs INDEXED BY runs_waiting \
-             WHERE schedule = ?1 AND state IN ('pending', 'retry_wait') AND pool = 'backfill' \
-             AND window_start < ?2",
+            stmt!(backlog::UNFINISHED_CATCHUP),
             params![schedule, Ms(older_than)],
             |r| r.get(0),
         )?;

@@ -4,6 +4,7 @@
 //! `crate::control`'s to say; this module only reads and writes rows.
 
 use super::exec::Row;
+use super::exec::stmt;
 use super::sql::{Ms, ts, ts_opt};
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
@@ -73,21 +74,6 @@ pub type RunVersionRows = (Option<i64>, Vec<(u32, Option<i64>)>);
 const CONFIG_COLS: &str = "version, hash, path, text, loaded_at, loaded_by, status, note, \
      approved_by, approved_at, approval_reason";
 const SCHEDULE_COLS: &str = "schedule, version, hash, settings, config_version, created_at";
-/// The configuration the database runs.
-pub(crate) const CURRENT_CONFIG: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, status, note, \
-     approved_by, approved_at, approval_reason FROM config_versions \
-     WHERE version = (SELECT version FROM config_current WHERE id = 1)";
-/// Every configuration loaded, oldest first.
-pub(crate) const CONFIG_VERSIONS: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, status, note, \
-     approved_by, approved_at, approval_reason FROM config_versions ORDER BY version";
-/// One version of a schedule.
-pub(crate) const SCHEDULE_VERSION: &str = "SELECT schedule, version, hash, settings, config_version, created_at \
-     FROM schedule_versions WHERE schedule = ?1 AND version = ?2";
-/// The version a run was opened under.
-pub(crate) const RUN_OPENED_VERSION: &str = "SELECT schedule_version FROM runs WHERE id = ?1";
-/// The version each attempt of a run ran under.
-pub(crate) const ATTEMPT_VERSIONS: &str =
-    "SELECT n, schedule_version FROM attempts WHERE run_id = ?1 ORDER BY n";
 
 fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
     config_from_row_cols(r)
@@ -137,18 +123,16 @@ pub(crate) fn schedule_from_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlit
 impl Tx<'_> {
     /// The version the database runs (none before the first config is stored).
     pub fn current_config(&self) -> Result<Option<ConfigVersion>> {
-        self.opt(CURRENT_CONFIG, params![], config_from_row)
+        self.opt(stmt!(config_versions::CURRENT_CONFIG), params![], config_from_row)
     }
 
     /// The applied version's number and the reload counter: what every
     /// scheduler watches (one row, read every loop).
     pub fn config_watch(&self) -> Result<(Option<i64>, i64)> {
         Ok(self
-            .opt(
-                "SELECT version, reload_seq FROM config_current WHERE id = 1",
-                params![],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?
+            .opt(stmt!(config_versions::CONFIG_WATCH), params![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
             .unwrap_or((None, 0)))
     }
 
@@ -156,14 +140,9 @@ impl Tx<'_> {
     /// the hash of the version the database runs, and the newest version
     /// waiting for `approve-config`.
     pub fn config_glance(&self) -> Result<(Option<String>, Option<i64>)> {
-        let hash = self.opt(
-            "SELECT hash FROM config_versions \
-                 WHERE version = (SELECT version FROM config_current WHERE id = 1)",
-            params![],
-            |r| r.get(0),
-        )?;
+        let hash = self.opt(stmt!(config_versions::CONFIG_GLANCE), params![], |r| r.get(0))?;
         let waiting = self.one(
-            "SELECT MAX(version) FROM config_versions WHERE status = ?1",
+            stmt!(config_versions::CONFIG_GLANCE_2),
             params![ConfigStatus::Waiting.as_str()],
             |r| r.get(0),
         )?;
@@ -177,7 +156,11 @@ impl Tx<'_> {
 
     /// Every stored configuration, oldest first.
     pub fn config_versions(&self) -> Result<Vec<ConfigVersion>> {
-        self.all(CONFIG_VERSIONS, params![], config_from_row)
+        self.all(
+            stmt!(config_versions::CONFIG_VERSIONS),
+            params![],
+            config_from_row,
+        )
     }
 
     /// Stores a configuration as the next version; returns its number.
@@ -193,8 +176,7 @@ impl Tx<'_> {
         note: Option<&str>,
     ) -> Result<i64> {
         let (_, version) = self.insert(
-            "INSERT INTO config_versions (hash, path, text, loaded_at, loaded_by, status, note) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            stmt!(config_versions::INSERT_CONFIG_VERSION),
             params![hash, path, text, Ms(at), by, status.as_str(), note],
         )?;
         Ok(version)
@@ -202,7 +184,7 @@ impl Tx<'_> {
 
     pub fn set_config_status(&self, version: i64, status: ConfigStatus) -> Result<()> {
         self.exec(
-            "UPDATE config_versions SET status = ?2 WHERE version = ?1",
+            stmt!(config_versions::SET_CONFIG_STATUS),
             params![version, status.as_str()],
         )?;
         Ok(())
@@ -217,8 +199,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<()> {
         self.exec(
-            "UPDATE config_versions SET approved_by = ?2, approval_reason = ?3, approved_at = ?4 \
-                 WHERE version = ?1",
+            stmt!(config_versions::APPROVE_CONFIG_VERSION),
             params![version, by, reason, Ms(at)],
         )?;
         Ok(())
@@ -226,19 +207,13 @@ impl Tx<'_> {
 
     /// Makes `version` the one the database runs.
     pub fn set_current_config(&self, version: i64) -> Result<()> {
-        self.exec(
-            "UPDATE config_current SET version = ?1 WHERE id = 1",
-            params![version],
-        )?;
+        self.exec(stmt!(config_versions::SET_CURRENT_CONFIG), params![version])?;
         Ok(())
     }
 
     /// `agentcron reload`: every scheduler on the database re-reads its file.
     pub fn request_reload(&self) -> Result<i64> {
-        self.exec(
-            "UPDATE config_current SET reload_seq = reload_seq + 1 WHERE id = 1",
-            params![],
-        )?;
+        self.exec(stmt!(config_versions::REQUEST_RELOAD), params![])?;
         Ok(self.config_watch()?.1)
     }
 
@@ -261,13 +236,17 @@ impl Tx<'_> {
     }
 
     pub fn schedule_version(&self, schedule: &str, version: i64) -> Result<Option<ScheduleVersion>> {
-        self.opt(SCHEDULE_VERSION, params![schedule, version], schedule_from_row)
+        self.opt(
+            stmt!(config_versions::SCHEDULE_VERSION),
+            params![schedule, version],
+            schedule_from_row,
+        )
     }
 
     /// The newest version number a schedule id ever had (0 if none).
     pub fn last_schedule_version(&self, schedule: &str) -> Result<i64> {
         self.one(
-            "SELECT COALESCE(MAX(version), 0) FROM schedule_versions WHERE schedule = ?1",
+            stmt!(config_versions::LAST_SCHEDULE_VERSION),
             params![schedule],
             |r| r.get(0),
         )
@@ -277,11 +256,7 @@ impl Tx<'_> {
     pub fn put_schedule_version(&self, v: &ScheduleVersion) -> Result<()> {
         let settings = serde_json::to_string(&v.settings).unwrap_or_else(|_| "{}".into());
         self.exec(
-            "INSERT INTO schedule_versions \
-                 (schedule, version, hash, settings, config_version, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (schedule, version) DO UPDATE SET hash = excluded.hash, \
-                 settings = excluded.settings, config_version = excluded.config_version, \
-                 created_at = excluded.created_at",
+            stmt!(config_versions::PUT_SCHEDULE_VERSION),
             params![
                 v.schedule,
                 v.version,
@@ -296,8 +271,7 @@ impl Tx<'_> {
 
     pub fn set_schedule_current(&self, schedule: &str, version: i64) -> Result<()> {
         self.exec(
-            "INSERT INTO schedule_current (schedule, version) VALUES (?1, ?2) \
-             ON CONFLICT (schedule) DO UPDATE SET version = excluded.version",
+            stmt!(config_versions::SET_SCHEDULE_CURRENT),
             params![schedule, version],
         )?;
         Ok(())
@@ -305,10 +279,7 @@ impl Tx<'_> {
 
     /// A removed schedule has no current version (its history stays).
     pub fn drop_schedule_current(&self, schedule: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM schedule_current WHERE schedule = ?1",
-            params![schedule],
-        )?;
+        self.exec(stmt!(config_versions::DROP_SCHEDULE_CURRENT), params![schedule])?;
         Ok(())
     }
 
@@ -324,44 +295,22 @@ impl Tx<'_> {
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [
             // Each half of the schedule's runs through its index (schema 16).
-            (
-                "UPDATE runs SET schedule = ?2 WHERE schedule = ?1 AND state <> 'running'",
-                true,
-            ),
-            (
-                "UPDATE runs SET schedule = ?2 WHERE schedule = ?1 AND state = 'running'",
-                true,
-            ),
-            ("UPDATE attempts SET schedule = ?2 WHERE schedule = ?1", true),
-            ("DELETE FROM schedule_state WHERE schedule = ?1", false),
-            (
-                "UPDATE schedule_state SET schedule = ?2 WHERE schedule = ?1",
-                true,
-            ),
-            ("DELETE FROM catchup_backlog WHERE schedule = ?1", false),
-            (
-                "UPDATE catchup_backlog SET schedule = ?2 WHERE schedule = ?1",
-                true,
-            ),
-            (
-                "INSERT INTO schedule_versions \
-                 (schedule, version, hash, settings, config_version, created_at) \
-                 SELECT ?2, version, hash, settings, config_version, created_at \
-                 FROM schedule_versions WHERE schedule = ?1 ON CONFLICT (schedule, version) DO UPDATE SET hash = excluded.hash, \
-                 settings = excluded.settings, config_version = excluded.config_version, \
-                 created_at = excluded.created_at",
-                true,
-            ),
-            ("DELETE FROM schedule_current WHERE schedule = ?1", false),
+            (stmt!(config_versions::RENAME_IDLE_RUNS), true),
+            (stmt!(config_versions::RENAME_RUNNING_RUNS), true),
+            (stmt!(config_versions::RENAME_ATTEMPTS), true),
+            (stmt!(config_versions::DROP_STATE), false),
+            (stmt!(config_versions::RENAME_STATE), true),
+            (stmt!(config_versions::DROP_BACKLOG), false),
+            (stmt!(config_versions::RENAME_BACKLOG), true),
+            (stmt!(config_versions::COPY_SCHEDULE_VERSIONS), true),
         ] {
             if both {
                 self.exec(sql, params![old, new])?;
-            } else if sql.starts_with("DELETE FROM schedule_current") {
-                self.exec(sql, params![old])?;
             } else {
                 self.exec(sql, params![new])?;
             }
         }
+        self.exec(stmt!(config_versions::DROP_OLD_SCHEDULE_CURRENT), params![old])?;
         Ok(())
     }
 
@@ -376,7 +325,7 @@ impl Tx<'_> {
     /// A scheduler that reloaded runs another config: its registry row says so.
     pub fn set_scheduler_config_hash(&self, owner: &str, hash: &str) -> Result<()> {
         self.exec(
-            "UPDATE schedulers SET config_hash = ?2 WHERE owner = ?1",
+            stmt!(config_versions::SET_SCHEDULER_CONFIG_HASH),
             params![owner, hash],
         )?;
         Ok(())
@@ -384,10 +333,7 @@ impl Tx<'_> {
 
     /// Catch-up windows of `schedule` not yet queued are dropped.
     pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM catchup_backlog WHERE schedule = ?1",
-            params![schedule],
-        )?;
+        self.exec(stmt!(config_versions::DROP_SCHEDULE_BACKLOG), params![schedule])?;
         self.states.keep_backlog(schedule, None);
         Ok(())
     }
@@ -396,9 +342,13 @@ impl Tx<'_> {
     /// attempt number).
     pub fn run_versions(&self, run_id: i64) -> Result<RunVersionRows> {
         let opened = self
-            .opt(RUN_OPENED_VERSION, params![run_id], |r| r.get::<Option<i64>>(0))?
+            .opt(stmt!(config_versions::RUN_OPENED_VERSION), params![run_id], |r| {
+                r.get::<Option<i64>>(0)
+            })?
             .flatten();
-        let attempts = self.all(ATTEMPT_VERSIONS, params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let attempts = self.all(stmt!(config_versions::ATTEMPT_VERSIONS), params![run_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
         Ok((opened, attempts))
     }
 }

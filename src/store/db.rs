@@ -370,7 +370,7 @@ impl RunCounts {
         for (state, n) in RunState::ALL.iter().zip(d) {
             if n != 0 {
                 conn.exec(
-                    "UPDATE run_counts SET n = n + ?2 WHERE state = ?1",
+                    super::exec::stmt!(ledger::ADD_RUN_COUNT),
                     rusqlite::params![state, n],
                 )?;
             }
@@ -471,8 +471,10 @@ impl StateCache {
         let version: i64 = if conn.pg.is_some() {
             // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
             // by every transaction that changed rows (`Open::commit`).
-            conn.opt(super::pg::session::WRITE_SEQ, &[], |r| r.get::<i64>(0))?
-                .unwrap_or(-1)
+            conn.opt(super::exec::Sql::Text(super::pg::session::WRITE_SEQ), &[], |r| {
+                r.get::<i64>(0)
+            })?
+            .unwrap_or(-1)
         } else {
             conn.lite
                 .prepare_cached("PRAGMA data_version")?
@@ -601,10 +603,7 @@ impl StateCache {
             Some((token, true)) => token,
             _ => return Ok(()),
         };
-        conn.exec(
-            "UPDATE fencing SET token = ?1 WHERE id = 1 AND token < ?1",
-            rusqlite::params![token],
-        )?;
+        conn.exec(super::exec::stmt!(ledger::SET_FENCING), rusqlite::params![token])?;
         self.inner().fencing = Some((token, false));
         Ok(())
     }
@@ -878,9 +877,11 @@ impl<'s> Open<'s> {
     fn commit(self, states: &StateCache) -> Result<()> {
         let mut left = None;
         if self.conn.pg.is_some() && self.conn.total_changes() != self.changes {
-            left = self
-                .conn
-                .opt(super::pg::session::BUMP_WRITE_SEQ, &[], |r| r.get::<i64>(0))?;
+            left = self.conn.opt(
+                super::exec::Sql::Text(super::pg::session::BUMP_WRITE_SEQ),
+                &[],
+                |r| r.get::<i64>(0),
+            )?;
         }
         control(self.conn, COMMIT)?;
         std::mem::forget(self);
@@ -1243,7 +1244,11 @@ impl Store {
             return Ok(None);
         }
         let before = chrono::Utc::now();
-        let db: i64 = self.read(|tx| tx.one("SELECT agentcron_now_ms()", &[], |r| r.get(0)))?;
+        let db: i64 = self.read(|tx| {
+            tx.one(super::exec::Sql::Text(super::pg::session::NOW_MS), &[], |r| {
+                r.get(0)
+            })
+        })?;
         let after = chrono::Utc::now();
         let middle = before.timestamp_millis() + (after - before).num_milliseconds() / 2;
         Ok(Some(db - middle))

@@ -1,21 +1,14 @@
 //! The append-only trace (`events`) and the posted named events that feed
 //! `on_event` / `after_event` triggers.
 
-use super::exec::{self, Row};
-use super::sql::{Ms, event_from_cols, json_text, json_value, limit, ts, with_limit};
+use super::exec::stmt;
+use super::exec::{self, Dialect, Row};
+use super::sql::{Ms, event_from_cols, json_text, json_value, limit, ts};
 use super::types::*;
 use super::{Result, Tx};
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 use rusqlite::types::{ToSql, Value};
-
-const INSERT_EVENT: &str = "INSERT INTO events (at, kind, tenant, schedule, run_id, detail) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-pub(crate) const MAX_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
-const POST_EVENT: &str = "INSERT INTO posted_events (name, event_id, payload, arrived_at) \
-     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name, event_id) DO NOTHING RETURNING seq";
-const POSTED_AFTER: &str = "SELECT seq, name, event_id, payload, arrived_at FROM posted_events \
-     WHERE seq > ?1 ORDER BY seq LIMIT ?2";
 
 /// The queries the console and engine tail, named for [`Tx::hot_query_plans`].
 pub(crate) fn hot_queries() -> Vec<(&'static str, String)> {
@@ -38,53 +31,56 @@ pub(crate) fn hot_queries() -> Vec<(&'static str, String)> {
         ("events of a run", events_sql(&of_run).0),
         ("events of a schedule", events_sql(&of_schedule).0),
         ("events after an id", events_sql(&tail).0),
-        ("max_event_id", MAX_EVENT_ID.to_string()),
-        ("posted_events_after", POSTED_AFTER.to_string()),
+        ("max_event_id", super::sqlite::events::MAX_EVENT_ID.to_string()),
+        (
+            "posted_events_after",
+            super::sqlite::events::POSTED_AFTER.to_string(),
+        ),
     ]
 }
 
 /// The SQL and parameters of an event listing.
 fn events_sql(filter: &EventFilter) -> (String, Vec<Value>) {
-    events_sql_before(filter, None)
+    events_sql_before(Dialect::Sqlite, filter, None)
 }
 
 /// [`events_sql`], only rows with an id below `before_id` when given (the
 /// next page of a listing newest first).
-fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, Vec<Value>) {
+fn events_sql_before(d: Dialect, filter: &EventFilter, before_id: Option<i64>) -> (String, Vec<Value>) {
     let mut sql =
         String::from("SELECT id, at, kind, tenant, schedule, run_id, detail FROM events WHERE 1 = 1");
     let mut params: Vec<Value> = Vec::new();
     if let Some(run_id) = filter.run_id {
         params.push(Value::Integer(run_id));
-        sql.push_str(&format!(" AND run_id = ?{}", params.len()));
+        sql.push_str(&format!(" AND run_id = {}", d.mark(params.len())));
     }
     if let Some(schedule) = &filter.schedule {
         // The schedule's own events, and its runs' (see schema V8).
         params.push(Value::Text(schedule.clone()));
-        let k = params.len();
+        let k = d.mark(params.len());
         sql.push_str(&format!(
-            " AND id IN (SELECT id FROM events WHERE run_id IS NULL AND schedule = ?{k} \
+            " AND id IN (SELECT id FROM events WHERE run_id IS NULL AND schedule = {k} \
              UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id \
-             WHERE r.schedule = ?{k} AND r.state <> 'running' \
+             WHERE r.schedule = {k} AND r.state <> 'running' \
              UNION ALL SELECT e.id FROM runs r JOIN events e ON e.run_id = r.id \
-             WHERE r.schedule = ?{k} AND r.state = 'running')"
+             WHERE r.schedule = {k} AND r.state = 'running')"
         ));
     }
     if !filter.kinds.is_empty() {
         let mut marks = Vec::with_capacity(filter.kinds.len());
         for kind in &filter.kinds {
             params.push(Value::Text(kind.clone()));
-            marks.push(format!("?{}", params.len()));
+            marks.push(d.mark(params.len()));
         }
         sql.push_str(&format!(" AND kind IN ({})", marks.join(", ")));
     }
     if let Some(after) = filter.after_id {
         params.push(Value::Integer(after));
-        sql.push_str(&format!(" AND id > ?{}", params.len()));
+        sql.push_str(&format!(" AND id > {}", d.mark(params.len())));
     }
     if let Some(before) = before_id {
         params.push(Value::Integer(before));
-        sql.push_str(&format!(" AND id < ?{}", params.len()));
+        sql.push_str(&format!(" AND id < {}", d.mark(params.len())));
     }
     sql.push_str(if filter.newest_first {
         " ORDER BY id DESC"
@@ -101,6 +97,7 @@ fn events_sql_before(filter: &EventFilter, before_id: Option<i64>) -> (String, V
 /// [`Tx::events`] over any store: `fetch` runs one page's query (SQL with
 /// `?N` placeholders, its values) and maps its rows.
 pub(crate) fn list_events(
+    d: Dialect,
     filter: &EventFilter,
     mut fetch: impl FnMut(&str, Vec<Value>) -> Result<Vec<Event>>,
 ) -> Result<Vec<Event>> {
@@ -119,7 +116,7 @@ pub(crate) fn list_events(
     let mut out: Vec<Event> = Vec::new();
     let mut before_id = None;
     loop {
-        let (sql, params) = events_sql_before(&query, before_id);
+        let (sql, params) = events_sql_before(d, &query, before_id);
         let rows = fetch(&sql, params)?;
         let fetched = rows.len();
         let edge = rows.last().map(|e| e.id);
@@ -208,7 +205,7 @@ fn unfold(mut row: Event, out: &mut Vec<Event>) {
 /// Writes one event row as given; its id.
 pub(crate) fn write_event(conn: super::exec::Conn<'_>, ev: &NewEvent) -> Result<i64> {
     let (_, id) = conn.insert(
-        INSERT_EVENT,
+        stmt!(events::INSERT_EVENT),
         rusqlite::params![
             Ms(ev.at),
             ev.kind,
@@ -233,7 +230,7 @@ impl Tx<'_> {
         detail: &str,
     ) -> Result<i64> {
         let (_, id) = self.insert(
-            INSERT_EVENT,
+            stmt!(events::INSERT_EVENT),
             params![Ms(at), kind, tenant, schedule, run_id, detail],
         )?;
         Ok(id)
@@ -272,7 +269,7 @@ impl Tx<'_> {
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         self.states.flush(self.conn())?;
-        list_events(filter, |sql, params| {
+        list_events(self.dialect(), filter, |sql, params| {
             let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
             self.all(exec::Sql::Text(sql), &params, |r: &Row<'_>| event_from_cols(r))
         })
@@ -288,7 +285,7 @@ impl Tx<'_> {
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
         self.states.flush(self.conn())?;
-        self.one(MAX_EVENT_ID, params![], |r| r.get(0))
+        self.one(stmt!(events::MAX_EVENT_ID), params![], |r| r.get(0))
     }
 
     /// Records a posted named event once per (name, event id): `Some(seq)` if
@@ -301,7 +298,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<Option<i64>> {
         self.opt(
-            POST_EVENT,
+            stmt!(events::POST_EVENT),
             params![name, event_id, json_text(payload), Ms(at)],
             |r| r.get(0),
         )
@@ -309,7 +306,7 @@ impl Tx<'_> {
 
     /// Posted events with `seq > after_seq`, oldest first, at most `limit_to`.
     pub fn posted_events_after(&self, after_seq: i64, limit_to: usize) -> Result<Vec<PostedEvent>> {
-        let sql = with_limit(POSTED_AFTER, "?2", limit_to);
+        let sql = self.limited(stmt!(events::POSTED_AFTER), 2, limit_to);
         self.all(&sql, params![after_seq], |r| {
             Ok(PostedEvent {
                 seq: r.get(0)?,

@@ -1,26 +1,66 @@
 //! How the store's code runs a statement: [`Tx::exec`], [`Tx::one`],
 //! [`Tx::opt`], [`Tx::all`] and [`Tx::insert`], each given the SQL, its
 //! parameters and (for a query) a row mapper over [`Row`]. Nothing above this
-//! file touches a connection's statement API, so the statements can be
-//! carried out by another database than SQLite with the same text and
-//! mappers.
+//! file touches a connection's statement API. A fixed statement is a
+//! [`Stmt`]: its SQLite text and its PostgreSQL text, each written for that
+//! database in its own module; the connection runs the one in its words.
 
 use super::sql::Cols;
 use super::{Result, Tx};
 use rusqlite::OptionalExtension;
 use rusqlite::types::{FromSql, ToSql, Value};
 
+/// One of the store's fixed statements in each database's own words: its
+/// SQLite text (`store::sqlite::AREA::NAME`) and its PostgreSQL text
+/// (`store::pg::sql::AREA::NAME`), paired by [`stmt!`]. A statement
+/// missing from either database's module does not compile.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stmt {
+    pub(crate) lite: &'static str,
+    pub(crate) pg: &'static str,
+}
+
+/// The [`Stmt`] named `AREA::NAME`: `stmt!(runs::RUN_BY_ID)`.
+macro_rules! stmt {
+    ($area:ident :: $name:ident) => {
+        $crate::store::exec::Stmt {
+            lite: $crate::store::sqlite::$area::$name,
+            pg: $crate::store::pg::sql::$area::$name,
+        }
+    };
+}
+pub(crate) use stmt;
+
+/// The database a connection speaks, for the few statements made at run
+/// time (listings with optional filters): each builds its text in that
+/// database's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The `k`th parameter's placeholder: `?k` (SQLite), `$k` (PostgreSQL).
+    pub(crate) fn mark(self, k: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("?{k}"),
+            Dialect::Postgres => format!("${k}"),
+        }
+    }
+}
+
 /// A statement's text: one of the store's fixed statements (prepared once
-/// and kept by its address, see [`super::db::Statements`]) or text made at
-/// run time (kept in the connection's own cache by its text).
+/// and kept, see [`super::db::Statements`]), or text made at run time in the
+/// connection's own dialect (kept in the connection's cache by its text).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Sql<'s> {
-    Fixed(&'static str),
+    Fixed(Stmt),
     Text(&'s str),
 }
 
-impl From<&'static str> for Sql<'static> {
-    fn from(s: &'static str) -> Self {
+impl From<Stmt> for Sql<'static> {
+    fn from(s: Stmt) -> Self {
         Sql::Fixed(s)
     }
 }
@@ -74,25 +114,44 @@ fn on_pg(
     pg: &super::pg::session::PgSession,
     sql: Sql<'_>,
     params: Params<'_>,
-    returning_id: bool,
 ) -> Result<super::pg::session::Rows> {
-    let said = pg.said(sql, returning_id);
+    let text: std::borrow::Cow<'static, str> = match sql {
+        Sql::Fixed(s) => s.pg.into(),
+        Sql::Text(s) => s.to_string().into(),
+    };
     let values = params
         .iter()
         .map(|p| super::pg::session::value_of(*p))
         .collect::<Result<Vec<_>>>()?;
-    pg.query(said, values)
+    pg.query(text, values)
 }
 
 impl<'a> Conn<'a> {
+    /// The database this connection speaks.
+    pub(crate) fn dialect(&self) -> Dialect {
+        if self.pg.is_some() {
+            Dialect::Postgres
+        } else {
+            Dialect::Sqlite
+        }
+    }
+
+    /// `s` in this connection's database's words.
+    pub(crate) fn text(&self, s: Stmt) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => s.lite,
+            Dialect::Postgres => s.pg,
+        }
+    }
+
     /// Runs a statement that returns no rows: how many rows it changed.
     pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
         let sql = sql.into();
         if let Some(pg) = self.pg {
-            return Ok(usize::try_from(on_pg(pg, sql, params, false)?.1).unwrap_or(usize::MAX));
+            return Ok(usize::try_from(on_pg(pg, sql, params)?.1).unwrap_or(usize::MAX));
         }
         Ok(match sql {
-            Sql::Fixed(s) => self.stmts.get(self.lite, s)?.execute(params)?,
+            Sql::Fixed(s) => self.stmts.get(self.lite, s.lite)?.execute(params)?,
             Sql::Text(s) => self.lite.prepare_cached(s)?.execute(params)?,
         })
     }
@@ -102,7 +161,7 @@ impl<'a> Conn<'a> {
     pub(crate) fn insert<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<(usize, i64)> {
         let sql = sql.into();
         if let Some(pg) = self.pg {
-            let (rows, n) = on_pg(pg, sql, params, true)?;
+            let (rows, n) = on_pg(pg, sql, params)?;
             let id = match rows.last().and_then(|r| r.first()) {
                 Some(Value::Integer(id)) => *id,
                 _ => 0,
@@ -122,7 +181,7 @@ impl<'a> Conn<'a> {
     ) -> Result<()> {
         let sql = sql.into();
         if let Some(pg) = self.pg {
-            for r in on_pg(pg, sql, params, false)?.0 {
+            for r in on_pg(pg, sql, params)?.0 {
                 if !f(&Row::Values(&r))? {
                     break;
                 }
@@ -139,7 +198,7 @@ impl<'a> Conn<'a> {
             Ok(())
         };
         match sql {
-            Sql::Fixed(s) => walk(&mut *self.stmts.get(self.lite, s)?)?,
+            Sql::Fixed(s) => walk(&mut *self.stmts.get(self.lite, s.lite)?)?,
             Sql::Text(s) => walk(&mut *self.lite.prepare_cached(s)?)?,
         }
         Ok(())
@@ -154,7 +213,7 @@ impl<'a> Conn<'a> {
     ) -> Result<Option<T>> {
         let sql = sql.into();
         if let Some(pg) = self.pg {
-            let rows = on_pg(pg, sql, params, false)?.0;
+            let rows = on_pg(pg, sql, params)?.0;
             return Ok(match rows.first() {
                 Some(r) => Some(map(&Row::Values(r))?),
                 None => None,
@@ -163,7 +222,7 @@ impl<'a> Conn<'a> {
         Ok(match sql {
             Sql::Fixed(s) => self
                 .stmts
-                .get(self.lite, s)?
+                .get(self.lite, s.lite)?
                 .query_row(params, |r| map(&Row::Lite(r)))
                 .optional()?,
             Sql::Text(s) => self
@@ -185,6 +244,22 @@ impl<'a> Conn<'a> {
 }
 
 impl<'a> Tx<'a> {
+    /// The database this transaction speaks.
+    pub(crate) fn dialect(&self) -> Dialect {
+        self.conn().dialect()
+    }
+
+    /// `s` in this transaction's database's words.
+    pub(crate) fn text(&self, s: Stmt) -> &'static str {
+        self.conn().text(s)
+    }
+
+    /// `s` with its `LIMIT` placeholder number `k` written as `n`
+    /// ([`super::sql::with_limit`]), in this transaction's database's words.
+    pub(crate) fn limited(&self, s: Stmt, k: usize, n: usize) -> String {
+        super::sql::with_limit(self.text(s), &self.dialect().mark(k), n)
+    }
+
     /// Runs a statement that returns no rows: how many rows it changed.
     pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
         self.conn().exec(sql, params)

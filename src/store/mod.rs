@@ -9,9 +9,11 @@
 //! read-then-write with SQLITE_BUSY; claims are single conditional statements
 //! whose changed-row count decides the winner.
 //!
-//! Every statement runs through `exec` (one SQL text and row mapper, carried
-//! out by SQLite or by a PostgreSQL session), so the store's code is one for
-//! both databases.
+//! Every statement runs through `exec`: a named statement (`stmt!(runs::RUN_BY_ID)`)
+//! whose text each database has in its own words (`sqlite::runs::RUN_BY_ID`,
+//! `pg::sql::runs::RUN_BY_ID`), and one row mapper. The store's logic is one for
+//! both databases; its SQL is each database's own, and nothing is translated
+//! from one dialect into the other at run time.
 //!
 //! Layout: `db` (opening, transactions, lock retries), `file` (the ledger
 //! file itself: whether it is still the one opened, a full disk), `exec` (running a
@@ -22,8 +24,9 @@
 //! approvals, maintenance), `backlog` (catch-up windows not yet queued),
 //! `registry` (the scheduler registry), `config_versions` (stored
 //! configurations and schedule versions), `status` (reads for status and metrics),
-//! `read` (what the read verbs ask of a ledger), `pg` (the PostgreSQL ledger:
-//! its session, schema, the protocol's own statements, `db copy`).
+//! `read` (what the read verbs ask of a ledger), `sqlite` (every statement in
+//! SQLite's words), `pg` (the PostgreSQL ledger: its session, schema, every
+//! statement in its words (`pg::sql`), the protocol's own statements, `db copy`).
 
 mod apply;
 pub(crate) mod attempts;
@@ -42,6 +45,7 @@ pub(crate) mod registry;
 pub(crate) mod runs;
 mod schema;
 pub(crate) mod sql;
+pub(crate) mod sqlite;
 pub(crate) mod status;
 pub mod types;
 

@@ -3,67 +3,13 @@
 //! approvals and ad-hoc maintenance windows.
 
 use super::exec::Row;
+use super::exec::stmt;
 use super::sql::{Ms, json_value, ms_opt, stored, ts, ts_opt};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use crate::core::event::Event;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
-
-macro_rules! schedule_state_cols {
-    () => {
-        "schedule, last_evaluated, circuit, circuit_changed_at, consecutive_failures, paused, \
-         paused_reason, concurrency_divisor, last_start, last_success"
-    };
-}
-const SCHEDULE_STATE: &str = concat!(
-    "SELECT ",
-    schedule_state_cols!(),
-    " FROM schedule_state WHERE schedule = ?1"
-);
-pub(crate) const ALL_SCHEDULE_STATES: &str = concat!(
-    "SELECT ",
-    schedule_state_cols!(),
-    " FROM schedule_state ORDER BY schedule"
-);
-const PUT_SCHEDULE_STATE: &str = "INSERT INTO schedule_state (schedule, last_evaluated, circuit, \
-     circuit_changed_at, consecutive_failures, paused, paused_reason, concurrency_divisor, \
-     last_start, last_success) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-     ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
-     circuit = excluded.circuit, circuit_changed_at = excluded.circuit_changed_at, \
-     consecutive_failures = excluded.consecutive_failures, paused = excluded.paused, \
-     paused_reason = excluded.paused_reason, concurrency_divisor = excluded.concurrency_divisor, \
-     last_start = excluded.last_start, last_success = excluded.last_success";
-// The row exists but for a schedule's first write: a plain UPDATE first (an
-// upsert looks for the conflict through the key before updating).
-const UPDATE_SCHEDULE_STATE: &str = "UPDATE schedule_state SET last_evaluated = ?2, circuit = ?3, \
-     circuit_changed_at = ?4, consecutive_failures = ?5, paused = ?6, paused_reason = ?7, \
-     concurrency_divisor = ?8, last_start = ?9, last_success = ?10 WHERE schedule = ?1";
-const UPDATE_LAST_EVALUATED: &str = "UPDATE schedule_state SET last_evaluated = ?2 WHERE schedule = ?1";
-/// A run's success in the steady state: the only column that moves.
-const UPDATE_LAST_SUCCESS: &str = "UPDATE schedule_state SET last_success = ?2 WHERE schedule = ?1";
-const SET_LAST_EVALUATED: &str = "INSERT INTO schedule_state (schedule, last_evaluated) \
-     VALUES (?1, ?2) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated";
-const SET_BORN: &str = "INSERT INTO schedule_state (schedule, last_evaluated, born_at) \
-     VALUES (?1, ?2, ?3) ON CONFLICT (schedule) DO UPDATE SET last_evaluated = excluded.last_evaluated, \
-     born_at = COALESCE(schedule_state.born_at, excluded.born_at)";
-pub(crate) const BORN_AT: &str = "SELECT born_at FROM schedule_state WHERE schedule = ?1";
-pub(crate) const SWITCH: &str = r#"SELECT name, "on", actor, reason, at FROM switches WHERE name = ?1"#;
-const SWITCHES: &str = r#"SELECT name, "on", actor, reason, at FROM switches ORDER BY name"#;
-const SET_SWITCH: &str = r#"INSERT INTO switches (name, "on", actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)
-     ON CONFLICT (name) DO UPDATE SET "on" = excluded."on", actor = excluded.actor,
-     reason = excluded.reason, at = excluded.at"#;
-const RUN_EXISTS: &str = "SELECT 1 FROM runs WHERE id = ?1";
-const INSERT_APPROVAL: &str = "INSERT INTO approvals \
-     (run_id, approved, actor, reason, resume_after, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-const APPROVALS_OF_RUN: &str = "SELECT run_id, approved, actor, reason, resume_after, at \
-     FROM approvals WHERE run_id = ?1 ORDER BY id";
-const MAINTENANCE_AT: &str = "SELECT id, from_at, to_at, reason, actor, schedules \
-     FROM maintenance WHERE to_at > ?1 AND from_at <= ?1 ORDER BY from_at, id";
-const MAINTENANCE_LIST: &str = "SELECT id, from_at, to_at, reason, actor, schedules \
-     FROM maintenance ORDER BY from_at, id";
-const INSERT_MAINTENANCE: &str = "INSERT INTO maintenance \
-     (from_at, to_at, reason, actor, schedules, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 fn schedule_state_from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleState> {
     schedule_state_from_row_cols(r)
@@ -126,7 +72,11 @@ impl Tx<'_> {
         if let Some(st) = self.states.get(schedule) {
             return Ok(st);
         }
-        let st = self.opt(SCHEDULE_STATE, params![schedule], schedule_state_from_row)?;
+        let st = self.opt(
+            stmt!(operator::SCHEDULE_STATE),
+            params![schedule],
+            schedule_state_from_row,
+        )?;
         let st = st.unwrap_or_else(|| ScheduleState::new(schedule));
         self.states.put(&st);
         Ok(st)
@@ -155,7 +105,11 @@ impl Tx<'_> {
 
     /// Every stored schedule state, by schedule name.
     pub fn all_schedule_states(&self) -> Result<Vec<ScheduleState>> {
-        let all = self.all(ALL_SCHEDULE_STATES, params![], schedule_state_from_row)?;
+        let all = self.all(
+            stmt!(operator::ALL_SCHEDULE_STATES),
+            params![],
+            schedule_state_from_row,
+        )?;
         for st in &all {
             self.states.put(st);
         }
@@ -167,7 +121,10 @@ impl Tx<'_> {
         // Only the last success moved from the state kept as stored (a run's
         // success, most of the time): that column alone.
         if self.states.differs_in_last_success_only(st)
-            && self.exec(UPDATE_LAST_SUCCESS, params![st.schedule, ms_opt(st.last_success)])? == 1
+            && self.exec(
+                stmt!(operator::UPDATE_LAST_SUCCESS),
+                params![st.schedule, ms_opt(st.last_success)],
+            )? == 1
         {
             self.states.put(st);
             return Ok(());
@@ -184,8 +141,8 @@ impl Tx<'_> {
             ms_opt(st.last_start),
             ms_opt(st.last_success),
         ];
-        if self.exec(UPDATE_SCHEDULE_STATE, params)? == 0 {
-            self.exec(PUT_SCHEDULE_STATE, params)?;
+        if self.exec(stmt!(operator::UPDATE_SCHEDULE_STATE), params)? == 0 {
+            self.exec(stmt!(operator::PUT_SCHEDULE_STATE), params)?;
         }
         self.states.put(st);
         Ok(())
@@ -193,11 +150,7 @@ impl Tx<'_> {
 
     /// Records that an attempt of `schedule` started at `at`.
     pub fn set_last_start(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
-        self.exec(
-            "INSERT INTO schedule_state (schedule, last_start) VALUES (?1, ?2) \
-             ON CONFLICT (schedule) DO UPDATE SET last_start = excluded.last_start",
-            params![schedule, Ms(at)],
-        )?;
+        self.exec(stmt!(operator::SET_LAST_START), params![schedule, Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_start = Some(stored(at)));
         Ok(())
@@ -214,7 +167,7 @@ impl Tx<'_> {
 
     /// A schedule first evaluated at `at` (its birth), with its cursor.
     pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
-        self.exec(SET_BORN, params![schedule, Ms(cursor), Ms(at)])?;
+        self.exec(stmt!(operator::SET_BORN), params![schedule, Ms(cursor), Ms(at)])?;
         self.states
             .update(schedule, |st| st.last_evaluated = Some(stored(cursor)));
         Ok(())
@@ -223,19 +176,21 @@ impl Tx<'_> {
     /// When the schedule was first evaluated, if it ever was.
     pub fn born_at(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
         let at = self
-            .opt(BORN_AT, params![schedule], |r| r.get::<Option<Ms>>(0))?
+            .opt(stmt!(operator::BORN_AT), params![schedule], |r| {
+                r.get::<Option<Ms>>(0)
+            })?
             .flatten();
         Ok(at.map(|m| m.0))
     }
 
     /// The switch, if it was ever set.
     pub fn switch(&self, name: &str) -> Result<Option<Switch>> {
-        self.opt(SWITCH, params![name], switch_from_row)
+        self.opt(stmt!(operator::SWITCH), params![name], switch_from_row)
     }
 
     /// Every switch ever set, by name.
     pub fn switches(&self) -> Result<Vec<Switch>> {
-        self.all(SWITCHES, params![], switch_from_row)
+        self.all(stmt!(operator::SWITCHES), params![], switch_from_row)
     }
 
     /// Turns a switch on or off (the global kill switch is `kill`) and appends
@@ -248,7 +203,10 @@ impl Tx<'_> {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<()> {
-        self.exec(SET_SWITCH, params![name, on, actor, reason, Ms(now)])?;
+        self.exec(
+            stmt!(operator::SET_SWITCH),
+            params![name, on, actor, reason, Ms(now)],
+        )?;
         let changed = crate::core::planner::switch_changed(name, None, on, actor, reason);
         self.append_event(&NewEvent::of(now, changed))?;
         Ok(())
@@ -258,12 +216,12 @@ impl Tx<'_> {
     /// the caller's transition carries `approved` / `rejected`. Unknown run →
     /// `RunNotFound`.
     pub fn record_approval(&self, a: &Approval) -> Result<()> {
-        let exists = self.opt(RUN_EXISTS, params![a.run_id], |_| Ok(()))?;
+        let exists = self.opt(stmt!(operator::RUN_EXISTS), params![a.run_id], |_| Ok(()))?;
         if exists.is_none() {
             return Err(StoreError::RunNotFound(a.run_id));
         }
         self.exec(
-            INSERT_APPROVAL,
+            stmt!(operator::INSERT_APPROVAL),
             params![a.run_id, a.approved, a.actor, a.reason, a.resume_after, Ms(a.at)],
         )?;
         Ok(())
@@ -271,7 +229,7 @@ impl Tx<'_> {
 
     /// The run's approval decisions, oldest first.
     pub fn approvals(&self, run_id: i64) -> Result<Vec<Approval>> {
-        self.all(APPROVALS_OF_RUN, params![run_id], |r| {
+        self.all(stmt!(operator::APPROVALS_OF_RUN), params![run_id], |r| {
             Ok(Approval {
                 run_id: r.get(0)?,
                 approved: r.get(1)?,
@@ -297,7 +255,7 @@ impl Tx<'_> {
     ) -> Result<i64> {
         let list = serde_json::Value::from(schedules.to_vec()).to_string();
         let (_, id) = self.insert(
-            INSERT_MAINTENANCE,
+            stmt!(operator::INSERT_MAINTENANCE),
             params![Ms(from), Ms(to), reason, actor, list, Ms(now)],
         )?;
         self.append_event(&NewEvent::of(
@@ -319,12 +277,16 @@ impl Tx<'_> {
 
     /// Maintenance windows in force at `at` (`from <= at < to`).
     pub fn maintenance_at(&self, at: DateTime<Utc>) -> Result<Vec<Maintenance>> {
-        self.all(MAINTENANCE_AT, params![Ms(at)], maintenance_from_row)
+        self.all(
+            stmt!(operator::MAINTENANCE_AT),
+            params![Ms(at)],
+            maintenance_from_row,
+        )
     }
 
     /// Every ad-hoc maintenance window, by start.
     pub fn maintenance_list(&self) -> Result<Vec<Maintenance>> {
-        self.all(MAINTENANCE_LIST, params![], maintenance_from_row)
+        self.all(stmt!(operator::MAINTENANCE_LIST), params![], maintenance_from_row)
     }
 }
 
@@ -335,8 +297,8 @@ pub(crate) fn write_last_evaluated(
     at: DateTime<Utc>,
 ) -> Result<()> {
     let params = rusqlite::params![schedule, Ms(at)];
-    if conn.exec(UPDATE_LAST_EVALUATED, params)? == 0 {
-        conn.exec(SET_LAST_EVALUATED, params)?;
+    if conn.exec(stmt!(operator::UPDATE_LAST_EVALUATED), params)? == 0 {
+        conn.exec(stmt!(operator::SET_LAST_EVALUATED), params)?;
     }
     Ok(())
 }

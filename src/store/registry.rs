@@ -4,37 +4,16 @@
 //! writes rows.
 
 use super::exec::Row;
+use super::exec::stmt;
 use super::sql::{Ms, ts, ts_opt};
 use super::{Result, Tx};
 use crate::core::registry::SchedulerRecord;
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::params;
 
-/// A process starting again under an owner name it had before (a reused pid)
-/// starts afresh: stopped and lost marks are cleared.
-const REGISTER: &str = "INSERT INTO schedulers (owner, host, pid, version, config_hash, \
-     heartbeat_ms, started_at, last_seen, stopped_at, lost_at, lost_by) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL, NULL) \
-     ON CONFLICT (owner) DO UPDATE SET host = excluded.host, pid = excluded.pid, \
-     version = excluded.version, config_hash = excluded.config_hash, \
-     heartbeat_ms = excluded.heartbeat_ms, started_at = excluded.started_at, \
-     last_seen = excluded.last_seen, stopped_at = NULL, lost_at = NULL, lost_by = NULL";
-/// A heartbeat. A scheduler a peer had given up on (it was frozen, not dead)
-/// is alive again.
-const SEEN: &str = "UPDATE schedulers SET last_seen = ?2, lost_at = NULL, lost_by = NULL \
-     WHERE owner = ?1 AND stopped_at IS NULL";
-const STOPPED: &str = "UPDATE schedulers SET last_seen = ?2, stopped_at = ?2 WHERE owner = ?1";
-/// Repeats the `last_seen` the observer judged by, and that no one marked it
-/// yet: of several peers seeing one scheduler go silent, one records it.
-const MARK_LOST: &str = "UPDATE schedulers SET lost_at = ?3, lost_by = ?4 \
-     WHERE owner = ?1 AND last_seen = ?2 AND lost_at IS NULL AND stopped_at IS NULL";
-pub(crate) const ALL: &str = "SELECT owner, host, pid, version, config_hash, heartbeat_ms, started_at, \
-     last_seen, stopped_at, lost_at, lost_by FROM schedulers ORDER BY started_at, owner";
 /// Rows of schedulers gone for longer than this are dropped when one registers,
 /// so a database restarted daily for years keeps a short registry.
 const FORGET_AFTER: TimeDelta = TimeDelta::days(7);
-const FORGET: &str = "DELETE FROM schedulers WHERE last_seen < ?1 \
-     AND (stopped_at IS NOT NULL OR lost_at IS NOT NULL)";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SchedulerRecord> {
     from_row_cols(r)
@@ -59,9 +38,12 @@ pub(crate) fn from_row_cols<R: super::sql::Cols + ?Sized>(r: &R) -> rusqlite::Re
 impl Tx<'_> {
     /// Writes (or rewrites) this scheduler's row at its start.
     pub fn register_scheduler(&self, rec: &SchedulerRecord) -> Result<()> {
-        self.exec(FORGET, params![Ms(rec.started_at - FORGET_AFTER)])?;
         self.exec(
-            REGISTER,
+            stmt!(registry::FORGET),
+            params![Ms(rec.started_at - FORGET_AFTER)],
+        )?;
+        self.exec(
+            stmt!(registry::REGISTER),
             params![
                 rec.owner,
                 rec.host,
@@ -79,12 +61,12 @@ impl Tx<'_> {
     /// Refreshes `last_seen`; `false` when the row is missing or stopped
     /// (someone deleted it: register again).
     pub fn scheduler_seen(&self, owner: &str, now: DateTime<Utc>) -> Result<bool> {
-        Ok(self.exec(SEEN, params![owner, Ms(now)])? == 1)
+        Ok(self.exec(stmt!(registry::SEEN), params![owner, Ms(now)])? == 1)
     }
 
     /// A clean stop.
     pub fn scheduler_stopped(&self, owner: &str, now: DateTime<Utc>) -> Result<()> {
-        self.exec(STOPPED, params![owner, Ms(now)])?;
+        self.exec(stmt!(registry::STOPPED), params![owner, Ms(now)])?;
         Ok(())
     }
 
@@ -97,11 +79,14 @@ impl Tx<'_> {
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        Ok(self.exec(MARK_LOST, params![owner, Ms(last_seen), Ms(now), by])? == 1)
+        Ok(self.exec(
+            stmt!(registry::MARK_LOST),
+            params![owner, Ms(last_seen), Ms(now), by],
+        )? == 1)
     }
 
     /// Every registered scheduler, oldest start first.
     pub fn schedulers(&self) -> Result<Vec<SchedulerRecord>> {
-        self.all(ALL, params![], from_row)
+        self.all(stmt!(registry::ALL), params![], from_row)
     }
 }

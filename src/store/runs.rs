@@ -1,8 +1,9 @@
 //! Runs: creation (deduped per window), lookups for the engine's hot paths, and
 //! [`Tx::transition`], the one function that changes a run's state.
 
-use super::exec::{Params, Row, Sql};
-use super::sql::{Ms, limit, ms_opt, run_cols, run_from_cols, stored, with_limit};
+use super::exec::stmt;
+use super::exec::{Dialect, Params, Row, Sql};
+use super::sql::{Ms, limit, ms_opt, run_cols, run_from_cols, stored};
 use super::types::*;
 use super::{Result, StoreError, Tx};
 use chrono::{DateTime, Utc};
@@ -19,171 +20,29 @@ const CREATABLE: [RunState; 4] = [
     RunState::Expired,
 ];
 
-/// No `RETURNING` on the hot writes (this, `TRANSITION`, `CLAIM`): SQLite
-/// runs a RETURNING clause as a trigger that fills a temporary table, and a
-/// statement with a trigger inside an open transaction also writes a
-/// statement journal (a copy of every page it touches). Together they were
-/// a tenth of a lifecycle, measured. A new run is built from what was
-/// written; a changed one is read back by id.
-const INSERT_RUN: &str = "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, \
-     reason, pool, state_reason, next_check_at, created_at, updated_at, schedule_version) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, \
-     (SELECT version FROM schedule_current WHERE schedule = ?2)) \
-     ON CONFLICT (window_key, schedule, tenant) DO NOTHING";
-pub(crate) const RUN_BY_ID: &str = concat!("SELECT ", run_cols!(), " FROM runs WHERE id = ?1");
-pub(crate) const RUN_BY_WINDOW: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_key = ?3"
-);
-const DUE_ON_TIME: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    // INDEXED BY: left to itself SQLite may walk another index through a catch-up backlog.
-    " FROM runs INDEXED BY runs_due_on_time \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at <= ?1 \
-     ORDER BY next_check_at, id LIMIT ?2"
-);
-/// Due catch-up runs through their own due index, in `$order`.
-macro_rules! due_backfill {
-    ($order:literal) => {
-        concat!(
-            "SELECT ",
-            run_cols!(),
-            " FROM runs INDEXED BY runs_due_backfill_check \
-             WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
-             ORDER BY ",
-            $order,
-            " LIMIT ?2"
-        )
-    };
-}
-// By next check, then the oldest of those first: in window order SQLite
-// would step over every parked run of a long backlog to find the due ones.
-const DUE_BACKFILL: &str = due_backfill!("window_start, id");
-/// Catch-up runs by next check (the order of `due_runs`, which merges the pools).
-const DUE_BACKFILL_BY_CHECK: &str = due_backfill!("next_check_at, id");
-/// Due catch-up runs that may take a free place now: not decided yet, or
-/// woken from a hold that keeps its place (`HoldKind::keeps_catchup_place`:
-/// a quota, its schedule's on-time run or overlap). One held by a switch, a
-/// budget or a gate is checked again when due but takes no place.
-/// The subquery is named (`AS due`): PostgreSQL before 16 refuses one
-/// without a name.
-const DUE_BACKFILL_COUNT: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM runs INDEXED BY runs_due_backfill_check \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at <= ?1 \
-       AND (hold IS NULL OR hold IN ('quota', 'on_time', 'overlap')) LIMIT ?2) AS due";
-const NEXT_DUE_ON_TIME: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_on_time \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'on_time' AND next_check_at IS NOT NULL \
-     ORDER BY next_check_at LIMIT 1";
-const NEXT_DUE_BACKFILL: &str = "SELECT next_check_at FROM runs INDEXED BY runs_due_backfill_check \
-     WHERE state IN ('pending', 'retry_wait') AND pool = 'backfill' AND next_check_at IS NOT NULL \
-     ORDER BY next_check_at LIMIT 1";
-/// `previous_run` among the runs not running (`runs_window`), then among the
-/// running ones (`runs_running`): each index holds one side (schema 16).
-const PREVIOUS_RUN: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 AND state <> 'running' \
-     ORDER BY window_start DESC, id DESC LIMIT 1"
-);
-const PREVIOUS_RUNNING: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND window_start < ?3 AND state = 'running' \
-     ORDER BY window_start DESC, id DESC LIMIT 1"
-);
-const COUNT_RUNNING: &str = "SELECT COUNT(*) FROM runs WHERE state = 'running' \
-     AND (schedule = ?1 OR ?1 IS NULL) AND (tenant = ?2 OR ?2 IS NULL) \
-     AND (pool = ?3 OR ?3 IS NULL)";
-const RUNNING_PAIRS: &str = "SELECT tenant, schedule FROM runs WHERE state = 'running'";
-const RUNNING_RUNS: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE state = 'running' AND (schedule = ?1 OR ?1 IS NULL) \
-     ORDER BY lease_expires, id"
-);
-const EXPIRED_LEASES: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE state = 'running' AND lease_expires < ?1 ORDER BY lease_expires, id"
-);
-const RECENT_RUNS: &str = concat!(
-    "SELECT ",
-    run_cols!(),
-    " FROM runs WHERE tenant = ?1 AND schedule = ?2 AND state <> 'running' \
-     AND state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
-     ORDER BY window_start DESC, id DESC LIMIT ?3"
-);
-/// `recent_runs` with each run's last attempt's summary (or message), else the
-/// run's state reason, in one statement.
-const EXECUTION_MEMORY: &str = "SELECT r.id, r.window_key, r.state, COALESCE( \
-       (SELECT COALESCE(a.summary, a.message) FROM attempts a WHERE a.run_id = r.id \
-        ORDER BY a.n DESC LIMIT 1), r.state_reason), r.window_start \
-     FROM runs r WHERE r.tenant = ?1 AND r.schedule = ?2 AND r.state <> 'running' \
-     AND r.state IN ('succeeded', 'failed', 'dead', 'skipped', 'expired') \
-     ORDER BY r.window_start DESC, r.id DESC LIMIT ?3";
-const COUNT_BY_STATE: &str = "SELECT state, n FROM run_counts";
-/// Instants are stored as milliseconds since the epoch.
-const COUNT_BY_STATE_SINCE: &str = "SELECT state, count(*) FROM runs WHERE updated_at >= ?1 GROUP BY state";
-/// ?12 clears not_before/next_check_at (entering running or a terminal state);
-/// ?13 clears the lease (leaving running).
-const TRANSITION: &str = "UPDATE runs SET state = ?3, \
-     state_reason = COALESCE(?4, state_reason), \
-     not_before = CASE WHEN ?12 THEN NULL ELSE COALESCE(?5, not_before) END, \
-     next_check_at = CASE WHEN ?12 THEN NULL ELSE COALESCE(?6, next_check_at) END, \
-     error_class = COALESCE(?7, error_class), \
-     last_error = COALESCE(?8, last_error), \
-     resume_after = COALESCE(?9, resume_after), \
-     reason = COALESCE(?10, reason), \
-     pool = COALESCE(?11, pool), \
-     lease_owner = CASE WHEN ?13 THEN NULL ELSE lease_owner END, \
-     lease_expires = CASE WHEN ?13 THEN NULL ELSE lease_expires END, \
-     hold = CASE WHEN ?3 IN ('pending', 'retry_wait', 'running') THEN NULL ELSE hold END, \
-     updated_at = ?14 \
-     WHERE id = ?1 AND state = ?2 AND (fencing_token = ?15 OR ?15 IS NULL)";
-/// [`TRANSITION`] for a running run that ends (a terminal state, no new
-/// schedule, pool or reason): the same row, but SQLite maintains the indexes
-/// over pool, reason and hold only when a statement sets those columns, and
-/// this one does not (about half the cost of the general statement, the
-/// commonest transition there is).
-const END_RUN: &str = "UPDATE runs SET state = ?3, \
-     state_reason = COALESCE(?4, state_reason), \
-     error_class = COALESCE(?5, error_class), \
-     last_error = COALESCE(?6, last_error), \
-     resume_after = COALESCE(?7, resume_after), \
-     not_before = NULL, next_check_at = NULL, lease_owner = NULL, lease_expires = NULL, \
-     updated_at = ?8 \
-     WHERE id = ?1 AND state = 'running' AND (fencing_token = ?2 OR ?2 IS NULL)";
-const RUN_STATE: &str = "SELECT state FROM runs WHERE id = ?1";
-const SET_NEXT_CHECK: &str = "UPDATE runs SET next_check_at = ?2, \
-     state_reason = COALESCE(?3, state_reason) \
-     WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
-const HOLD: &str = "UPDATE runs SET next_check_at = ?2, state_reason = ?3, hold = ?4 \
-     WHERE id = ?1 AND state IN ('pending', 'retry_wait')";
-/// The plan's recheck: only while the run is still in the state it was
-/// decided in; ?4 false keeps the reason and hold as they are.
-const RECHECK: &str = "UPDATE runs SET next_check_at = ?3, \
-     state_reason = CASE WHEN ?4 THEN ?5 ELSE state_reason END, \
-     hold = CASE WHEN ?4 THEN ?6 ELSE hold END \
-     WHERE id = ?1 AND state = ?2 AND state IN ('pending', 'retry_wait')";
-
 /// The queries the engine runs every tick, named for [`Tx::hot_query_plans`].
 pub(crate) const HOT_QUERIES: &[(&str, &str)] = &[
-    ("due_runs (on time)", DUE_ON_TIME),
-    ("due_runs (catch-up, by check)", DUE_BACKFILL_BY_CHECK),
-    ("next_due_check (on time)", NEXT_DUE_ON_TIME),
-    ("next_due_check (catch-up)", NEXT_DUE_BACKFILL),
-    ("previous_run", PREVIOUS_RUN),
-    ("previous_run (running)", PREVIOUS_RUNNING),
-    ("count_running", COUNT_RUNNING),
-    ("running_counts", RUNNING_PAIRS),
-    ("running_runs", RUNNING_RUNS),
-    ("expired_leases", EXPIRED_LEASES),
-    ("recent_runs", RECENT_RUNS),
-    ("execution_memory", EXECUTION_MEMORY),
-    ("run", RUN_BY_ID),
-    ("transition (a running run ends)", END_RUN),
-    ("find_run", RUN_BY_WINDOW),
+    ("due_runs (on time)", super::sqlite::runs::DUE_ON_TIME),
+    (
+        "due_runs (catch-up, by check)",
+        super::sqlite::runs::DUE_BACKFILL_BY_CHECK,
+    ),
+    ("next_due_check (on time)", super::sqlite::runs::NEXT_DUE_ON_TIME),
+    (
+        "next_due_check (catch-up)",
+        super::sqlite::runs::NEXT_DUE_BACKFILL,
+    ),
+    ("previous_run", super::sqlite::runs::PREVIOUS_RUN),
+    ("previous_run (running)", super::sqlite::runs::PREVIOUS_RUNNING),
+    ("count_running", super::sqlite::runs::COUNT_RUNNING),
+    ("running_counts", super::sqlite::runs::RUNNING_PAIRS),
+    ("running_runs", super::sqlite::runs::RUNNING_RUNS),
+    ("expired_leases", super::sqlite::runs::EXPIRED_LEASES),
+    ("recent_runs", super::sqlite::runs::RECENT_RUNS),
+    ("execution_memory", super::sqlite::runs::EXECUTION_MEMORY),
+    ("run", super::sqlite::runs::RUN_BY_ID),
+    ("transition (a running run ends)", super::sqlite::runs::END_RUN),
+    ("find_run", super::sqlite::runs::RUN_BY_WINDOW),
 ];
 
 /// When a new run is first looked at: a pending run without
@@ -232,8 +91,8 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
 }
 
 impl Tx<'_> {
-    fn query_runs(&self, sql: &str, params: Params<'_>) -> Result<Vec<Run>> {
-        self.all(Sql::Text(sql), params, run_from_row)
+    fn query_runs<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<Vec<Run>> {
+        self.all(sql, params, run_from_row)
     }
 
     /// Creates the run for a window unless one exists (unique on tenant,
@@ -251,7 +110,7 @@ impl Tx<'_> {
         }
         let next_check = first_check(new);
         let (inserted, id) = self.insert(
-            INSERT_RUN,
+            stmt!(runs::INSERT_RUN),
             params![
                 new.tenant,
                 new.schedule,
@@ -293,7 +152,7 @@ impl Tx<'_> {
             self.check_kept_claimed(&run)?;
             return Ok(Some(run));
         }
-        let run = self.opt(RUN_BY_ID, params![id], run_from_row)?;
+        let run = self.opt(stmt!(runs::RUN_BY_ID), params![id], run_from_row)?;
         if let Some(r) = &run {
             self.states.read_run(changes, r);
         }
@@ -316,7 +175,7 @@ impl Tx<'_> {
     fn check_kept_claimed(&self, run: &Run) -> Result<()> {
         #[cfg(debug_assertions)]
         {
-            let stored = self.opt(RUN_BY_ID, params![run.id], run_from_row)?;
+            let stored = self.opt(stmt!(runs::RUN_BY_ID), params![run.id], run_from_row)?;
             assert_eq!(
                 stored.as_ref(),
                 Some(run),
@@ -328,15 +187,19 @@ impl Tx<'_> {
     }
 
     pub fn find_run(&self, tenant: &str, schedule: &str, window_key: &str) -> Result<Option<Run>> {
-        self.opt(RUN_BY_WINDOW, params![tenant, schedule, window_key], run_from_row)
+        self.opt(
+            stmt!(runs::RUN_BY_WINDOW),
+            params![tenant, schedule, window_key],
+            run_from_row,
+        )
     }
 
     /// Runs matching the filter, by window start (oldest first unless
     /// `newest_first`), ties by id.
     pub fn runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
-        list_runs(filter, |sql, params| {
+        list_runs(self.dialect(), filter, |sql, params| {
             let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
-            self.query_runs(sql, &params)
+            self.query_runs(Sql::Text(sql), &params)
         })
     }
 
@@ -344,9 +207,12 @@ impl Tx<'_> {
     /// Each pool has its own due index: the two are read in check order and
     /// merged.
     pub fn due_runs(&self, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
-        let mut due = self.query_runs(&with_limit(DUE_ON_TIME, "?2", limit_to), params![Ms(now)])?;
+        let mut due = self.query_runs(
+            &self.limited(stmt!(runs::DUE_ON_TIME), 2, limit_to),
+            params![Ms(now)],
+        )?;
         due.extend(self.query_runs(
-            &with_limit(DUE_BACKFILL_BY_CHECK, "?2", limit_to),
+            &self.limited(stmt!(runs::DUE_BACKFILL_BY_CHECK), 2, limit_to),
             params![Ms(now)],
         )?);
         due.sort_by_key(|r| (r.next_check_at, r.id));
@@ -358,10 +224,10 @@ impl Tx<'_> {
     /// catch-up runs oldest window first.
     pub fn due_runs_in_pool(&self, pool: Pool, now: DateTime<Utc>, limit_to: usize) -> Result<Vec<Run>> {
         let sql = match pool {
-            Pool::OnTime => DUE_ON_TIME,
-            Pool::Backfill => DUE_BACKFILL,
+            Pool::OnTime => stmt!(runs::DUE_ON_TIME),
+            Pool::Backfill => stmt!(runs::DUE_BACKFILL),
         };
-        self.query_runs(&with_limit(sql, "?2", limit_to), params![Ms(now)])
+        self.query_runs(&self.limited(sql, 2, limit_to), params![Ms(now)])
     }
 
     /// How many catch-up runs due at `now` may take a free place of the
@@ -370,7 +236,7 @@ impl Tx<'_> {
         // The limit in the text: bound, it made SQLite prepare the
         // statement again at every execution (a place takes a few values).
         let n: i64 = self.one(
-            &with_limit(DUE_BACKFILL_COUNT, "?2", at_most),
+            &self.limited(stmt!(runs::DUE_BACKFILL_COUNT), 2, at_most),
             params![Ms(now)],
             |r| r.get(0),
         )?;
@@ -380,8 +246,8 @@ impl Tx<'_> {
     /// The earliest `next_check_at` among pending / retry_wait runs of one pool.
     pub fn next_due_check_in_pool(&self, pool: Pool) -> Result<Option<DateTime<Utc>>> {
         let sql = match pool {
-            Pool::OnTime => NEXT_DUE_ON_TIME,
-            Pool::Backfill => NEXT_DUE_BACKFILL,
+            Pool::OnTime => stmt!(runs::NEXT_DUE_ON_TIME),
+            Pool::Backfill => stmt!(runs::NEXT_DUE_BACKFILL),
         };
         let at = self.opt(sql, params![], |r| r.get::<Ms>(0))?;
         Ok(at.map(|m| m.0))
@@ -398,7 +264,7 @@ impl Tx<'_> {
     /// `window_start < before`, in any state.
     pub fn previous_run(&self, tenant: &str, schedule: &str, before: DateTime<Utc>) -> Result<Option<Run>> {
         let mut newest = None::<Run>;
-        for sql in [PREVIOUS_RUN, PREVIOUS_RUNNING] {
+        for sql in [stmt!(runs::PREVIOUS_RUN), stmt!(runs::PREVIOUS_RUNNING)] {
             let run = self.opt(sql, params![tenant, schedule, Ms(before)], run_from_row)?;
             if let Some(run) = run
                 && newest
@@ -415,7 +281,7 @@ impl Tx<'_> {
     /// running runs; pairs with none are absent.
     pub fn running_counts(&self) -> Result<HashMap<(String, String), u32>> {
         let mut counts = HashMap::new();
-        self.each(RUNNING_PAIRS, params![], |row| {
+        self.each(stmt!(runs::RUNNING_PAIRS), params![], |row| {
             *counts.entry((row.get(0)?, row.get(1)?)).or_insert(0) += 1;
             Ok(true)
         })?;
@@ -429,25 +295,27 @@ impl Tx<'_> {
         tenant: Option<&str>,
         pool: Option<Pool>,
     ) -> Result<u32> {
-        let n: i64 = self.one(COUNT_RUNNING, params![schedule, tenant, pool], |r| r.get(0))?;
+        let n: i64 = self.one(stmt!(runs::COUNT_RUNNING), params![schedule, tenant, pool], |r| {
+            r.get(0)
+        })?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// Running runs (optionally of one schedule), the soonest lease expiry first.
     pub fn running_runs(&self, schedule: Option<&str>) -> Result<Vec<Run>> {
-        self.query_runs(RUNNING_RUNS, params![schedule])
+        self.query_runs(stmt!(runs::RUNNING_RUNS), params![schedule])
     }
 
     /// Running runs whose lease expired before `now` (zombies), oldest lease first.
     pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Run>> {
-        self.query_runs(EXPIRED_LEASES, params![Ms(now)])
+        self.query_runs(stmt!(runs::EXPIRED_LEASES), params![Ms(now)])
     }
 
     /// How many runs are in each state, for every state (zeros included), in
     /// [`RunState::ALL`] order.
     pub fn count_by_state(&self) -> Result<Vec<(RunState, u64)>> {
         let mut stored: Vec<(RunState, i64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
-        self.each(COUNT_BY_STATE, params![], |r| {
+        self.each(stmt!(runs::COUNT_BY_STATE), params![], |r| {
             let (state, n) = (r.get::<RunState>(0)?, r.get::<i64>(1)?);
             if let Some(slot) = stored.iter_mut().find(|(s, _)| *s == state) {
                 slot.1 = n;
@@ -471,7 +339,7 @@ impl Tx<'_> {
     /// the runs table (no index on `updated_at`), so callers read it rarely.
     pub fn count_by_state_since(&self, since: DateTime<Utc>) -> Result<Vec<(RunState, u64)>> {
         let mut counts: Vec<(RunState, u64)> = RunState::ALL.iter().map(|s| (*s, 0)).collect();
-        self.each(COUNT_BY_STATE_SINCE, params![Ms(since)], |r| {
+        self.each(stmt!(runs::COUNT_BY_STATE_SINCE), params![Ms(since)], |r| {
             let (state, n) = (r.get::<RunState>(0)?, r.get::<i64>(1)?);
             if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == state) {
                 slot.1 = u64::try_from(n).unwrap_or(0);
@@ -484,7 +352,10 @@ impl Tx<'_> {
     /// The last `n` finished (terminal) runs of a schedule, newest window first:
     /// the execution memory.
     pub fn recent_runs(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<Run>> {
-        self.query_runs(&with_limit(RECENT_RUNS, "?3", n), params![tenant, schedule])
+        self.query_runs(
+            &self.limited(stmt!(runs::RECENT_RUNS), 3, n),
+            params![tenant, schedule],
+        )
     }
 
     /// The newest `n` finished runs of a schedule as an envelope's execution
@@ -509,7 +380,7 @@ impl Tx<'_> {
 
     fn read_execution_memory(&self, tenant: &str, schedule: &str, n: usize) -> Result<Vec<RunMemory>> {
         self.all(
-            &with_limit(EXECUTION_MEMORY, "?3", n),
+            &self.limited(stmt!(runs::EXECUTION_MEMORY), 3, n),
             params![tenant, schedule],
             |r| {
                 Ok(RunMemory {
@@ -581,7 +452,7 @@ impl Tx<'_> {
             from == RunState::Running && to.is_terminal() && change.reason.is_none() && change.pool.is_none();
         let changed = if ends {
             self.exec(
-                END_RUN,
+                stmt!(runs::END_RUN),
                 params![
                     run_id,
                     token,
@@ -595,7 +466,7 @@ impl Tx<'_> {
             )?
         } else {
             self.exec(
-                TRANSITION,
+                stmt!(runs::TRANSITION),
                 params![
                     run_id,
                     from,
@@ -628,7 +499,7 @@ impl Tx<'_> {
             _ => self.try_run(run_id)?,
         };
         let Some(run) = run else {
-            let actual = self.opt(RUN_STATE, params![run_id], |r| r.get::<RunState>(0))?;
+            let actual = self.opt(stmt!(runs::RUN_STATE), params![run_id], |r| r.get::<RunState>(0))?;
             return Err(match actual {
                 Some(actual) => StoreError::StateConflict {
                     run: run_id,
@@ -660,7 +531,7 @@ impl Tx<'_> {
     /// its hold reason) without changing its state. `false` if the run is no
     /// longer pending / retry_wait (it moved on) or does not exist.
     pub fn set_next_check(&self, run_id: i64, at: DateTime<Utc>, state_reason: Option<&str>) -> Result<bool> {
-        Ok(self.exec(SET_NEXT_CHECK, params![run_id, Ms(at), state_reason])? == 1)
+        Ok(self.exec(stmt!(runs::SET_NEXT_CHECK), params![run_id, Ms(at), state_reason])? == 1)
     }
 
     /// A pending / retry_wait run waits: its next evaluation, why (prose) and
@@ -673,7 +544,7 @@ impl Tx<'_> {
         reason: &str,
         hold: Option<crate::core::decision::HoldKind>,
     ) -> Result<bool> {
-        Ok(self.exec(HOLD, params![run_id, Ms(at), reason, hold])? == 1)
+        Ok(self.exec(stmt!(runs::HOLD), params![run_id, Ms(at), reason, hold])? == 1)
     }
 
     /// A plan's recheck of a run decided in `state`: next evaluation at `at`,
@@ -690,7 +561,10 @@ impl Tx<'_> {
             Some((reason, hold)) => (true, Some(reason), hold),
             None => (false, None, None),
         };
-        Ok(self.exec(RECHECK, params![run_id, state, Ms(at), set, reason, hold])? == 1)
+        Ok(self.exec(
+            stmt!(runs::RECHECK),
+            params![run_id, state, Ms(at), set, reason, hold],
+        )? == 1)
     }
 
     /// Appends `ev` with the run's id, tenant and schedule where it has none.
@@ -752,6 +626,7 @@ fn after_transition(
 /// [`Tx::runs`] over any store: `fetch` runs one query (SQL with `?N`
 /// placeholders, its values) and maps its rows.
 pub(crate) fn list_runs(
+    d: Dialect,
     filter: &RunFilter,
     mut fetch: impl FnMut(&str, Vec<Value>) -> Result<Vec<Run>>,
 ) -> Result<Vec<Run>> {
@@ -760,7 +635,7 @@ pub(crate) fn list_runs(
     // Each half asked is read through its index; two are put together in
     // the listing's order.
     if filter.schedule.is_none() {
-        let (sql, params) = runs_sql(filter, "");
+        let (sql, params) = runs_sql(d, filter, "");
         return fetch(&sql, params);
     }
     let wants = |running: bool| {
@@ -768,11 +643,11 @@ pub(crate) fn list_runs(
     };
     let mut runs = Vec::new();
     if wants(false) {
-        let (sql, params) = runs_sql(filter, " AND state <> 'running'");
+        let (sql, params) = runs_sql(d, filter, " AND state <> 'running'");
         runs = fetch(&sql, params)?;
     }
     if wants(true) {
-        let (sql, params) = runs_sql(filter, " AND state = 'running'");
+        let (sql, params) = runs_sql(d, filter, " AND state = 'running'");
         let running = fetch(&sql, params)?;
         if runs.is_empty() {
             return Ok(running);
@@ -797,23 +672,23 @@ pub(crate) fn list_runs(
 }
 
 /// The query of [`list_runs`] with `side` (an SQL condition, or nothing) added.
-fn runs_sql(filter: &RunFilter, side: &str) -> (String, Vec<Value>) {
+fn runs_sql(d: Dialect, filter: &RunFilter, side: &str) -> (String, Vec<Value>) {
     let mut sql = String::from(concat!("SELECT ", run_cols!(), " FROM runs WHERE 1 = 1"));
     sql.push_str(side);
     let mut params: Vec<Value> = Vec::new();
     if let Some(schedule) = &filter.schedule {
         params.push(Value::Text(schedule.clone()));
-        sql.push_str(&format!(" AND schedule = ?{}", params.len()));
+        sql.push_str(&format!(" AND schedule = {}", d.mark(params.len())));
     }
     if let Some(tenant) = &filter.tenant {
         params.push(Value::Text(tenant.clone()));
-        sql.push_str(&format!(" AND tenant = ?{}", params.len()));
+        sql.push_str(&format!(" AND tenant = {}", d.mark(params.len())));
     }
     if !filter.states.is_empty() {
         let mut marks = Vec::with_capacity(filter.states.len());
         for st in &filter.states {
             params.push(Value::Text(st.as_str().to_string()));
-            marks.push(format!("?{}", params.len()));
+            marks.push(d.mark(params.len()));
         }
         sql.push_str(&format!(" AND state IN ({})", marks.join(", ")));
     }

@@ -24,6 +24,7 @@
 pub mod copy;
 mod schema;
 pub(crate) mod session;
+pub(crate) mod sql;
 
 pub use schema::PG_SCHEMA_VERSION;
 

@@ -2,10 +2,10 @@
 //! SQLite: synchronously, statement by statement, inside one transaction at
 //! a time. The connection lives on a thread of its own with a runtime of its
 //! own, so a caller may block on it from anywhere, a tokio worker included
-//! (where `block_on` would panic). Statements are the store's SQLite text,
-//! said in PostgreSQL's words once ([`translate`]) and prepared once per
-//! connection; parameters and rows travel as SQLite values, converted to and
-//! from the types PostgreSQL inferred.
+//! (where `block_on` would panic). Statements are the store's PostgreSQL text
+//! (`store::pg::sql`), prepared once per connection; parameters and rows
+//! travel as SQLite values, converted to and from the types PostgreSQL
+//! inferred.
 
 use super::{PgError, Tls, config};
 use crate::store::{Result, StoreError};
@@ -29,6 +29,9 @@ pub(crate) const BEGIN_WRITE: &str = "BEGIN; SELECT pg_advisory_xact_lock(701869
 pub(crate) const WRITE_SEQ: &str = "SELECT value FROM agentcron_meta WHERE key = 'write_seq'";
 pub(crate) const BUMP_WRITE_SEQ: &str =
     "UPDATE agentcron_meta SET value = value + 1 WHERE key = 'write_seq' RETURNING value";
+
+/// The database's clock, in ms since the epoch.
+pub(crate) const NOW_MS: &str = "SELECT agentcron_now_ms()";
 
 /// How a reading transaction begins: one snapshot for all its statements.
 pub(crate) const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -116,9 +119,6 @@ const SESSION_LIMITS: &str = "SET idle_in_transaction_session_timeout = '5s'; SE
 pub(crate) struct PgSession {
     jobs: mpsc::Sender<Job>,
     shown: String,
-    /// Statements as PostgreSQL reads them, by the address of the store's
-    /// fixed SQLite text.
-    said: std::sync::Mutex<HashMap<(usize, usize, bool), std::sync::Arc<str>>>,
     /// Rows changed by this session's statements (SQLite's `total_changes`).
     changes: std::sync::atomic::AtomicU64,
 }
@@ -198,7 +198,6 @@ impl PgSession {
             Ok(Ok(())) => Ok(PgSession {
                 jobs,
                 shown,
-                said: Default::default(),
                 changes: Default::default(),
             }),
             Ok(Err(e)) => Err(e),
@@ -234,33 +233,8 @@ impl PgSession {
         self.run(move |w| w.control(sql))
     }
 
-    /// The statement `sql` (the store's SQLite text) as PostgreSQL reads it
-    /// (with `RETURNING id` when `returning_id`: SQLite's last rowid); a
-    /// fixed statement's is worked out once.
-    pub(crate) fn said(&self, sql: crate::store::exec::Sql<'_>, returning_id: bool) -> std::sync::Arc<str> {
-        let say = |s: &str| {
-            let mut t = translate(s);
-            if returning_id {
-                t.push_str(" RETURNING ");
-                t.push_str(row_key(s));
-            }
-            std::sync::Arc::<str>::from(t)
-        };
-        match sql {
-            crate::store::exec::Sql::Fixed(s) => {
-                let key = (s.as_ptr() as usize, s.len(), returning_id);
-                let mut said = self
-                    .said
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                said.entry(key).or_insert_with(|| say(s)).clone()
-            }
-            crate::store::exec::Sql::Text(s) => say(s),
-        }
-    }
-
     /// Runs one statement with `params`: its rows and how many it changed.
-    pub(crate) fn query(&self, sql: std::sync::Arc<str>, params: Vec<Value>) -> Result<Rows> {
+    pub(crate) fn query(&self, sql: std::borrow::Cow<'static, str>, params: Vec<Value>) -> Result<Rows> {
         let out = self.run(move |w| w.query(&sql, params))?;
         self.changes
             .fetch_add(out.1, std::sync::atomic::Ordering::Relaxed);
@@ -526,53 +500,6 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Numeric {
     }
 }
 
-/// The column SQLite's rowid is in the table an `INSERT` writes: `version`
-/// for `config_versions`, `seq` for `posted_events`, else `id`.
-fn row_key(insert: &str) -> &'static str {
-    let table = insert
-        .split_whitespace()
-        .skip_while(|w| !w.eq_ignore_ascii_case("INTO"))
-        .nth(1)
-        .unwrap_or("");
-    match table {
-        "config_versions" => "version",
-        "posted_events" => "seq",
-        _ => "id",
-    }
-}
-
-/// The store's SQLite statement as PostgreSQL reads it: `?N` placeholders
-/// as `$N`, and SQLite's index hints (`INDEXED BY name`) left out
-/// (PostgreSQL's planner picks its own).
-fn translate(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut rest = sql;
-    while let Some(at) = rest.find("INDEXED BY ") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + "INDEXED BY ".len()..];
-        let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        rest = after[end..].trim_start_matches(' ');
-    }
-    out.push_str(rest);
-    dollar_placeholders(&out)
-}
-
-/// `?N` placeholders (SQLite's) as `$N` (PostgreSQL's).
-fn dollar_placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-            out.push('$');
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,19 +507,5 @@ mod tests {
     #[test]
     fn the_write_lock_is_the_one_named() {
         assert!(BEGIN_WRITE.contains(&0x6167_656e_7463_7277_i64.to_string()));
-    }
-
-    #[test]
-    fn translate_says_placeholders_and_drops_index_hints() {
-        assert_eq!(
-            translate("SELECT COUNT(*) FROM runs INDEXED BY runs_waiting WHERE schedule = ?1 AND x < ?12"),
-            "SELECT COUNT(*) FROM runs WHERE schedule = $1 AND x < $12"
-        );
-        assert_eq!(translate("SELECT ? FROM t"), "SELECT ? FROM t");
-        assert_eq!(
-            row_key("INSERT INTO config_versions (hash) VALUES (?1)"),
-            "version"
-        );
-        assert_eq!(row_key("INSERT INTO events (at) VALUES (?1)"), "id");
     }
 }
