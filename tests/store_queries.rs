@@ -862,6 +862,76 @@ fn the_migration_counts_the_runs_an_older_database_already_has() {
         .unwrap();
 }
 
+/// Stored configurations and schedule versions read back as written, one
+/// by number and all in order, and a renamed schedule keeps its versions,
+/// its state and its runs under the new id.
+fn config_versions_and_schedule_renames_read_back(store: &Store) {
+    store
+        .write(|tx| {
+            let a = tx.insert_config_version(
+                "h1",
+                "/etc/a.toml",
+                "x = 1",
+                t0(),
+                "vm:1",
+                ConfigStatus::Applied,
+                None,
+            )?;
+            let b = tx.insert_config_version(
+                "h2",
+                "/etc/a.toml",
+                "x = 2",
+                t0() + mins(1),
+                "vm:1",
+                ConfigStatus::Waiting,
+                Some("gated"),
+            )?;
+            assert!(b > a);
+            tx.set_current_config(a)?;
+            let one = tx.config_version(b)?.expect("version b");
+            assert_eq!((one.hash.as_str(), one.text.as_str()), ("h2", "x = 2"));
+            assert_eq!(
+                (one.status, one.note.as_deref()),
+                (ConfigStatus::Waiting, Some("gated"))
+            );
+            assert_eq!(one.loaded_at, t0() + mins(1));
+            assert_eq!(tx.config_version(b + 100)?, None);
+            let all: Vec<i64> = tx.config_versions()?.iter().map(|v| v.version).collect();
+            assert_eq!(all, [a, b]);
+            assert_eq!(tx.current_config()?.map(|v| v.version), Some(a));
+            let (watched, seq) = tx.config_watch()?;
+            assert_eq!(watched, Some(a));
+            assert_eq!(tx.request_reload()?, seq + 1);
+            let settings: std::collections::BTreeMap<String, String> =
+                [("cron".to_string(), "0 9 * * *".to_string())].into();
+            tx.put_schedule_version(&ScheduleVersion {
+                schedule: "old".into(),
+                version: 1,
+                hash: "s1".into(),
+                settings: settings.clone(),
+                config_version: a,
+                created_at: t0(),
+            })?;
+            tx.insert_run(&new_run("old", "w1", t0()), t0())?;
+            tx.set_last_evaluated("old", t0())?;
+            tx.rename_schedule("old", "new")?;
+            // The rename moves the history; the reload that renamed it
+            // makes the new id's version current.
+            assert!(tx.current_schedule_versions()?.is_empty());
+            tx.set_schedule_current("new", 1)?;
+            let current = tx.current_schedule_versions()?;
+            assert_eq!(current.keys().collect::<Vec<_>>(), ["new"]);
+            assert_eq!(current["new"].settings, settings);
+            assert_eq!(current["new"].config_version, a);
+            assert_eq!(tx.schedule_version("new", 1)?.map(|v| v.hash), Some("s1".into()));
+            assert!(tx.find_run("acme", "new", "w1")?.is_some());
+            assert!(tx.find_run("acme", "old", "w1")?.is_none());
+            assert_eq!(tx.schedule_state("new")?.last_evaluated, Some(t0()));
+            Ok(())
+        })
+        .unwrap();
+}
+
 conformance!(
     one_run_per_window,
     an_inserted_run_is_returned_as_it_was_stored,
@@ -885,4 +955,5 @@ conformance!(
     posted_events_are_deduped_and_read_in_order,
     schedule_state_defaults_and_upserts,
     run_counts_follow_every_insert_and_transition,
+    config_versions_and_schedule_renames_read_back,
 );

@@ -71,10 +71,6 @@ pub struct ScheduleVersion {
 /// A run's schedule version and its attempts' (attempt number, version).
 pub type RunVersionRows = (Option<i64>, Vec<(u32, Option<i64>)>);
 
-const CONFIG_COLS: &str = "version, hash, path, text, loaded_at, loaded_by, status, note, \
-     approved_by, approved_at, approval_reason";
-const SCHEDULE_COLS: &str = "schedule, version, hash, settings, config_version, created_at";
-
 fn config_from_row(r: &Row<'_>) -> rusqlite::Result<ConfigVersion> {
     config_from_row_cols(r)
 }
@@ -150,8 +146,11 @@ impl Tx<'_> {
     }
 
     pub fn config_version(&self, version: i64) -> Result<Option<ConfigVersion>> {
-        let sql = format!("SELECT {CONFIG_COLS} FROM config_versions WHERE version = ?1");
-        self.opt(&sql, params![version], config_from_row)
+        self.opt(
+            stmt!(config_versions::CONFIG_VERSION),
+            params![version],
+            config_from_row,
+        )
     }
 
     /// Every stored configuration, oldest first.
@@ -219,17 +218,12 @@ impl Tx<'_> {
 
     /// Each current schedule's version with its settings, by schedule id.
     pub fn current_schedule_versions(&self) -> Result<BTreeMap<String, ScheduleVersion>> {
-        let sql = format!(
-            "SELECT {} FROM schedule_current c JOIN schedule_versions v \
-             ON v.schedule = c.schedule AND v.version = c.version",
-            SCHEDULE_COLS
-                .split(", ")
-                .map(|c| format!("v.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
         let mut out = BTreeMap::new();
-        for v in self.all(&sql, params![], schedule_from_row)? {
+        for v in self.all(
+            stmt!(config_versions::CURRENT_SCHEDULE_VERSIONS),
+            params![],
+            schedule_from_row,
+        )? {
             out.insert(v.schedule.clone(), v);
         }
         Ok(out)

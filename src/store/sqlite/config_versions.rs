@@ -83,3 +83,13 @@ pub(crate) const COPY_SCHEDULE_VERSIONS: &str = "INSERT INTO schedule_versions \
      created_at = excluded.created_at";
 
 pub(crate) const DROP_OLD_SCHEDULE_CURRENT: &str = "DELETE FROM schedule_current WHERE schedule = ?1";
+
+/// One stored configuration by version.
+pub(crate) const CONFIG_VERSION: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, \
+     status, note, approved_by, approved_at, approval_reason FROM config_versions WHERE version = ?1";
+
+/// Each current schedule's version with its settings.
+pub(crate) const CURRENT_SCHEDULE_VERSIONS: &str = "SELECT v.schedule, v.version, v.hash, \
+     v.settings, v.config_version, v.created_at \
+     FROM schedule_current c JOIN schedule_versions v \
+     ON v.schedule = c.schedule AND v.version = c.version";

@@ -34,10 +34,13 @@ pub(crate) const SET_CONFIG_STATUS: &str = "UPDATE config_versions SET status = 
 pub(crate) const APPROVE_CONFIG_VERSION: &str = "UPDATE config_versions SET approved_by = $2, \
      approval_reason = $3, approved_at = $4 WHERE version = $1";
 
-pub(crate) const SET_CURRENT_CONFIG: &str = "UPDATE config_current SET version = $1 WHERE id = 1";
+/// The ledger's schema makes no `config_current` row (SQLite's does): the
+/// first write makes it.
+pub(crate) const SET_CURRENT_CONFIG: &str = "INSERT INTO config_current (id, version) VALUES (1, $1) \
+     ON CONFLICT (id) DO UPDATE SET version = excluded.version";
 
-pub(crate) const REQUEST_RELOAD: &str = "UPDATE config_current SET reload_seq = reload_seq + 1 \
-     WHERE id = 1";
+pub(crate) const REQUEST_RELOAD: &str = "INSERT INTO config_current (id, reload_seq) VALUES (1, 1) \
+     ON CONFLICT (id) DO UPDATE SET reload_seq = config_current.reload_seq + 1";
 
 pub(crate) const LAST_SCHEDULE_VERSION: &str = "SELECT COALESCE(MAX(version), 0) FROM \
      schedule_versions WHERE schedule = $1";
@@ -82,3 +85,13 @@ pub(crate) const COPY_SCHEDULE_VERSIONS: &str = "INSERT INTO schedule_versions (
 
 pub(crate) const DROP_OLD_SCHEDULE_CURRENT: &str = "DELETE FROM schedule_current WHERE schedule = \
      $1";
+
+/// One stored configuration by version.
+pub(crate) const CONFIG_VERSION: &str = "SELECT version, hash, path, text, loaded_at, loaded_by, \
+     status, note, approved_by, approved_at, approval_reason FROM config_versions WHERE version = $1";
+
+/// Each current schedule's version with its settings.
+pub(crate) const CURRENT_SCHEDULE_VERSIONS: &str = "SELECT v.schedule, v.version, v.hash, \
+     v.settings, v.config_version, v.created_at \
+     FROM schedule_current c JOIN schedule_versions v \
+     ON v.schedule = c.schedule AND v.version = c.version";
