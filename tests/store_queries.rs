@@ -932,6 +932,24 @@ fn config_versions_and_schedule_renames_read_back(store: &Store) {
         .unwrap();
 }
 
+/// The ledger answers `/readyz`'s question (its schema version, which this
+/// build must match) and its size, from the ledger itself on every database.
+fn the_ledger_reports_its_schema_and_size(store: &Store) {
+    store
+        .read(|tx| {
+            assert_eq!(tx.schema_version()?, tx.build_schema_version());
+            let expected = if store.is_postgres() {
+                agentcron::store::pg::PG_SCHEMA_VERSION
+            } else {
+                agentcron::store::SCHEMA_VERSION
+            };
+            assert_eq!(tx.build_schema_version(), expected);
+            assert!(tx.database_bytes()? > 0);
+            Ok(())
+        })
+        .unwrap();
+}
+
 conformance!(
     one_run_per_window,
     an_inserted_run_is_returned_as_it_was_stored,
@@ -956,4 +974,5 @@ conformance!(
     schedule_state_defaults_and_upserts,
     run_counts_follow_every_insert_and_transition,
     config_versions_and_schedule_renames_read_back,
+    the_ledger_reports_its_schema_and_size,
 );

@@ -293,17 +293,22 @@ fn only_transition_and_claim_write_the_state_column() {
         }
     }
     writers.sort();
-    // runs.rs: the transition, in general and for a running run that ends.
+    // Each database's text of the same three statements (`store::sqlite`,
+    // `store::pg::sql`): the claim (attempts), and the transition in general
+    // and for a running run that ends (runs); and the protocol's own four.
     assert_eq!(
         writers,
         [
-            "store/attempts.rs",
             "store/pg/mod.rs",
             "store/pg/mod.rs",
             "store/pg/mod.rs",
             "store/pg/mod.rs",
-            "store/runs.rs",
-            "store/runs.rs"
+            "store/pg/sql/attempts.rs",
+            "store/pg/sql/runs.rs",
+            "store/pg/sql/runs.rs",
+            "store/sqlite/attempts.rs",
+            "store/sqlite/runs.rs",
+            "store/sqlite/runs.rs"
         ],
         "writers of runs.state"
     );

@@ -264,11 +264,18 @@ async fn livez() -> Reply {
 /// loaded (it is, or the server would not have started).
 async fn readyz(State(api): Shared) -> Response {
     let probe = api.clone();
-    let answer = blocking(move || Ok(probe.store.read(|tx| tx.schema_version())?)).await;
-    match not_ready(answer.map_err(|e| e.1)) {
+    let answer = blocking(move || {
+        Ok(probe
+            .store
+            .read(|tx| Ok((tx.schema_version()?, tx.build_schema_version())))?)
+    })
+    .await
+    .map_err(|e| e.1);
+    let schema = answer.as_ref().map_or(0, |(v, _)| *v);
+    match not_ready(answer) {
         None => axum::Json(json!({
             "ready": true,
-            "schema": crate::store::SCHEMA_VERSION,
+            "schema": schema,
             "schedules": api.cfg().schedules.len(),
         }))
         .into_response(),
@@ -280,14 +287,12 @@ async fn readyz(State(api): Shared) -> Response {
     }
 }
 
-/// Why the server is not ready, from the database's answer to "your schema?".
-fn not_ready(schema: Result<i64, String>) -> Option<String> {
+/// Why the server is not ready, from the database's answer to "your
+/// schema?" (the ledger's version, the one this build needs there).
+fn not_ready(schema: Result<(i64, i64), String>) -> Option<String> {
     match schema {
-        Ok(v) if v == crate::store::SCHEMA_VERSION => None,
-        Ok(v) => Some(format!(
-            "database schema {v}, this build needs {}",
-            crate::store::SCHEMA_VERSION
-        )),
+        Ok((v, needed)) if v == needed => None,
+        Ok((v, needed)) => Some(format!("database schema {v}, this build needs {needed}")),
         Err(e) => Some(format!("database not reachable: {e}")),
     }
 }
@@ -697,8 +702,12 @@ mod tests {
 
     #[test]
     fn not_ready_says_why() {
-        assert_eq!(not_ready(Ok(crate::store::SCHEMA_VERSION)), None);
-        assert!(not_ready(Ok(3)).unwrap().contains("schema 3"));
+        assert_eq!(not_ready(Ok((7, 7))), None);
+        assert!(
+            not_ready(Ok((3, 7)))
+                .unwrap()
+                .contains("schema 3, this build needs 7")
+        );
         assert!(
             not_ready(Err("database is locked".into()))
                 .unwrap()

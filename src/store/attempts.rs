@@ -202,10 +202,10 @@ impl Tx<'_> {
         }
         // PostgreSQL: the counter read from its row at every claim (under
         // the write lock), never from what this connection kept.
-        if self.pg.is_some() {
+        if self.on.pg().is_some() {
             self.states.flush(self.conn())?;
         }
-        let kept = if self.pg.is_some() {
+        let kept = if self.on.pg().is_some() {
             None
         } else {
             self.states.fencing()

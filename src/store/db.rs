@@ -249,9 +249,10 @@ pub struct Store {
     /// Before `conn`: fields drop in order, and every statement must be
     /// finalized before its connection closes.
     stmts: Statements,
-    /// Boxed: the held statements point at the connection, which must not
-    /// move when the store does.
-    conn: Mutex<Box<Connection>>,
+    /// The ledger's connection: SQLite's, or a PostgreSQL session.
+    conn: Mutex<Db>,
+    /// Whether `conn` is a PostgreSQL session.
+    postgres: bool,
     path: Option<PathBuf>,
     counts: RunCounts,
     states: StateCache,
@@ -259,13 +260,17 @@ pub struct Store {
     checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
     /// The checkpointer's thread, joined when the store drops (see `Drop`).
     checkpoint_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// A PostgreSQL ledger's session; `conn` is then an empty database in
-    /// memory that holds no ledger (a statement that reached it by mistake
-    /// fails: no such table).
-    pg: Option<super::pg::session::PgSession>,
     /// The file [`Store::open`] opened (device, inode), which
     /// [`Store::check_file`] compares the path against.
     opened: Option<super::file::FileId>,
+}
+
+/// A store's connection to its ledger.
+enum Db {
+    /// Boxed: the held statements point at the connection, which must not
+    /// move when the store does.
+    Lite(Box<Connection>),
+    Pg(super::pg::session::PgSession),
 }
 
 /// The background checkpointer copies the WAL into the database once it has
@@ -363,7 +368,7 @@ impl RunCounts {
     /// forgets them.
     fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
         let d = std::mem::take(&mut *self.deltas());
-        if conn.pg.is_some() {
+        if conn.pg().is_some() {
             // PostgreSQL's triggers keep `run_counts` (every writer's).
             return Ok(());
         }
@@ -468,17 +473,16 @@ impl StateCache {
     /// statement): forget everything if another connection committed since
     /// the last look.
     fn validate(&self, conn: super::exec::Conn<'_>) -> Result<()> {
-        let version: i64 = if conn.pg.is_some() {
+        let version: i64 = if let super::exec::Conn::Lite { conn: lite, .. } = conn {
+            lite.prepare_cached("PRAGMA data_version")?
+                .query_row([], |r| r.get(0))?
+        } else {
             // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
             // by every transaction that changed rows (`Open::commit`).
             conn.opt(super::exec::Sql::Text(super::pg::session::WRITE_SEQ), &[], |r| {
                 r.get::<i64>(0)
             })?
             .unwrap_or(-1)
-        } else {
-            conn.lite
-                .prepare_cached("PRAGMA data_version")?
-                .query_row([], |r| r.get(0))?
         };
         let mut c = self.inner();
         if c.seen != Some(version) {
@@ -800,7 +804,7 @@ impl StateCache {
 
 thread_local! {
     /// The open [`Store::batch`] of this thread: (store, its locked connection).
-    static BATCH: std::cell::Cell<Option<(*const Store, *const Connection)>> =
+    static BATCH: std::cell::Cell<Option<(*const Store, *const Db)>> =
         const { std::cell::Cell::new(None) };
 }
 
@@ -829,7 +833,7 @@ impl<'s> Open<'s> {
     /// few times with growing backoff, then [`StoreError::Locked`].
     fn begin(conn: super::exec::Conn<'s>, immediate: bool) -> Result<Open<'s>> {
         // PostgreSQL's writer waits for its lock in the server: no retries here.
-        if conn.pg.is_some() || !immediate {
+        if conn.pg().is_some() || !immediate {
             control(
                 conn,
                 if immediate {
@@ -876,7 +880,7 @@ impl<'s> Open<'s> {
     /// and `states` learns the value it left.
     fn commit(self, states: &StateCache) -> Result<()> {
         let mut left = None;
-        if self.conn.pg.is_some() && self.conn.total_changes() != self.changes {
+        if self.conn.pg().is_some() && self.conn.total_changes() != self.changes {
             left = self.conn.opt(
                 super::exec::Sql::Text(super::pg::session::BUMP_WRITE_SEQ),
                 &[],
@@ -895,7 +899,11 @@ impl<'s> Open<'s> {
 impl Drop for Open<'_> {
     fn drop(&mut self) {
         // A failed COMMIT may have ended the transaction already.
-        if self.conn.pg.is_some() || !self.conn.lite.is_autocommit() {
+        let open = match self.conn {
+            super::exec::Conn::Lite { conn, .. } => !conn.is_autocommit(),
+            super::exec::Conn::Pg(_) => true,
+        };
+        if open {
             let _ = control(self.conn, ROLLBACK);
         }
     }
@@ -910,15 +918,17 @@ fn busy(e: &StoreError) -> bool {
 /// writing transaction first takes the ledger's write lock (see
 /// [`super::pg::session::BEGIN_WRITE`]); a reading one reads one snapshot.
 fn control(conn: super::exec::Conn<'_>, sql: &'static str) -> Result<()> {
-    if let Some(pg) = conn.pg {
-        return pg.batch(match sql {
+    match conn {
+        super::exec::Conn::Pg(pg) => pg.batch(match sql {
             BEGIN_IMMEDIATE => super::pg::session::BEGIN_WRITE,
             BEGIN_DEFERRED => super::pg::session::BEGIN_READ,
             other => other,
-        });
+        }),
+        super::exec::Conn::Lite { conn, stmts } => {
+            stmts.get(conn, sql)?.execute([])?;
+            Ok(())
+        }
     }
-    conn.stmts.get(conn.lite, sql)?.execute([])?;
-    Ok(())
 }
 
 /// A handle inside one transaction; every query lives here so callers can batch
@@ -1007,11 +1017,8 @@ impl Drop for Cached<'_> {
 }
 
 pub struct Tx<'a> {
-    pub(crate) conn: &'a Connection,
-    pub(crate) stmts: &'a Statements,
-    /// The PostgreSQL session this transaction runs on, if the ledger is
-    /// PostgreSQL's (then `conn` holds no ledger: see [`Store::open`]).
-    pub(crate) pg: Option<&'a super::pg::session::PgSession>,
+    /// The connection it runs on: SQLite's or a PostgreSQL session.
+    pub(crate) on: super::exec::Conn<'a>,
     pub(crate) counts: &'a RunCounts,
     pub(crate) states: &'a StateCache,
 }
@@ -1223,24 +1230,19 @@ impl Store {
     fn connect_postgres(url: &str, password_file: Option<&Path>, migrate: bool) -> Result<Store> {
         let session = super::pg::session::PgSession::connect(url, password_file, migrate)
             .map_err(|e| StoreError::Pg(e.to_string()))?;
-        // Holds no ledger: a statement sent here by mistake fails loudly.
-        let conn = Connection::open_in_memory()?;
-        conn.execute_batch("PRAGMA query_only = ON;")?;
-        let mut store = Self::from_conn(conn, None);
-        store.pg = Some(session);
-        Ok(store)
+        Ok(Self::from_db(Db::Pg(session), None))
     }
 
     /// Whether the ledger is PostgreSQL's.
     pub fn is_postgres(&self) -> bool {
-        self.pg.is_some()
+        self.postgres
     }
 
     /// How far the database's clock is ahead of this machine's, in ms
     /// (`agentcron_now_ms()` against the middle of the round trip that read
     /// it); `None` for an embedded ledger, whose clock is this machine's.
     pub fn database_offset_ms(&self) -> Result<Option<i64>> {
-        if self.pg.is_none() {
+        if !self.postgres {
             return Ok(None);
         }
         let before = chrono::Utc::now();
@@ -1266,15 +1268,19 @@ impl Store {
 
     fn from_conn(conn: Connection, path: Option<PathBuf>) -> Store {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Self::from_db(Db::Lite(Box::new(conn)), path)
+    }
+
+    fn from_db(db: Db, path: Option<PathBuf>) -> Store {
         Store {
             stmts: Statements::default(),
-            conn: Mutex::new(Box::new(conn)),
+            postgres: matches!(db, Db::Pg(_)),
+            conn: Mutex::new(db),
             path,
             counts: RunCounts::default(),
             states: StateCache::default(),
             checkpointer: std::sync::OnceLock::new(),
             checkpoint_thread: Mutex::new(None),
-            pg: None,
             opened: None,
         }
     }
@@ -1369,9 +1375,12 @@ impl Store {
 
     /// Changes how long SQLite waits on a lock before `write` starts its own
     /// retries (default 5 s). Tests shorten it to reach `Locked` quickly.
+    /// A PostgreSQL ledger keeps its own lock timeout: a no-op there.
     pub fn set_busy_timeout(&self, timeout: Duration) -> Result<()> {
-        self.with_conn(|c| c.busy_timeout(timeout))?;
-        Ok(())
+        if self.postgres {
+            return Ok(());
+        }
+        self.with_conn(|c| c.busy_timeout(timeout))
     }
 
     /// Caps the ledger at its present size on this connection (SQLite's
@@ -1386,31 +1395,39 @@ impl Store {
                 4_294_967_294
             };
             c.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
-        })?;
-        Ok(())
+        })
     }
 
-    /// `f` on the connection: this thread's batch's, inside one (whose guard
-    /// it holds: locking again would wait for ever), else locked for `f`.
-    fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+    /// `f` on the SQLite connection: this thread's batch's, inside one
+    /// (whose guard it holds: locking again would wait for ever), else
+    /// locked for `f`. A PostgreSQL ledger has none: an error saying so.
+    fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let run = |db: &Db| match db {
+            Db::Lite(conn) => Ok(f(conn)?),
+            Db::Pg(_) => Err(StoreError::Invariant(
+                "an SQLite connection setting asked of a PostgreSQL ledger".into(),
+            )),
+        };
         match self.batch_conn() {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
-            Some(conn) => f(unsafe { &*conn }),
-            None => f(&self.lock()),
+            Some(db) => run(unsafe { &*db }),
+            None => run(&self.lock()),
         }
     }
 
-    /// The connection to run statements on: `lite`, or the PostgreSQL
-    /// session.
-    fn on<'s>(&'s self, lite: &'s Connection) -> super::exec::Conn<'s> {
-        super::exec::Conn {
-            lite,
-            stmts: &self.stmts,
-            pg: self.pg.as_ref(),
+    /// The connection to run statements on: SQLite's (with this store's
+    /// kept statements), or the PostgreSQL session.
+    fn on<'s>(&'s self, db: &'s Db) -> super::exec::Conn<'s> {
+        match db {
+            Db::Lite(conn) => super::exec::Conn::Lite {
+                conn,
+                stmts: &self.stmts,
+            },
+            Db::Pg(pg) => super::exec::Conn::Pg(pg),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Box<Connection>> {
+    fn lock(&self) -> MutexGuard<'_, Db> {
         // A panic inside `write`/`read` unwound through the transaction guard,
         // which rolled back; the connection itself is still sound.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
@@ -1442,8 +1459,8 @@ impl Store {
         if let Err(e) = self.states.validate(self.on(&guard)) {
             return Err(E::from(e));
         }
-        let conn: *const Connection = &**guard;
-        BATCH.with(|b| b.set(Some((me, conn))));
+        let db: *const Db = &*guard;
+        BATCH.with(|b| b.set(Some((me, db))));
         // Cleared on every way out of `f`, panics included, before the guard goes.
         struct Clear;
         impl Drop for Clear {
@@ -1487,7 +1504,7 @@ impl Store {
     }
 
     /// The connection of this thread's open batch on this store, if any.
-    fn batch_conn(&self) -> Option<*const Connection> {
+    fn batch_conn(&self) -> Option<*const Db> {
         let me: *const Store = self;
         BATCH.with(|b| b.get().filter(|(s, _)| *s == me).map(|(_, c)| c))
     }
@@ -1504,9 +1521,7 @@ impl Store {
             // cleared before the guard is dropped; we are inside that closure.
             let conn = unsafe { &*conn };
             return f(&Tx {
-                conn,
-                pg: self.pg.as_ref(),
-                stmts: &self.stmts,
+                on: self.on(conn),
                 counts: &self.counts,
                 states: &self.states,
             })
@@ -1518,13 +1533,11 @@ impl Store {
             waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
         let open = Open::begin(self.on(&conn), true)?;
-        let tx: &Connection = &conn;
+        let tx: &Db = &conn;
         self.states.validate(self.on(tx))?;
         let forget = ForgetOnPanic(self);
         let out = f(&Tx {
-            conn: tx,
-            pg: self.pg.as_ref(),
-            stmts: &self.stmts,
+            on: self.on(tx),
             counts: &self.counts,
             states: &self.states,
         })
@@ -1562,9 +1575,7 @@ impl Store {
         if let Some(conn) = self.batch_conn() {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
             return f(&Tx {
-                conn: unsafe { &*conn },
-                pg: self.pg.as_ref(),
-                stmts: &self.stmts,
+                on: self.on(unsafe { &*conn }),
                 counts: &self.counts,
                 states: &self.states,
             })
@@ -1573,7 +1584,7 @@ impl Store {
         let conn = self.lock();
         let started = Instant::now();
         let open = Open::begin(self.on(&conn), false)?;
-        let tx: &Connection = &conn;
+        let tx: &Db = &conn;
         if let Err(e) = self.states.validate(self.on(tx)) {
             return Err(if busy(&e) {
                 StoreError::Locked {
@@ -1584,9 +1595,7 @@ impl Store {
             });
         }
         match f(&Tx {
-            conn: tx,
-            pg: self.pg.as_ref(),
-            stmts: &self.stmts,
+            on: self.on(tx),
             counts: &self.counts,
             states: &self.states,
         }) {
@@ -1605,18 +1614,20 @@ impl Store {
 impl<'a> Tx<'a> {
     /// The connection this transaction runs on.
     pub(crate) fn conn(&self) -> super::exec::Conn<'a> {
-        super::exec::Conn {
-            lite: self.conn,
-            stmts: self.stmts,
-            pg: self.pg,
-        }
+        self.on
     }
 }
 
 impl Tx<'_> {
     /// `EXPLAIN QUERY PLAN` of each hot query (due_runs, expired_leases, …), by
     /// name: a diagnostic that shows which index each one uses.
+    /// SQLite's plans only: a PostgreSQL ledger answers an error.
     pub fn hot_query_plans(&self) -> Result<Vec<(&'static str, Vec<String>)>> {
+        let super::exec::Conn::Lite { conn, .. } = self.on else {
+            return Err(StoreError::Invariant(
+                "query plans are SQLite's; ask PostgreSQL with EXPLAIN".into(),
+            ));
+        };
         let mut queries: Vec<(&'static str, String)> = super::runs::HOT_QUERIES
             .iter()
             .chain(super::attempts::HOT_QUERIES)
@@ -1626,7 +1637,7 @@ impl Tx<'_> {
         queries.extend(super::events::hot_queries());
         queries
             .into_iter()
-            .map(|(name, sql)| Ok((name, schema::query_plan(self.conn, &sql)?)))
+            .map(|(name, sql)| Ok((name, schema::query_plan(conn, &sql)?)))
             .collect()
     }
 }

@@ -277,9 +277,7 @@ impl Tx<'_> {
 
     /// The database's size in bytes (its pages), in memory or on disk.
     pub fn database_bytes(&self) -> Result<i64> {
-        let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-        let size: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-        Ok(pages * size)
+        self.one(stmt!(status::DATABASE_BYTES), params![], |r| r.get(0))
     }
 
     /// The id of the newest event, 0 when there is none.

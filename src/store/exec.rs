@@ -100,13 +100,14 @@ impl Row<'_> {
 
 /// A connection as the store's code writes through it: SQLite's (with the
 /// store's kept statements) or a PostgreSQL session's. What [`Tx`]'s
-/// methods run on, and what the rows a transaction kept back are written
-/// with at its commit.
+/// methods run on.
 #[derive(Clone, Copy)]
-pub(crate) struct Conn<'a> {
-    pub(crate) lite: &'a rusqlite::Connection,
-    pub(crate) stmts: &'a super::db::Statements,
-    pub(crate) pg: Option<&'a super::pg::session::PgSession>,
+pub(crate) enum Conn<'a> {
+    Lite {
+        conn: &'a rusqlite::Connection,
+        stmts: &'a super::db::Statements,
+    },
+    Pg(&'a super::pg::session::PgSession),
 }
 
 /// A PostgreSQL answer: its rows as values, and how many rows it changed.
@@ -129,10 +130,17 @@ fn on_pg(
 impl<'a> Conn<'a> {
     /// The database this connection speaks.
     pub(crate) fn dialect(&self) -> Dialect {
-        if self.pg.is_some() {
-            Dialect::Postgres
-        } else {
-            Dialect::Sqlite
+        match self {
+            Conn::Lite { .. } => Dialect::Sqlite,
+            Conn::Pg(_) => Dialect::Postgres,
+        }
+    }
+
+    /// The PostgreSQL session, if that is what this is.
+    pub(crate) fn pg(&self) -> Option<&'a super::pg::session::PgSession> {
+        match *self {
+            Conn::Lite { .. } => None,
+            Conn::Pg(pg) => Some(pg),
         }
     }
 
@@ -146,13 +154,15 @@ impl<'a> Conn<'a> {
 
     /// Runs a statement that returns no rows: how many rows it changed.
     pub(crate) fn exec<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<usize> {
-        let sql = sql.into();
-        if let Some(pg) = self.pg {
-            return Ok(usize::try_from(on_pg(pg, sql, params)?.1).unwrap_or(usize::MAX));
-        }
-        Ok(match sql {
-            Sql::Fixed(s) => self.stmts.get(self.lite, s.lite)?.execute(params)?,
-            Sql::Text(s) => self.lite.prepare_cached(s)?.execute(params)?,
+        let (lite, stmts) = match *self {
+            Conn::Pg(pg) => {
+                return Ok(usize::try_from(on_pg(pg, sql.into(), params)?.1).unwrap_or(usize::MAX));
+            }
+            Conn::Lite { conn, stmts } => (conn, stmts),
+        };
+        Ok(match sql.into() {
+            Sql::Fixed(s) => stmts.get(lite, s.lite)?.execute(params)?,
+            Sql::Text(s) => lite.prepare_cached(s)?.execute(params)?,
         })
     }
 
@@ -160,7 +170,7 @@ impl<'a> Conn<'a> {
     /// and the id of the last one (meaningful only when it inserted one).
     pub(crate) fn insert<'s>(&self, sql: impl Into<Sql<'s>>, params: Params<'_>) -> Result<(usize, i64)> {
         let sql = sql.into();
-        if let Some(pg) = self.pg {
+        if let Conn::Pg(pg) = *self {
             let (rows, n) = on_pg(pg, sql, params)?;
             let id = match rows.last().and_then(|r| r.first()) {
                 Some(Value::Integer(id)) => *id,
@@ -169,7 +179,11 @@ impl<'a> Conn<'a> {
             return Ok((usize::try_from(n).unwrap_or(usize::MAX), id));
         }
         let changed = self.exec(sql, params)?;
-        Ok((changed, self.lite.last_insert_rowid()))
+        let id = match self {
+            Conn::Lite { conn, .. } => conn.last_insert_rowid(),
+            Conn::Pg(_) => 0,
+        };
+        Ok((changed, id))
     }
 
     /// Calls `f` on each row of a query in order until it answers `false`.
@@ -180,14 +194,17 @@ impl<'a> Conn<'a> {
         mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
     ) -> Result<()> {
         let sql = sql.into();
-        if let Some(pg) = self.pg {
-            for r in on_pg(pg, sql, params)?.0 {
-                if !f(&Row::Values(&r))? {
-                    break;
+        let (lite, stmts) = match *self {
+            Conn::Lite { conn, stmts } => (conn, stmts),
+            Conn::Pg(pg) => {
+                for r in on_pg(pg, sql, params)?.0 {
+                    if !f(&Row::Values(&r))? {
+                        break;
+                    }
                 }
+                return Ok(());
             }
-            return Ok(());
-        }
+        };
         let mut walk = |stmt: &mut rusqlite::Statement<'_>| -> rusqlite::Result<()> {
             let mut rows = stmt.query(params)?;
             while let Some(r) = rows.next()? {
@@ -198,8 +215,8 @@ impl<'a> Conn<'a> {
             Ok(())
         };
         match sql {
-            Sql::Fixed(s) => walk(&mut *self.stmts.get(self.lite, s.lite)?)?,
-            Sql::Text(s) => walk(&mut *self.lite.prepare_cached(s)?)?,
+            Sql::Fixed(s) => walk(&mut *stmts.get(lite, s.lite)?)?,
+            Sql::Text(s) => walk(&mut *lite.prepare_cached(s)?)?,
         }
         Ok(())
     }
@@ -212,21 +229,22 @@ impl<'a> Conn<'a> {
         map: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Option<T>> {
         let sql = sql.into();
-        if let Some(pg) = self.pg {
-            let rows = on_pg(pg, sql, params)?.0;
-            return Ok(match rows.first() {
-                Some(r) => Some(map(&Row::Values(r))?),
-                None => None,
-            });
-        }
+        let (lite, stmts) = match *self {
+            Conn::Lite { conn, stmts } => (conn, stmts),
+            Conn::Pg(pg) => {
+                let rows = on_pg(pg, sql, params)?.0;
+                return Ok(match rows.first() {
+                    Some(r) => Some(map(&Row::Values(r))?),
+                    None => None,
+                });
+            }
+        };
         Ok(match sql {
-            Sql::Fixed(s) => self
-                .stmts
-                .get(self.lite, s.lite)?
+            Sql::Fixed(s) => stmts
+                .get(lite, s.lite)?
                 .query_row(params, |r| map(&Row::Lite(r)))
                 .optional()?,
-            Sql::Text(s) => self
-                .lite
+            Sql::Text(s) => lite
                 .prepare_cached(s)?
                 .query_row(params, |r| map(&Row::Lite(r)))
                 .optional()?,
@@ -236,9 +254,9 @@ impl<'a> Conn<'a> {
     /// How many rows this connection's statements have changed since it
     /// opened (SQLite's `total_changes`): unmoved, nothing was written.
     pub(crate) fn total_changes(&self) -> u64 {
-        match self.pg {
-            Some(pg) => pg.total_changes(),
-            None => self.lite.total_changes(),
+        match self {
+            Conn::Pg(pg) => pg.total_changes(),
+            Conn::Lite { conn, .. } => conn.total_changes(),
         }
     }
 }

@@ -328,7 +328,7 @@ impl Tx<'_> {
             .map(|(s, n)| {
                 (
                     s,
-                    u64::try_from(n + self.counts.pending(s, self.pg.is_some())).unwrap_or(0),
+                    u64::try_from(n + self.counts.pending(s, self.on.pg().is_some())).unwrap_or(0),
                 )
             })
             .collect())

@@ -9,8 +9,6 @@ use crate::core::records::RunState;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 
-const SCHEMA_VERSION: &str = "PRAGMA user_version";
-
 /// The oldest run in a state: (run id, schedule, since).
 pub type Oldest = (i64, String, DateTime<Utc>);
 
@@ -36,8 +34,16 @@ impl Tx<'_> {
         })
     }
 
-    /// The schema version of the file (`PRAGMA user_version`).
+    /// The schema version the ledger is at.
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row(SCHEMA_VERSION, [], |r| r.get(0))?)
+        self.one(stmt!(status::SCHEMA_VERSION), params![], |r| r.get(0))
+    }
+
+    /// The schema version this build writes for this ledger's database.
+    pub fn build_schema_version(&self) -> i64 {
+        match self.dialect() {
+            super::exec::Dialect::Sqlite => super::SCHEMA_VERSION,
+            super::exec::Dialect::Postgres => super::pg::PG_SCHEMA_VERSION,
+        }
     }
 }
