@@ -70,7 +70,7 @@ fn spec(kind: AgentKind, config_dir: PathBuf, timeout: Duration) -> AttemptSpec 
             handshake: false,
             headers: BTreeMap::new(),
         }),
-        envelope: std::sync::Arc::new(envelope().into()),
+        envelope: std::sync::Arc::new(envelope()),
         timeout,
         config_dir,
         log_limit: 64 * 1024,
@@ -373,9 +373,9 @@ async fn exit_codes_map_to_error_classes() {
     for (code, class) in cases {
         let mut spec = sh_spec("exit_code.sh", &[code], Duration::from_secs(60));
         // A large envelope the agent never reads must not break the runner.
-        let mut envelope = (**spec.envelope).clone();
+        let mut envelope = (*spec.envelope).clone();
         envelope.payload = serde_json::json!({ "blob": "x".repeat(512 * 1024) });
-        spec.envelope = std::sync::Arc::new(envelope.into());
+        spec.envelope = std::sync::Arc::new(envelope);
         let done = run(&ProcessRunner, spec).await;
         assert_eq!(
             done.ending,

@@ -138,38 +138,6 @@ impl EnvelopeWindow {
     }
 }
 
-/// An attempt's envelope, made where it is first read. The engine's
-/// dispatch stores its text in the attempt row in the claim's transaction,
-/// before the agent starts, so there it is made at once; a runner given one
-/// directly (tests, rehearsals) makes it when it first reads it.
-pub struct LazyEnvelope(std::sync::LazyLock<Envelope, Box<dyn FnOnce() -> Envelope + Send>>);
-
-impl LazyEnvelope {
-    /// The envelope `make` makes, made once, when it is first read.
-    pub fn new(make: impl FnOnce() -> Envelope + Send + 'static) -> Self {
-        Self(std::sync::LazyLock::new(Box::new(make)))
-    }
-}
-
-impl From<Envelope> for LazyEnvelope {
-    fn from(e: Envelope) -> Self {
-        Self::new(move || e)
-    }
-}
-
-impl std::ops::Deref for LazyEnvelope {
-    type Target = Envelope;
-    fn deref(&self) -> &Envelope {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for LazyEnvelope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&**self, f)
-    }
-}
-
 /// The time context of DESIGN.md: local business day, time since the last success.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TimeContext {

@@ -37,10 +37,9 @@ pub struct AttemptSpec {
     /// 1-based.
     pub attempt: u32,
     pub agent: std::sync::Arc<AgentConfig>,
-    /// Shared with the store, which writes its text once the attempt's row
-    /// is written (see `store::EnvelopeText`); made where it is first read
-    /// (see [`LazyEnvelope`](crate::agent::envelope::LazyEnvelope)).
-    pub envelope: std::sync::Arc<crate::agent::envelope::LazyEnvelope>,
+    /// Its text is in the attempt's row already (written in the claim's
+    /// transaction).
+    pub envelope: std::sync::Arc<crate::agent::envelope::Envelope>,
     /// Max runtime of the attempt; the agent is killed after it.
     pub timeout: Duration,
     /// The config file's folder: working directory, and base of relative program paths.
@@ -569,7 +568,7 @@ impl AgentRunner for HttpRunner {
             let log_limit = spec.log_limit;
             let key = spec.envelope.idempotency_key.clone();
             let attempt = spec.attempt;
-            let body = serde_json::to_vec(&**spec.envelope).unwrap_or_default();
+            let body = serde_json::to_vec(&*spec.envelope).unwrap_or_default();
             reporter.send(AttemptSignal::Started {
                 at: std::time::Instant::now(),
             });

@@ -4,12 +4,12 @@
 
 use super::{Engine, Result, Running};
 use crate::agent::envelope::{
-    Envelope, EnvelopeWindow, LazyEnvelope, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
+    Envelope, EnvelopeWindow, MemoryEntry, TimeContext, idempotency_key, local_rfc3339,
 };
 use crate::agent::runner::AttemptSpec;
 use crate::config::model::TriggerConfig;
 use crate::core::event::Event;
-use crate::store::types::{Claim, EnvelopeText, NewEvent, RunReason, ScheduleState};
+use crate::store::types::{Claim, NewEvent, RunReason, ScheduleState};
 use crate::time::rfc3339;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -71,9 +71,7 @@ impl Engine {
         } else {
             claim.run.reason
         };
-        // A posted event's payload is read now (the store is this thread's);
-        // the rest of the envelope is made where it is first read (see
-        // `LazyEnvelope`): the agent starts without waiting for it.
+        // A posted event's payload goes into the envelope.
         let mut event_payload = None;
         if let TriggerConfig::OnEvent { event } | TriggerConfig::AfterEvent { event, .. } = &s.trigger
             && let Some(ev) = self.store.read(|tx| tx.posted_event(event, &run.window_key))?
@@ -105,67 +103,56 @@ impl Engine {
             },
         )
         .for_run(run);
-        let envelope = {
-            let (cfg, run, verify_step) = (cfg.clone(), claim.run, verify_step.clone());
-            LazyEnvelope::new(move || {
-                let s = &cfg.schedules[idx];
-                let business_day = s
-                    .calendar
-                    .as_ref()
-                    .and_then(|c| cfg.calendars.get(c))
-                    .is_none_or(|cal| {
-                        cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive())
-                    });
-                let mut payload = s.payload.clone();
-                if let Some(ev_json) = event_payload {
-                    match payload.as_object_mut() {
-                        Some(map) => {
-                            map.insert("event".into(), ev_json);
-                        }
-                        None => payload = json!({"value": payload, "event": ev_json}),
-                    }
-                }
-                Envelope {
-                    run_id: run.id,
-                    idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
-                    window: EnvelopeWindow::new(
-                        &run.window_key,
-                        run.window_start,
-                        run.window_end,
-                        s.timezone,
-                    ),
-                    tenant: run.tenant,
-                    schedule: run.schedule,
-                    attempt,
-                    reason,
-                    now: local_rfc3339(now, s.timezone),
-                    context: TimeContext::new(now, s.timezone, business_day, last_success),
-                    memory: memory
-                        .iter()
-                        .filter(|m| m.run_id != run.id)
-                        .map(|m| MemoryEntry {
-                            window: m.window_key.clone(),
-                            state: m.state,
-                            summary: m.summary.clone(),
-                        })
-                        .collect(),
-                    completed_steps: completed,
-                    uncertain_steps: uncertain,
-                    verify_step,
-                    resume_after: run.resume_after,
-                    payload,
-                }
-            })
-        };
-        // Its text is made when its attempt row is written, in the claim's
+        // Made now: its text goes into its attempt row in the claim's
         // transaction, before the agent starts.
-        let envelope = std::sync::Arc::new(envelope);
-        let text = {
-            let envelope = envelope.clone();
-            EnvelopeText::Later(std::sync::Arc::new(move || envelope.to_json()))
+        let envelope = {
+            let run = claim.run;
+            let business_day = s
+                .calendar
+                .as_ref()
+                .and_then(|c| cfg.calendars.get(c))
+                .is_none_or(|cal| {
+                    cal.is_business_day(run.window_start.with_timezone(&s.timezone).date_naive())
+                });
+            let mut payload = s.payload.clone();
+            if let Some(ev_json) = event_payload {
+                match payload.as_object_mut() {
+                    Some(map) => {
+                        map.insert("event".into(), ev_json);
+                    }
+                    None => payload = json!({"value": payload, "event": ev_json}),
+                }
+            }
+            Envelope {
+                run_id: run.id,
+                idempotency_key: idempotency_key(&run.tenant, &run.schedule, &run.window_key),
+                window: EnvelopeWindow::new(&run.window_key, run.window_start, run.window_end, s.timezone),
+                tenant: run.tenant,
+                schedule: run.schedule,
+                attempt,
+                reason,
+                now: local_rfc3339(now, s.timezone),
+                context: TimeContext::new(now, s.timezone, business_day, last_success),
+                memory: memory
+                    .iter()
+                    .filter(|m| m.run_id != run.id)
+                    .map(|m| MemoryEntry {
+                        window: m.window_key.clone(),
+                        state: m.state,
+                        summary: m.summary.clone(),
+                    })
+                    .collect(),
+                completed_steps: completed,
+                uncertain_steps: uncertain,
+                verify_step: verify_step.clone(),
+                resume_after: run.resume_after,
+                payload,
+            }
         };
+        let text = envelope.to_json();
         self.store
-            .write(|tx| tx.set_attempt_envelope_text(run_id, attempt, text.clone()))?;
+            .write(|tx| tx.set_attempt_envelope(run_id, attempt, &text))?;
+        let envelope = std::sync::Arc::new(envelope);
         let spec = AttemptSpec {
             run_id,
             token,

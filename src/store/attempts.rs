@@ -313,16 +313,7 @@ impl Tx<'_> {
 
     /// Stores the JSON envelope attempt `attempt` received. No such attempt: no-op.
     pub fn set_attempt_envelope(&self, run_id: i64, attempt: u32, envelope: &str) -> Result<()> {
-        self.set_attempt_envelope_text(run_id, attempt, EnvelopeText::Text(envelope.to_string()))
-    }
-
-    /// [`Tx::set_attempt_envelope`] with the text made by the store when it
-    /// writes it.
-    pub fn set_attempt_envelope_text(&self, run_id: i64, attempt: u32, envelope: EnvelopeText) -> Result<()> {
-        self.exec(
-            stmt!(attempts::SET_ENVELOPE),
-            params![run_id, attempt, envelope.text()],
-        )?;
+        self.exec(stmt!(attempts::SET_ENVELOPE), params![run_id, attempt, envelope])?;
         Ok(())
     }
 

@@ -135,32 +135,6 @@ impl PartialEq for NewEvent {
     }
 }
 
-/// An attempt's envelope as the store writes it: its text, or what makes
-/// it (made when its attempt row is written, with the claim).
-#[derive(Clone)]
-pub enum EnvelopeText {
-    Text(String),
-    Later(std::sync::Arc<dyn Fn() -> String + Send + Sync>),
-}
-
-impl EnvelopeText {
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            EnvelopeText::Text(t) => std::borrow::Cow::Borrowed(t),
-            EnvelopeText::Later(make) => std::borrow::Cow::Owned(make()),
-        }
-    }
-}
-
-impl std::fmt::Debug for EnvelopeText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EnvelopeText::Text(t) => f.debug_tuple("Text").field(t).finish(),
-            EnvelopeText::Later(_) => f.write_str("Later"),
-        }
-    }
-}
-
 impl NewEvent {
     /// A typed trace event, as the store will write it (its text made when
     /// it is written).
