@@ -384,6 +384,40 @@ impl Fleet {
         std::fs::read_to_string(self.dir.join(format!("{}.log", self.procs[i].name))).unwrap_or_default()
     }
 
+    /// What each thread of scheduler `i` is doing, from `/proc`: its name,
+    /// state and kernel wait channel (for a scheduler that went quiet).
+    fn threads(&self, i: usize) -> String {
+        let pid = self.procs[i].child.id();
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return format!("(no /proc/{pid}/task)");
+        };
+        let mut out: Vec<String> = tasks
+            .flatten()
+            .map(|t| {
+                let read = |f: &str| {
+                    std::fs::read_to_string(t.path().join(f))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
+                };
+                let stat = read("stat");
+                let state = stat
+                    .rsplit_once(") ")
+                    .map_or("?", |(_, rest)| &rest[..1])
+                    .to_string();
+                format!(
+                    "{} {} {} wchan={}",
+                    t.file_name().to_string_lossy(),
+                    read("comm"),
+                    state,
+                    read("wchan")
+                )
+            })
+            .collect();
+        out.sort();
+        out.join("\n")
+    }
+
     /// Waits until scheduler `i` says it started, and learns its owner.
     fn wait_started(&mut self, i: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -448,9 +482,10 @@ impl Fleet {
                 let tail: Vec<&str> = log.lines().rev().take(40).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
                 panic!(
-                    "no agent of {} acted for 60 s; its sessions:\n{}\nits log's tail:\n{}",
+                    "no agent of {} acted for 60 s; its sessions:\n{}\nits threads:\n{}\nits log's tail:\n{}",
                     self.procs[i].name,
                     pg.sessions(),
+                    self.threads(i),
                     tail.join("\n")
                 );
             }
