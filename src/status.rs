@@ -91,6 +91,18 @@ impl Status {
             .sum()
     }
 
+    /// [`Status::to_json`] with whether the config file on disk loads
+    /// (`config_file_invalid`) and its first problem (`config_file_error`,
+    /// lines and columns, no path): `status --json` and `/api/v1/status`.
+    pub fn to_json_with_file(&self, file_error: Option<String>) -> Value {
+        let mut v = self.to_json();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("config_file_invalid".into(), Value::Bool(file_error.is_some()));
+            obj.insert("config_file_error".into(), file_error.into());
+        }
+        v
+    }
+
     /// The `status --json` shape (docs/CLI.md, `status`).
     pub fn to_json(&self) -> Value {
         let t = |x: Option<DateTime<Utc>>| x.map(rfc3339);

@@ -331,12 +331,7 @@ async fn status(State(api): Shared, headers: HeaderMap, Query(q): Params) -> Rep
             Err(crate::config::LoadError::Invalid(diags)) => Some(crate::cli::db::one_line(&diags)),
             Err(crate::config::LoadError::Io { .. }) => Some("the config file cannot be read".to_string()),
         };
-        let mut v = status.to_json();
-        if let Some(obj) = v.as_object_mut() {
-            obj.insert("config_file_invalid".into(), Value::Bool(file_error.is_some()));
-            obj.insert("config_file_error".into(), file_error.into());
-        }
-        Ok(v)
+        Ok(status.to_json_with_file(file_error))
     })
     .await?;
     ok(v)

@@ -28,15 +28,8 @@ pub fn run(config: &Path, db: Option<&Path>, json: bool, utc: bool) -> i32 {
         }
     };
     if json {
-        let mut value = status.to_json();
         // The file on disk, not what runs: the ledger's version runs either way.
-        if let Some(obj) = value.as_object_mut() {
-            obj.insert(
-                "config_file_invalid".into(),
-                serde_json::Value::Bool(store.file_invalid.is_some()),
-            );
-            obj.insert("config_file_error".into(), store.file_invalid.clone().into());
-        }
+        let value = status.to_json_with_file(store.file_invalid.clone());
         let code = db::print_json("status", &value);
         if code != exit::OK {
             return code;

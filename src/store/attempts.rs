@@ -202,10 +202,8 @@ impl Tx<'_> {
         }
         // PostgreSQL: the counter read from its row at every claim (under
         // the write lock), never from what this connection kept.
-        if self.on.pg().is_some() {
-            self.states.flush(self.conn())?;
-        }
         let kept = if self.on.pg().is_some() {
+            self.states.flush(self.conn())?;
             None
         } else {
             self.states.fencing()

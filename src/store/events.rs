@@ -275,11 +275,6 @@ impl Tx<'_> {
         })
     }
 
-    /// The database's size in bytes (its pages), in memory or on disk.
-    pub fn database_bytes(&self) -> Result<i64> {
-        self.one(stmt!(status::DATABASE_BYTES), params![], |r| r.get(0))
-    }
-
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
         self.states.flush(self.conn())?;

@@ -267,15 +267,10 @@ impl<'a> Tx<'a> {
         self.conn().dialect()
     }
 
-    /// `s` in this transaction's database's words.
-    pub(crate) fn text(&self, s: Stmt) -> &'static str {
-        self.conn().text(s)
-    }
-
     /// `s` with its `LIMIT` placeholder number `k` written as `n`
     /// ([`super::sql::with_limit`]), in this transaction's database's words.
     pub(crate) fn limited(&self, s: Stmt, k: usize, n: usize) -> String {
-        super::sql::with_limit(self.text(s), &self.dialect().mark(k), n)
+        super::sql::with_limit(self.conn().text(s), &self.dialect().mark(k), n)
     }
 
     /// Runs a statement that returns no rows: how many rows it changed.

@@ -34,6 +34,11 @@ impl Tx<'_> {
         })
     }
 
+    /// The database's size in bytes (its pages), in memory or on disk.
+    pub fn database_bytes(&self) -> Result<i64> {
+        self.one(stmt!(status::DATABASE_BYTES), params![], |r| r.get(0))
+    }
+
     /// The schema version the ledger is at.
     pub fn schema_version(&self) -> Result<i64> {
         self.one(stmt!(status::SCHEMA_VERSION), params![], |r| r.get(0))
