@@ -9,6 +9,7 @@
 //! openings, the attempts this process runs) are rebuilt from it on start.
 
 mod backlog;
+pub mod model;
 pub use crate::core::decision;
 mod dispatch;
 mod gating;
@@ -220,7 +221,7 @@ impl std::ops::Deref for RunningAttempts {
 /// The scheduler core. See the module docs.
 pub struct Engine {
     pub(crate) cfg: Arc<Config>,
-    pub(crate) store: Arc<Store>,
+    pub(crate) store: Arc<model::EngineStore>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) runner: Arc<dyn AgentRunner>,
     pub(crate) opts: EngineOptions,
@@ -364,7 +365,7 @@ impl Engine {
         let (reports_tx, reports_rx) = mpsc::unbounded_channel();
         Self {
             cfg,
-            store,
+            store: Arc::new(model::EngineStore::new(store)),
             clock,
             runner,
             opts,
@@ -406,6 +407,13 @@ impl Engine {
     }
 
     pub fn store(&self) -> &Arc<Store> {
+        self.store.shared()
+    }
+
+    /// The store with the engine's model: a batch around the engine's own
+    /// transactions (a rehearsal's round) must be made with it, or they run
+    /// without the model.
+    pub fn ledger(&self) -> &Arc<model::EngineStore> {
         &self.store
     }
 
@@ -447,7 +455,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Reads into the store's caches what the first claims of the schedules
+    /// Reads into the engine's model what the first claims of the schedules
     /// due within [`WARM_UP_AHEAD`] need (their states, their execution
     /// memory, the running counts), so the first tick after a start claims
     /// as fast as the later ones: with 1,000 schedules due every second it

@@ -675,7 +675,7 @@ impl Engine {
         // The schedule's owner's route (`[alert.routes]`), else the default sink.
         if let Some(sink) = self.cfg.scheduler.sink_for(alert.owner.as_deref()) {
             let detail = serde_json::to_value(alert).unwrap_or_default();
-            crate::recovery::alert::dispatch(&self.store, sink, detail, &self.cfg.dir, now);
+            crate::recovery::alert::dispatch(self.store.shared(), sink, detail, &self.cfg.dir, now);
         }
     }
 }

@@ -348,7 +348,7 @@ impl Engine {
 
     /// The tick's facts: the kill switch, maintenance, running counts, and
     /// the states of `schedules` (those of the runs to decide) only, which
-    /// the store keeps between ticks while no one else writes them.
+    /// the engine's model keeps between ticks while no one else writes them.
     pub(crate) fn tick_facts<'a>(
         &self,
         now: DateTime<Utc>,
@@ -374,7 +374,7 @@ impl Engine {
     }
 
     /// The running runs per schedule (all, and on-time) and per tenant, as
-    /// the store keeps them: read once (a walk of the running runs) and
+    /// the engine's model keeps them: read once (a walk of the running runs) and
     /// counted up and down as runs start and end, this tick's claims
     /// included. Held only for a lookup: a claim updates them in place, and
     /// a copy held elsewhere would make it copy them all.
@@ -487,7 +487,7 @@ impl Engine {
                 &default_state
             }
         };
-        // Read where the store keeps them (counted as this tick claims), and
+        // Read where the model keeps them (counted as this tick claims), and
         // let go of before anything claims: a claim updates them in place.
         let (running, running_on_time, tenant_running) = {
             let counts = self.running_counts()?;

@@ -304,11 +304,13 @@ impl Engine {
             .unwrap_or_else(|| self.runner.clone());
         let mut fresh = Engine::new(
             Arc::new(cfg),
-            self.store.clone(),
+            self.store.shared().clone(),
             self.clock.clone(),
             runner,
             self.opts.clone(),
         );
+        // The model goes on with the ledger it describes.
+        fresh.store = self.store.clone();
         for id in &retired {
             if let Some(idx) = fresh.index.remove(id) {
                 fresh.rules[idx] = None;

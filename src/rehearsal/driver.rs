@@ -159,7 +159,7 @@ impl Driver {
             let (before, from_turn) = self.schedulers.split_at_mut(first);
             for s in from_turn.iter_mut().chain(before.iter_mut()) {
                 if let Some(e) = s.engine.as_mut() {
-                    let store = e.store().clone();
+                    let store = e.ledger().clone();
                     store.batch(|| {
                         e.drain_reports()?;
                         e.tick()?;
@@ -286,11 +286,12 @@ impl Driver {
         }
     }
 
-    /// The store of the one live scheduler, if only one is live.
-    fn sole_store(&self) -> Option<Arc<Store>> {
+    /// The ledger (with its model) of the one live scheduler, if only one
+    /// is live.
+    fn sole_store(&self) -> Option<Arc<crate::engine::model::EngineStore>> {
         let mut live = self.schedulers.iter().filter_map(|s| s.engine.as_ref());
         let first = live.next()?;
-        live.next().is_none().then(|| first.store().clone())
+        live.next().is_none().then(|| first.ledger().clone())
     }
 
     /// Jumps the wall clock (a clock jump fault): no time "passes" for timers.

@@ -219,7 +219,7 @@ impl Tx<'_> {
                 events,
                 effects: raised,
             } = settle_schedule(&mut st, delta, now);
-            if !self.states.holds(&st) {
+            if !self.model.holds(&st) {
                 self.put_schedule_state(&st)?;
             }
             for e in events {

@@ -136,7 +136,7 @@ impl Tx<'_> {
             });
         }
         // The claim takes the counter's next value from its row.
-        self.states.flush(self.conn())?;
+        self.model.flush(self.conn())?;
         let claimed = self.exec(
             stmt!(attempts::CLAIM),
             params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
@@ -160,9 +160,9 @@ impl Tx<'_> {
         now: DateTime<Utc>,
     ) -> Result<()> {
         self.counts.moved(from, run.state);
-        self.states
+        self.model
             .running_moved(&run.tenant, &run.schedule, run.pool, true);
-        self.states.fencing_moved(run.fencing_token);
+        self.model.fencing_moved(run.fencing_token);
         NewAttempt {
             run_id: run.id,
             n: run.attempts,
@@ -203,10 +203,10 @@ impl Tx<'_> {
         // PostgreSQL: the counter read from its row at every claim (under
         // the write lock), never from what this connection kept.
         let kept = if self.on.pg().is_some() {
-            self.states.flush(self.conn())?;
+            self.model.flush(self.conn())?;
             None
         } else {
-            self.states.fencing()
+            self.model.fencing()
         };
         let token = match kept {
             Some(t) => t,
@@ -214,7 +214,7 @@ impl Tx<'_> {
                 let t = self
                     .opt(stmt!(attempts::FENCING_TOKEN), params![], |r| r.get::<i64>(0))?
                     .unwrap_or(0);
-                self.states.keep_fencing(t);
+                self.model.keep_fencing(t);
                 t
             }
         } + 1;
@@ -251,7 +251,7 @@ impl Tx<'_> {
         run.lease_expires = Some(stored(lease_until));
         run.fencing_token = token;
         run.updated_at = stored(now);
-        self.states.keep_claimed(&run);
+        self.model.keep_claimed(&run);
         self.attempt_started(&run, None, owner, reason, now)?;
         Ok(Some(run))
     }
@@ -282,7 +282,7 @@ impl Tx<'_> {
 
     /// The fencing counter as stored: the newest token any claim took.
     pub fn fencing_counter(&self) -> Result<i64> {
-        self.states.flush(self.conn())?;
+        self.model.flush(self.conn())?;
         Ok(self
             .opt(stmt!(attempts::FENCING_TOKEN), params![], |r| r.get::<i64>(0))?
             .unwrap_or(0))
@@ -291,14 +291,14 @@ impl Tx<'_> {
     /// Extends the lease to `until` if `token` is still the run's token and
     /// the run is running; `false` = stale (the attempt lost its claim).
     pub fn renew_lease(&self, run_id: i64, token: i64, until: DateTime<Utc>) -> Result<bool> {
-        self.states.forget_claimed(run_id);
+        self.model.forget_claimed(run_id);
         Ok(self.exec(stmt!(attempts::RENEW_LEASE), params![run_id, token, Ms(until)])? == 1)
     }
 
     /// Asks the scheduler running the attempt with `token` to cancel it: a
     /// newer window (`why`, its key) superseded it. No-op once it has ended.
     pub fn request_cancel(&self, run_id: i64, token: i64, why: &str) -> Result<bool> {
-        self.states.forget_claimed(run_id);
+        self.model.forget_claimed(run_id);
         Ok(self.exec(stmt!(attempts::REQUEST_CANCEL), params![run_id, token, why])? == 1)
     }
 
@@ -348,7 +348,7 @@ impl Tx<'_> {
         if changed == 0 {
             return Ok(false);
         }
-        self.states
+        self.model
             .attempt_ended(run_id, token, end.summary.clone().or_else(|| end.message.clone()));
         if !end.log.is_empty() {
             self.append_attempt_log(run_id, token, &end.log, END_LOG_MAX)?;

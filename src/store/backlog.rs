@@ -39,7 +39,7 @@ impl Tx<'_> {
 
     /// The backlog of `schedule`, if it has one.
     pub fn backlog(&self, schedule: &str) -> Result<Option<Backlog>> {
-        if let Some(kept) = self.states.backlog(schedule) {
+        if let Some(kept) = self.model.backlog(schedule) {
             // Tests (debug builds) prove the kept row is the stored one.
             #[cfg(debug_assertions)]
             {
@@ -49,7 +49,7 @@ impl Tx<'_> {
             return Ok(kept);
         }
         let b = self.opt(stmt!(backlog::ONE), params![schedule], backlog_from_row)?;
-        self.states.keep_backlog(schedule, b.clone());
+        self.model.keep_backlog(schedule, b.clone());
         Ok(b)
     }
 
@@ -59,7 +59,7 @@ impl Tx<'_> {
             stmt!(backlog::PUT_BACKLOG),
             params![b.schedule, Ms(b.next), Ms(b.until), Ms(b.planned_at)],
         )?;
-        self.states.keep_backlog(&b.schedule, Some(b.clone()));
+        self.model.keep_backlog(&b.schedule, Some(b.clone()));
         Ok(())
     }
 
@@ -67,9 +67,9 @@ impl Tx<'_> {
     /// it are queued). `false` if it has no backlog.
     pub fn advance_backlog(&self, schedule: &str, next: DateTime<Utc>) -> Result<bool> {
         let changed = self.exec(stmt!(backlog::ADVANCE_BACKLOG), params![schedule, Ms(next)])?;
-        match self.states.backlog(schedule) {
-            Some(Some(b)) if changed == 1 => self.states.keep_backlog(schedule, Some(Backlog { next, ..b })),
-            _ => self.states.forget_backlog(schedule),
+        match self.model.backlog(schedule) {
+            Some(Some(b)) if changed == 1 => self.model.keep_backlog(schedule, Some(Backlog { next, ..b })),
+            _ => self.model.forget_backlog(schedule),
         }
         Ok(changed == 1)
     }
@@ -77,7 +77,7 @@ impl Tx<'_> {
     /// The backlog of `schedule` is all queued.
     pub fn clear_backlog(&self, schedule: &str) -> Result<()> {
         self.exec(stmt!(backlog::CLEAR_BACKLOG), params![schedule])?;
-        self.states.keep_backlog(schedule, None);
+        self.model.keep_backlog(schedule, None);
         Ok(())
     }
 

@@ -284,8 +284,8 @@ impl Tx<'_> {
         // Moves runs and schedule_state rows behind the kept states' back.
         // What this transaction kept unwritten (the
         // fencing counter) is written before the kept reads are forgotten.
-        self.states.flush(self.conn())?;
-        self.states.clear();
+        self.model.flush(self.conn())?;
+        self.model.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [
             // Each half of the schedule's runs through its index (schema 16).
@@ -328,7 +328,7 @@ impl Tx<'_> {
     /// Catch-up windows of `schedule` not yet queued are dropped.
     pub fn drop_schedule_backlog(&self, schedule: &str) -> Result<()> {
         self.exec(stmt!(config_versions::DROP_SCHEDULE_BACKLOG), params![schedule])?;
-        self.states.keep_backlog(schedule, None);
+        self.model.keep_backlog(schedule, None);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 
 use super::{Result, StoreError, schema};
 use crate::core::machine::RunState;
-use crate::core::records::RunMemory;
+use crate::engine::model::Model;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -255,7 +255,10 @@ pub struct Store {
     postgres: bool,
     path: Option<PathBuf>,
     counts: RunCounts,
-    states: StateCache,
+    /// Commits on this connection that wrote, with the engine's model or
+    /// without (see [`crate::engine::model::Model::validate`]): SQLite's
+    /// `data_version` does not move for this connection's own commits.
+    commits: std::sync::atomic::AtomicU64,
     /// Set by [`Store::checkpoint_in_background`]: told after each commit.
     checkpointer: std::sync::OnceLock<std::sync::mpsc::SyncSender<()>>,
     /// The checkpointer's thread, joined when the store drops (see `Drop`).
@@ -310,13 +313,13 @@ impl Drop for Store {
 /// A transaction's closure that panics rolls back: what the store kept for
 /// it (counts, the fencing counter, reads) goes too,
 /// or the next transaction on this connection would write it.
-struct ForgetOnPanic<'s>(&'s Store);
+struct ForgetOnPanic<'s>(&'s Store, &'s Model);
 
 impl Drop for ForgetOnPanic<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.counts.clear();
-            self.0.states.clear();
+            self.1.clear();
         }
     }
 }
@@ -384,427 +387,10 @@ impl RunCounts {
     }
 }
 
-/// The schedule states this connection last read or wrote, and the counts
-/// of running runs, trusted only while no other connection has committed:
-/// each transaction starts by
-/// asking SQLite (`PRAGMA data_version`, which changes exactly when another
-/// connection — another process, a CLI verb, another store on a shared
-/// in-memory database — commits) and forgets them all if one has. A
-/// transaction that rolls back forgets them too. So the engine's claims and
-/// ends read a schedule's state once, not at every run, and the running
-/// counts are counted once and then kept up by claims and ends, not counted
-/// again at every end (after an outage, 1,000 runs ending one after another
-/// each counted the others); the writes still go to the database
-/// (write-through).
-#[derive(Default)]
-pub(crate) struct StateCache(Mutex<CachedStates>);
-
-/// A schedule's execution memory as kept: shared with the dispatches that
-/// read it.
-type SharedMemory = std::sync::Arc<Vec<RunMemory>>;
-
-#[derive(Default)]
-struct CachedStates {
-    /// `data_version` as last seen.
-    seen: Option<i64>,
-    states: super::FastMap<String, crate::core::records::ScheduleState>,
-    running: Option<std::sync::Arc<super::types::RunningCounts>>,
-    /// The run last read, with the connection's `total_changes` then: still
-    /// the stored row while that count has not moved (no row written since
-    /// on this connection) and no other connection committed (see
-    /// [`StateCache::validate`]). An attempt's end reads its run to plan,
-    /// then again as the transaction's conflict check.
-    run: Option<(u64, crate::core::records::Run)>,
-    /// The runs this connection inserted already claimed, as written, until
-    /// anything writes their row again: an attempt's end plans from its
-    /// run, and the run's read was 6 % of a drain's instructions. Every
-    /// statement that may change a running run's row forgets it here
-    /// (`Tx::transition_fenced`, `renew_lease`, `request_cancel`; a rename
-    /// clears everything); another connection's commit or a rollback
-    /// forgets them all.
-    claimed: super::FastMap<i64, crate::core::records::Run>,
-    /// Catch-up backlogs by schedule as read or written here (`None`: it
-    /// has none), kept up by this connection's writes (`Tx::put_backlog`,
-    /// `advance_backlog`, `clear_backlog`; a rename or a dropped schedule
-    /// forgets them): a drain reads its backlog at every window it queues.
-    backlogs: super::FastMap<String, Option<super::Backlog>>,
-    /// Execution memory by tenant, then schedule: how many runs were asked
-    /// for when it was read, and the newest finished runs, newest window
-    /// first (see [`Tx::execution_memory`]). Kept up by this connection's
-    /// own writes ([`StateCache::run_finished`]).
-    /// Shared with the dispatches that read it (an `Arc`, changed in place
-    /// when no envelope holds it any more): a claim takes it without a copy.
-    memory: super::FastMap<String, super::FastMap<String, (usize, SharedMemory)>>,
-    /// The attempt this connection ended last: (run id, fencing token, its
-    /// summary or else message), the word a run that ends with it leaves in
-    /// the memory.
-    ended: Option<(i64, i64, Option<String>)>,
-    /// The fencing counter as this connection's transactions left it, and
-    /// whether the open transaction moved it without writing it yet: a
-    /// claim takes the next token from here (read once) and the counter's row
-    /// is written once, when the transaction commits ([`StateCache::flush`]),
-    /// not read and written at every claim.
-    fencing: Option<(i64, bool)>,
-    /// Bumped whenever all of the above is forgotten (see
-    /// [`Store::generation`]).
-    generation: u64,
-}
-
-impl CachedStates {
-    fn forget_all(&mut self) {
-        self.states.clear();
-        self.running = None;
-        self.run = None;
-        self.claimed.clear();
-        self.backlogs.clear();
-        self.memory.clear();
-        self.ended = None;
-        self.fencing = None;
-        self.generation += 1;
-    }
-}
-
-impl StateCache {
-    fn inner(&self) -> MutexGuard<'_, CachedStates> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// At the start of a transaction (its snapshot is taken by this very
-    /// statement): forget everything if another connection committed since
-    /// the last look.
-    fn validate(&self, conn: super::exec::Conn<'_>) -> Result<()> {
-        let version: i64 = if let super::exec::Conn::Lite { conn: lite, .. } = conn {
-            lite.prepare_cached("PRAGMA data_version")?
-                .query_row([], |r| r.get(0))?
-        } else {
-            // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
-            // by every transaction that changed rows (`Open::commit`).
-            conn.opt(super::exec::Sql::Text(super::pg::session::WRITE_SEQ), &[], |r| {
-                r.get::<i64>(0)
-            })?
-            .unwrap_or(-1)
-        };
-        let mut c = self.inner();
-        if c.seen != Some(version) {
-            c.forget_all();
-            c.seen = Some(version);
-        }
-        Ok(())
-    }
-
-    /// This connection's own commit left the ledger at `write_seq` `v`
-    /// (PostgreSQL): what it keeps is still true there.
-    fn saw(&self, v: i64) {
-        self.inner().seen = Some(v);
-    }
-
-    pub(crate) fn get(&self, schedule: &str) -> Option<crate::core::records::ScheduleState> {
-        self.inner().states.get(schedule).cloned()
-    }
-
-    /// The kept state's last success (`None`: not kept).
-    #[allow(clippy::option_option)]
-    pub(crate) fn last_success(&self, schedule: &str) -> Option<Option<chrono::DateTime<chrono::Utc>>> {
-        self.inner().states.get(schedule).map(|st| st.last_success)
-    }
-
-    pub(crate) fn contains(&self, schedule: &str) -> bool {
-        self.inner().states.contains_key(schedule)
-    }
-
-    /// Whether `st` is `st.schedule`'s state as kept but for its last
-    /// success (every field named: one added must be compared here).
-    pub(crate) fn differs_in_last_success_only(&self, st: &crate::core::records::ScheduleState) -> bool {
-        self.inner().states.get(st.schedule.as_str()).is_some_and(|kept| {
-            let crate::core::records::ScheduleState {
-                schedule: _,
-                last_evaluated,
-                circuit,
-                circuit_changed_at,
-                consecutive_failures,
-                paused,
-                paused_reason,
-                concurrency_divisor,
-                last_start,
-                last_success,
-            } = st;
-            kept.last_success != last_success.map(super::sql::stored)
-                && kept.last_evaluated == *last_evaluated
-                && kept.circuit == *circuit
-                && kept.circuit_changed_at == *circuit_changed_at
-                && kept.consecutive_failures == *consecutive_failures
-                && kept.paused == *paused
-                && kept.paused_reason == *paused_reason
-                && kept.concurrency_divisor == *concurrency_divisor
-                && kept.last_start == *last_start
-        })
-    }
-
-    /// Whether `st` is `st.schedule`'s state as kept.
-    pub(crate) fn holds(&self, st: &crate::core::records::ScheduleState) -> bool {
-        self.inner().states.get(st.schedule.as_str()) == Some(st)
-    }
-
-    /// `st` as the database now holds it (instants in whole milliseconds).
-    pub(crate) fn put(&self, st: &crate::core::records::ScheduleState) {
-        use super::sql::stored;
-        let mut st = st.clone();
-        for t in [
-            &mut st.last_evaluated,
-            &mut st.circuit_changed_at,
-            &mut st.last_start,
-            &mut st.last_success,
-        ] {
-            *t = t.map(stored);
-        }
-        let mut c = self.inner();
-        // Put again after every run's end: the kept key is not copied again.
-        match c.states.get_mut(st.schedule.as_str()) {
-            Some(kept) => *kept = st,
-            None => {
-                c.states.insert(st.schedule.clone(), st);
-            }
-        }
-    }
-
-    /// A write changed part of `schedule`'s row: the same change to the
-    /// cached copy, if there is one.
-    pub(crate) fn update(&self, schedule: &str, f: impl FnOnce(&mut crate::core::records::ScheduleState)) {
-        if let Some(st) = self.inner().states.get_mut(schedule) {
-            f(st);
-        }
-    }
-
-    pub(crate) fn clear(&self) {
-        self.inner().forget_all();
-    }
-
-    /// The fencing counter as kept, if it is.
-    pub(crate) fn fencing(&self) -> Option<i64> {
-        self.inner().fencing.map(|(t, _)| t)
-    }
-
-    /// The counter as read from the database (not moved yet).
-    pub(crate) fn keep_fencing(&self, token: i64) {
-        let mut c = self.inner();
-        if c.fencing.is_none() {
-            c.fencing = Some((token, false));
-        }
-    }
-
-    /// A claim took `token`: the counter moves to it, written at commit.
-    pub(crate) fn fencing_moved(&self, token: i64) {
-        let mut c = self.inner();
-        let now = c.fencing.map_or(token, |(t, _)| t.max(token));
-        c.fencing = Some((now, true));
-    }
-
-    /// Writes what the open transaction kept unwritten (the fencing
-    /// counter): before its commit, and before any
-    /// statement that reads it.
-    pub(crate) fn flush(&self, conn: super::exec::Conn<'_>) -> Result<()> {
-        let token = match self.inner().fencing {
-            Some((token, true)) => token,
-            _ => return Ok(()),
-        };
-        conn.exec(super::exec::stmt!(ledger::SET_FENCING), rusqlite::params![token])?;
-        self.inner().fencing = Some((token, false));
-        Ok(())
-    }
-
-    pub(crate) fn generation(&self) -> u64 {
-        self.inner().generation
-    }
-
-    /// The first `n` entries of the execution memory of `schedule`, if kept
-    /// (read with at least `n`).
-    pub(crate) fn memory(&self, tenant: &str, schedule: &str, n: usize) -> Option<SharedMemory> {
-        let c = self.inner();
-        let (read, entries) = c.memory.get(tenant)?.get(schedule)?;
-        match (*read).cmp(&n) {
-            // Kept at most `read` long: all of it.
-            std::cmp::Ordering::Equal => Some(entries.clone()),
-            std::cmp::Ordering::Greater => {
-                Some(std::sync::Arc::new(entries.iter().take(n).cloned().collect()))
-            }
-            std::cmp::Ordering::Less => None,
-        }
-    }
-
-    /// The execution memory of `schedule` as just read with `n`.
-    pub(crate) fn keep_memory(&self, tenant: &str, schedule: &str, n: usize, entries: &SharedMemory) {
-        self.inner()
-            .memory
-            .entry(tenant.to_string())
-            .or_default()
-            .insert(schedule.to_string(), (n, entries.clone()));
-    }
-
-    /// An attempt of run `run_id` ended with this word (summary, else message).
-    pub(crate) fn attempt_ended(&self, run_id: i64, token: i64, word: Option<String>) {
-        self.inner().ended = Some((run_id, token, word));
-    }
-
-    /// `run` (as now stored) just became finished (a terminal state) from
-    /// an unfinished one, or was created finished: it joins its schedule's
-    /// memory with its last attempt's word, else its state reason. When that
-    /// word is not known here (its last attempt ended in another
-    /// transaction), the schedule's memory is read again at its next use.
-    pub(crate) fn run_finished(&self, run: &crate::core::records::Run) {
-        let mut c = self.inner();
-        let word = if run.attempts == 0 {
-            Some(run.state_reason.clone())
-        } else {
-            match &c.ended {
-                Some((id, token, word)) if *id == run.id && *token == run.fencing_token => {
-                    Some(word.clone().or_else(|| run.state_reason.clone()))
-                }
-                _ => None,
-            }
-        };
-        let Some(by_schedule) = c.memory.get_mut(&run.tenant) else {
-            return;
-        };
-        let Some(summary) = word else {
-            by_schedule.remove(&run.schedule);
-            return;
-        };
-        let Some((n, entries)) = by_schedule.get_mut(&run.schedule) else {
-            return;
-        };
-        let window_start = super::sql::stored(run.window_start);
-        // Copied only if a dispatch's envelope still holds it.
-        let entries = std::sync::Arc::make_mut(entries);
-        entries.retain(|e| e.run_id != run.id);
-        let at = entries
-            .iter()
-            .position(|e| (e.window_start, e.run_id) < (window_start, run.id))
-            .unwrap_or(entries.len());
-        entries.insert(
-            at,
-            RunMemory {
-                run_id: run.id,
-                window_key: run.window_key.as_str().into(),
-                window_start,
-                state: run.state,
-                summary: summary.map(Into::into),
-            },
-        );
-        entries.truncate(*n);
-    }
-
-    /// Something changed the finished runs of `schedule` in a way not
-    /// followed here (a finished run requeued): read its memory again.
-    pub(crate) fn forget_memory(&self, tenant: &str, schedule: &str) {
-        if let Some(by_schedule) = self.inner().memory.get_mut(tenant) {
-            by_schedule.remove(schedule);
-        }
-    }
-
-    /// Run `id` as last read, if nothing was written since (`changes`: the
-    /// connection's `total_changes` now).
-    pub(crate) fn run_as_read(&self, id: i64, changes: u64) -> Option<crate::core::records::Run> {
-        let c = self.inner();
-        c.run
-            .as_ref()
-            .filter(|(at, r)| *at == changes && r.id == id)
-            .map(|(_, r)| r.clone())
-    }
-
-    /// Run `id` as this connection inserted it claimed, if nothing wrote
-    /// its row since.
-    pub(crate) fn claimed_run(&self, id: i64) -> Option<crate::core::records::Run> {
-        self.inner().claimed.get(&id).cloned()
-    }
-
-    /// The claimed run kept for `id`, moved out of the cache.
-    pub(crate) fn take_claimed(&self, id: i64) -> Option<crate::core::records::Run> {
-        let mut c = self.inner();
-        if c.claimed.is_empty() {
-            return None;
-        }
-        c.claimed.remove(&id)
-    }
-
-    /// `run` as just inserted, already claimed.
-    pub(crate) fn keep_claimed(&self, run: &crate::core::records::Run) {
-        self.inner().claimed.insert(run.id, run.clone());
-    }
-
-    /// Run `id`'s row is written again (or may be): no longer as kept.
-    pub(crate) fn forget_claimed(&self, id: i64) {
-        let mut c = self.inner();
-        if !c.claimed.is_empty() {
-            c.claimed.remove(&id);
-        }
-    }
-
-    /// The backlog of `schedule` as kept: `Some(None)` when it is known to
-    /// have none, `None` when not kept.
-    pub(crate) fn backlog(&self, schedule: &str) -> Option<Option<super::Backlog>> {
-        self.inner().backlogs.get(schedule).cloned()
-    }
-
-    /// `schedule`'s backlog as the database now holds it (`None`: none).
-    pub(crate) fn keep_backlog(&self, schedule: &str, b: Option<super::Backlog>) {
-        use super::sql::stored;
-        let b = b.map(|b| super::Backlog {
-            next: stored(b.next),
-            until: stored(b.until),
-            planned_at: stored(b.planned_at),
-            ..b
-        });
-        self.inner().backlogs.insert(schedule.to_string(), b);
-    }
-
-    /// `schedule`'s backlog may have changed: read it again.
-    pub(crate) fn forget_backlog(&self, schedule: &str) {
-        self.inner().backlogs.remove(schedule);
-    }
-
-    /// `run` as just read, when the connection's `total_changes` was `changes`.
-    pub(crate) fn read_run(&self, changes: u64, run: &crate::core::records::Run) {
-        self.inner().run = Some((changes, run.clone()));
-    }
-
-    pub(crate) fn running(&self) -> Option<std::sync::Arc<super::types::RunningCounts>> {
-        self.inner().running.clone()
-    }
-
-    pub(crate) fn keep_running(
-        &self,
-        counts: super::types::RunningCounts,
-    ) -> std::sync::Arc<super::types::RunningCounts> {
-        let counts = std::sync::Arc::new(counts);
-        self.inner().running = Some(counts.clone());
-        counts
-    }
-
-    /// A run of `schedule` in `pool` started (`up`) or stopped running.
-    pub(crate) fn running_moved(
-        &self,
-        tenant: &str,
-        schedule: &str,
-        pool: crate::core::records::Pool,
-        up: bool,
-    ) {
-        let mut c = self.inner();
-        if let Some(counts) = c.running.as_mut()
-            && !std::sync::Arc::make_mut(counts).add(tenant, schedule, pool, up)
-        {
-            c.running = None;
-        }
-    }
-
-    /// Something changed running runs in a way not counted here.
-    pub(crate) fn forget_running(&self) {
-        self.inner().running = None;
-    }
-}
-
 thread_local! {
-    /// The open [`Store::batch`] of this thread: (store, its locked connection).
-    static BATCH: std::cell::Cell<Option<(*const Store, *const Db)>> =
+    /// The open [`Store::batch`] of this thread: (store, its locked
+    /// connection, the model its transaction runs with).
+    static BATCH: std::cell::Cell<Option<(*const Store, *const Db, *const Model)>> =
         const { std::cell::Cell::new(None) };
 }
 
@@ -876,11 +462,13 @@ impl<'s> Open<'s> {
 
     /// `COMMIT`; on an error the transaction is rolled back (as it is dropped).
     /// On PostgreSQL a transaction that changed rows first moves the ledger's
-    /// `write_seq` on (SQLite's `data_version`, see [`StateCache::validate`]),
-    /// and `states` learns the value it left.
-    fn commit(self, states: &StateCache) -> Result<()> {
+    /// `write_seq` on (SQLite's `data_version`, see [`Model::validate`]).
+    /// A transaction that wrote is counted in the store's `commits`, and
+    /// `model` (if it ran with one) learns both.
+    fn commit(self, store: &Store, model: Option<&Model>) -> Result<()> {
         let mut left = None;
-        if self.conn.pg().is_some() && self.conn.total_changes() != self.changes {
+        let wrote = self.conn.total_changes() != self.changes;
+        if self.conn.pg().is_some() && wrote {
             left = self.conn.opt(
                 super::exec::Sql::Text(super::pg::session::BUMP_WRITE_SEQ),
                 &[],
@@ -889,8 +477,11 @@ impl<'s> Open<'s> {
         }
         control(self.conn, COMMIT)?;
         std::mem::forget(self);
-        if let Some(v) = left {
-            states.saw(v);
+        if wrote {
+            let n = store.commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if let Some(model) = model {
+                model.saw(left, n);
+            }
         }
         Ok(())
     }
@@ -906,6 +497,17 @@ impl Drop for Open<'_> {
         if open {
             let _ = control(self.conn, ROLLBACK);
         }
+    }
+}
+
+/// A transaction made with `model` joined a batch made with another (or
+/// none): it runs with the batch's, and `model` forgets what it keeps now,
+/// not only at its next transaction (its generation moves with it).
+fn forget_if_other(model: Option<&Model>, batch: &Model) {
+    if let Some(m) = model
+        && !std::ptr::eq(m, batch)
+    {
+        m.clear();
     }
 }
 
@@ -1020,7 +622,8 @@ pub struct Tx<'a> {
     /// The connection it runs on: SQLite's or a PostgreSQL session.
     pub(crate) on: super::exec::Conn<'a>,
     pub(crate) counts: &'a RunCounts,
-    pub(crate) states: &'a StateCache,
+    /// The engine's model (or one for this transaction alone).
+    pub(crate) model: &'a Model,
 }
 
 impl fmt::Debug for Store {
@@ -1278,7 +881,7 @@ impl Store {
             conn: Mutex::new(db),
             path,
             counts: RunCounts::default(),
-            states: StateCache::default(),
+            commits: std::sync::atomic::AtomicU64::new(0),
             checkpointer: std::sync::OnceLock::new(),
             checkpoint_thread: Mutex::new(None),
             opened: None,
@@ -1352,14 +955,6 @@ impl Store {
         self.checkpointer.get().is_some()
     }
 
-    /// Changes when another connection committed (as seen when one of this
-    /// store's transactions began) or a transaction of this store rolled
-    /// back: while it stays the same, nothing was written behind this
-    /// store's back since.
-    pub(crate) fn generation(&self) -> u64 {
-        self.states.generation()
-    }
-
     /// After a commit: lets the background checkpointer look at the WAL.
     fn committed(&self) {
         if let Some(nudge) = self.checkpointer.get() {
@@ -1410,7 +1005,7 @@ impl Store {
         };
         match self.batch_conn() {
             // SAFETY: as in `write`: the batch on this thread holds the guard.
-            Some(db) => run(unsafe { &*db }),
+            Some((db, _)) => run(unsafe { &*db }),
             None => run(&self.lock()),
         }
     }
@@ -1450,17 +1045,37 @@ impl Store {
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
+        self.batch_in(None, f)
+    }
+
+    /// [`Store::batch`] with the engine's model (`None`: one of its own,
+    /// for this transaction alone).
+    pub(crate) fn batch_in<T, E: From<StoreError>>(
+        &self,
+        model: Option<&Model>,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let me: *const Store = self;
-        if BATCH.with(|b| b.get().is_some_and(|(s, _)| s == me)) {
+        if BATCH.with(|b| b.get().is_some_and(|(s, _, _)| s == me)) {
             return f(); // already inside this store's batch
         }
         let guard = self.lock();
         let open = Open::begin(self.on(&guard), true)?;
-        if let Err(e) = self.states.validate(self.on(&guard)) {
-            return Err(E::from(e));
-        }
+        let transient;
+        let m = match model {
+            Some(m) => {
+                if let Err(e) = m.validate(self.on(&guard), self.commits()) {
+                    return Err(E::from(e));
+                }
+                m
+            }
+            None => {
+                transient = Model::default();
+                &transient
+            }
+        };
         let db: *const Db = &*guard;
-        BATCH.with(|b| b.set(Some((me, db))));
+        BATCH.with(|b| b.set(Some((me, db, m))));
         // Cleared on every way out of `f`, panics included, before the guard goes.
         struct Clear;
         impl Drop for Clear {
@@ -1469,7 +1084,7 @@ impl Store {
             }
         }
         let clear = Clear;
-        let forget = ForgetOnPanic(self);
+        let forget = ForgetOnPanic(self, m);
         let mut out = f();
         drop(forget);
         drop(clear);
@@ -1477,23 +1092,23 @@ impl Store {
             && let Err(e) = self
                 .counts
                 .flush(self.on(&guard))
-                .and_then(|()| self.states.flush(self.on(&guard)))
+                .and_then(|()| m.flush(self.on(&guard)))
         {
             out = Err(E::from(self.classify(e)));
         }
         self.counts.clear();
         if out.is_err() {
-            self.states.clear();
+            m.clear();
             drop(open); // rolls back
             return out;
         }
-        match open.commit(&self.states) {
+        match open.commit(self, model) {
             Ok(()) => {
                 self.committed();
                 out
             }
             Err(e) => {
-                self.states.clear();
+                m.clear();
                 Err(E::from(if busy(&e) {
                     StoreError::Locked { waited_ms: 0 }
                 } else {
@@ -1503,10 +1118,15 @@ impl Store {
         }
     }
 
+    /// Commits on this connection that wrote.
+    fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The connection of this thread's open batch on this store, if any.
-    fn batch_conn(&self) -> Option<*const Db> {
+    fn batch_conn(&self) -> Option<(*const Db, *const Model)> {
         let me: *const Store = self;
-        BATCH.with(|b| b.get().filter(|(s, _)| *s == me).map(|(_, c)| c))
+        BATCH.with(|b| b.get().filter(|(s, _, _)| *s == me).map(|(_, c, m)| (c, m)))
     }
 
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction; commits on `Ok`, rolls back
@@ -1515,15 +1135,23 @@ impl Store {
     /// [`StoreError::Locked`]. Inside a [`Store::batch`] it joins the batch's
     /// transaction (an error fails the batch).
     pub fn write<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
-        if let Some(conn) = self.batch_conn() {
-            // SAFETY: the pointer is set by `batch` on this thread while it holds
-            // the connection's mutex guard for the whole call of its closure, and
-            // cleared before the guard is dropped; we are inside that closure.
-            let conn = unsafe { &*conn };
+        self.write_in(None, f)
+    }
+
+    /// [`Store::write`] with the engine's model (`None`: one of its own,
+    /// for this transaction alone). Inside a batch, the batch's.
+    pub(crate) fn write_in<T>(&self, model: Option<&Model>, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        if let Some((conn, m)) = self.batch_conn() {
+            // SAFETY: the pointers are set by `batch` on this thread while it
+            // holds the connection's mutex guard (and borrows the model) for
+            // the whole call of its closure, and cleared before the guard is
+            // dropped; we are inside that closure.
+            let (conn, m) = unsafe { (&*conn, &*m) };
+            forget_if_other(model, m);
             return f(&Tx {
                 on: self.on(conn),
                 counts: &self.counts,
-                states: &self.states,
+                model: m,
             })
             .map_err(|e| self.classify(e));
         }
@@ -1534,28 +1162,38 @@ impl Store {
         };
         let open = Open::begin(self.on(&conn), true)?;
         let tx: &Db = &conn;
-        self.states.validate(self.on(tx))?;
-        let forget = ForgetOnPanic(self);
+        let transient;
+        let m = match model {
+            Some(m) => {
+                m.validate(self.on(tx), self.commits())?;
+                m
+            }
+            None => {
+                transient = Model::default();
+                &transient
+            }
+        };
+        let forget = ForgetOnPanic(self, m);
         let out = f(&Tx {
             on: self.on(tx),
             counts: &self.counts,
-            states: &self.states,
+            model: m,
         })
         .and_then(|v| self.counts.flush(self.on(tx)).map(|()| v))
-        .and_then(|v| self.states.flush(self.on(tx)).map(|()| v));
+        .and_then(|v| m.flush(self.on(tx)).map(|()| v));
         drop(forget);
         self.counts.clear();
         if out.is_err() {
-            self.states.clear();
+            m.clear();
         }
         match out {
-            Ok(v) => match open.commit(&self.states) {
+            Ok(v) => match open.commit(self, model) {
                 Ok(()) => {
                     self.committed();
                     Ok(v)
                 }
                 Err(e) => {
-                    self.states.clear();
+                    m.clear();
                     Err(if busy(&e) {
                         locked(started)
                     } else {
@@ -1572,12 +1210,19 @@ impl Store {
     /// Runs `f` on one consistent read snapshot (a deferred transaction).
     /// Writes belong in [`Store::write`]; a read-only store refuses them.
     pub fn read<T>(&self, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
-        if let Some(conn) = self.batch_conn() {
-            // SAFETY: as in `write`: the batch on this thread holds the guard.
+        self.read_in(None, f)
+    }
+
+    /// [`Store::read`] with the engine's model (`None`: one of its own).
+    pub(crate) fn read_in<T>(&self, model: Option<&Model>, f: impl FnOnce(&Tx) -> Result<T>) -> Result<T> {
+        if let Some((conn, m)) = self.batch_conn() {
+            // SAFETY: as in `write_in`: the batch on this thread holds both.
+            let (conn, m) = unsafe { (&*conn, &*m) };
+            forget_if_other(model, m);
             return f(&Tx {
-                on: self.on(unsafe { &*conn }),
+                on: self.on(conn),
                 counts: &self.counts,
-                states: &self.states,
+                model: m,
             })
             .map_err(|e| self.classify(e));
         }
@@ -1585,22 +1230,32 @@ impl Store {
         let started = Instant::now();
         let open = Open::begin(self.on(&conn), false)?;
         let tx: &Db = &conn;
-        if let Err(e) = self.states.validate(self.on(tx)) {
-            return Err(if busy(&e) {
-                StoreError::Locked {
-                    waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        let transient;
+        let m = match model {
+            Some(m) => {
+                if let Err(e) = m.validate(self.on(tx), self.commits()) {
+                    return Err(if busy(&e) {
+                        StoreError::Locked {
+                            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                        }
+                    } else {
+                        e
+                    });
                 }
-            } else {
-                e
-            });
-        }
+                m
+            }
+            None => {
+                transient = Model::default();
+                &transient
+            }
+        };
         match f(&Tx {
             on: self.on(tx),
             counts: &self.counts,
-            states: &self.states,
+            model: m,
         }) {
             Ok(v) => {
-                open.commit(&self.states)?;
+                open.commit(self, model)?;
                 Ok(v)
             }
             Err(StoreError::Sqlite(e)) if is_busy(&e) => Err(StoreError::Locked {

@@ -163,11 +163,12 @@ impl Tx<'_> {
     }
 
     /// Running runs by schedule and tenant: counted in one pass over the
-    /// running runs, then kept up by this store's claims and ends for as long
-    /// as no other connection writes (see `db::StateCache`). Hold the answer
-    /// only briefly: while it is held, each claim or end copies the counts.
+    /// running runs, then kept up in the engine's model by its claims and
+    /// ends for as long as nothing else writes (see `engine::model::Model`).
+    /// Hold the answer only briefly: while it is held, each claim or end
+    /// copies the counts.
     pub fn running_by_schedule(&self) -> Result<std::sync::Arc<RunningCounts>> {
-        if let Some(kept) = self.states.running() {
+        if let Some(kept) = self.model.running() {
             return Ok(kept);
         }
         let mut counts = RunningCounts::default();
@@ -176,7 +177,7 @@ impl Tx<'_> {
             counts.add(&tenant, &schedule, pool, true);
             Ok(true)
         })?;
-        Ok(self.states.keep_running(counts))
+        Ok(self.model.keep_running(counts))
     }
 
     /// Whether a newer window than `after` exists for the schedule (catch-up `latest`).

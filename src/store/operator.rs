@@ -66,10 +66,10 @@ fn maintenance_from_row(r: &Row<'_>) -> rusqlite::Result<Maintenance> {
 
 impl Tx<'_> {
     /// The schedule's durable state; the default (closed, not paused, divisor
-    /// 1, never evaluated) if none was stored yet. Read once, then kept while no other connection writes (see
-    /// `db::StateCache`).
+    /// 1, never evaluated) if none was stored yet. Read once, then kept in the
+    /// engine's model while nothing else writes (see `engine::model::Model`).
     pub fn schedule_state(&self, schedule: &str) -> Result<ScheduleState> {
-        if let Some(st) = self.states.get(schedule) {
+        if let Some(st) = self.model.get(schedule) {
             return Ok(st);
         }
         let st = self.opt(
@@ -78,14 +78,14 @@ impl Tx<'_> {
             schedule_state_from_row,
         )?;
         let st = st.unwrap_or_else(|| ScheduleState::new(schedule));
-        self.states.put(&st);
+        self.model.put(&st);
         Ok(st)
     }
 
     /// The schedule's last success as [`Tx::schedule_state`] has it, without
     /// copying the whole state when it is kept.
     pub fn last_success(&self, schedule: &str) -> Result<Option<DateTime<Utc>>> {
-        match self.states.last_success(schedule) {
+        match self.model.last_success(schedule) {
             Some(at) => Ok(at),
             None => Ok(self.schedule_state(schedule)?.last_success),
         }
@@ -96,7 +96,7 @@ impl Tx<'_> {
     /// (a first tick of thousands), all rows in one pass.
     pub fn schedule_states(&self, schedules: &[&str]) -> Result<Vec<ScheduleState>> {
         const FEW: usize = 64;
-        let missing = schedules.iter().filter(|s| !self.states.contains(s)).count();
+        let missing = schedules.iter().filter(|s| !self.model.contains(s)).count();
         if missing > FEW {
             self.all_schedule_states()?;
         }
@@ -111,7 +111,7 @@ impl Tx<'_> {
             schedule_state_from_row,
         )?;
         for st in &all {
-            self.states.put(st);
+            self.model.put(st);
         }
         Ok(all)
     }
@@ -120,13 +120,13 @@ impl Tx<'_> {
     pub fn put_schedule_state(&self, st: &ScheduleState) -> Result<()> {
         // Only the last success moved from the state kept as stored (a run's
         // success, most of the time): that column alone.
-        if self.states.differs_in_last_success_only(st)
+        if self.model.differs_in_last_success_only(st)
             && self.exec(
                 stmt!(operator::UPDATE_LAST_SUCCESS),
                 params![st.schedule, ms_opt(st.last_success)],
             )? == 1
         {
-            self.states.put(st);
+            self.model.put(st);
             return Ok(());
         }
         let params = params![
@@ -144,15 +144,14 @@ impl Tx<'_> {
         if self.exec(stmt!(operator::UPDATE_SCHEDULE_STATE), params)? == 0 {
             self.exec(stmt!(operator::PUT_SCHEDULE_STATE), params)?;
         }
-        self.states.put(st);
+        self.model.put(st);
         Ok(())
     }
 
     /// Records that an attempt of `schedule` started at `at`.
     pub fn set_last_start(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
         self.exec(stmt!(operator::SET_LAST_START), params![schedule, Ms(at)])?;
-        self.states
-            .update(schedule, |st| st.last_start = Some(stored(at)));
+        self.model.update(schedule, |st| st.last_start = Some(stored(at)));
         Ok(())
     }
 
@@ -160,7 +159,7 @@ impl Tx<'_> {
     /// to, leaving the rest of its state alone.
     pub fn set_last_evaluated(&self, schedule: &str, at: DateTime<Utc>) -> Result<()> {
         write_last_evaluated(self.conn(), schedule, at)?;
-        self.states
+        self.model
             .update(schedule, |st| st.last_evaluated = Some(stored(at)));
         Ok(())
     }
@@ -168,7 +167,7 @@ impl Tx<'_> {
     /// A schedule first evaluated at `at` (its birth), with its cursor.
     pub fn set_born(&self, schedule: &str, cursor: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
         self.exec(stmt!(operator::SET_BORN), params![schedule, Ms(cursor), Ms(at)])?;
-        self.states
+        self.model
             .update(schedule, |st| st.last_evaluated = Some(stored(cursor)));
         Ok(())
     }

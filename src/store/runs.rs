@@ -131,7 +131,7 @@ impl Tx<'_> {
         if let Some(r) = &run {
             self.counts.moved(None, r.state);
             if r.state.is_terminal() {
-                self.states.run_finished(r);
+                self.model.run_finished(r);
             }
         }
         Ok(run)
@@ -145,16 +145,16 @@ impl Tx<'_> {
     /// The run, or `None` if there is no such id.
     pub fn try_run(&self, id: i64) -> Result<Option<Run>> {
         let changes = self.conn().total_changes();
-        if let Some(run) = self.states.run_as_read(id, changes) {
+        if let Some(run) = self.model.run_as_read(id, changes) {
             return Ok(Some(run));
         }
-        if let Some(run) = self.states.claimed_run(id) {
+        if let Some(run) = self.model.claimed_run(id) {
             self.check_kept_claimed(&run)?;
             return Ok(Some(run));
         }
         let run = self.opt(stmt!(runs::RUN_BY_ID), params![id], run_from_row)?;
         if let Some(r) = &run {
-            self.states.read_run(changes, r);
+            self.model.read_run(changes, r);
         }
         Ok(run)
     }
@@ -163,7 +163,7 @@ impl Tx<'_> {
     /// run kept as written is moved out (the write would forget it), not
     /// copied.
     pub(crate) fn take_run(&self, id: i64) -> Result<Option<Run>> {
-        let Some(run) = self.states.take_claimed(id) else {
+        let Some(run) = self.model.take_claimed(id) else {
             return self.try_run(id);
         };
         self.check_kept_claimed(&run)?;
@@ -370,11 +370,11 @@ impl Tx<'_> {
         schedule: &str,
         n: usize,
     ) -> Result<std::sync::Arc<Vec<RunMemory>>> {
-        if let Some(kept) = self.states.memory(tenant, schedule, n) {
+        if let Some(kept) = self.model.memory(tenant, schedule, n) {
             return Ok(kept);
         }
         let read = std::sync::Arc::new(self.read_execution_memory(tenant, schedule, n)?);
-        self.states.keep_memory(tenant, schedule, n, &read);
+        self.model.keep_memory(tenant, schedule, n, &read);
         Ok(read)
     }
 
@@ -445,7 +445,7 @@ impl Tx<'_> {
                 to,
             });
         }
-        self.states.forget_claimed(run_id);
+        self.model.forget_claimed(run_id);
         let clears_schedule = to == RunState::Running || to.is_terminal();
         let leaves_running = from == RunState::Running && to != RunState::Running;
         let ends =
@@ -511,17 +511,17 @@ impl Tx<'_> {
         };
         self.counts.moved(Some(from), run.state);
         if from.is_terminal() {
-            self.states.forget_memory(&run.tenant, &run.schedule);
+            self.model.forget_memory(&run.tenant, &run.schedule);
         } else if run.state.is_terminal() {
-            self.states.run_finished(&run);
+            self.model.run_finished(&run);
         }
         if leaves_running {
             match change.pool {
                 None => self
-                    .states
+                    .model
                     .running_moved(&run.tenant, &run.schedule, run.pool, false),
                 // It ran in the pool it had before: not known here.
-                Some(_) => self.states.forget_running(),
+                Some(_) => self.model.forget_running(),
             }
         }
         Ok(run)

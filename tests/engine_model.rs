@@ -1,23 +1,30 @@
-//! The store keeps the schedule states it read or wrote between transactions
-//! and trusts them only while no other connection has committed. These tests
-//! change a state behind a store's back (another store on the same file, on
-//! the same shared in-memory database as rehearsals use, or on the same
-//! PostgreSQL ledger) and roll writes back, and check that what the store
-//! answers is always what is stored.
+//! The engine's model keeps the schedule states, running counts, runs and
+//! execution memory its transactions read or wrote, and trusts them only
+//! while nothing else has written the ledger. These tests change them behind
+//! its back (another store on the same file, on the same shared in-memory
+//! database as rehearsals use, or on the same PostgreSQL ledger; a write on
+//! the same store without the model) and roll writes back, and check that
+//! what a transaction with the model answers is always what is stored.
 
 #[path = "store_support.rs"]
 mod support;
 
+use agentcron::engine::model::EngineStore;
 use agentcron::store::*;
 use chrono::Duration;
 use std::path::Path;
 use support::*;
 
-fn paused(store: &Store, schedule: &str) -> bool {
+/// `store` with a model of its own, as the engine runs it.
+fn modelled(store: Store) -> EngineStore {
+    EngineStore::new(std::sync::Arc::new(store))
+}
+
+fn paused(store: &EngineStore, schedule: &str) -> bool {
     store.read(|tx| tx.schedule_state(schedule)).unwrap().paused
 }
 
-fn pause(store: &Store, schedule: &str, on: bool) {
+fn pause(store: &EngineStore, schedule: &str, on: bool) {
     store
         .write(|tx| {
             let mut st = tx.schedule_state(schedule)?;
@@ -28,7 +35,7 @@ fn pause(store: &Store, schedule: &str, on: bool) {
         .unwrap();
 }
 
-fn two_stores_see_each_others_writes(a: &Store, b: &Store) {
+fn two_stores_see_each_others_writes(a: &EngineStore, b: &EngineStore) {
     // A reads (and keeps) the state; B changes it; A must see B's change in
     // its next read, its next write and its next batch.
     assert!(!paused(a, "s"));
@@ -61,8 +68,8 @@ fn two_stores_see_each_others_writes(a: &Store, b: &Store) {
 #[test]
 fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
-    let b = Store::open(&path).unwrap();
+    let a = modelled(Store::open(&path).unwrap());
+    let b = modelled(Store::open(&path).unwrap());
     two_stores_see_each_others_writes(&a, &b);
 }
 
@@ -70,25 +77,64 @@ fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_state_changed_by_another_store_on_postgresql_is_read_fresh() {
     if let Some(url) =
-        pg_database("store_state_cache::a_state_changed_by_another_store_on_postgresql_is_read_fresh")
+        pg_database("engine_model::a_state_changed_by_another_store_on_postgresql_is_read_fresh")
     {
         let url = Path::new(&url);
-        two_stores_see_each_others_writes(&Store::open(url).unwrap(), &Store::open(url).unwrap());
+        two_stores_see_each_others_writes(
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
+        );
     }
 }
 
 #[test]
 fn a_state_changed_by_another_store_on_a_shared_memory_database_is_read_fresh() {
     let path = agentcron::rehearsal::driver::memory_database("state-cache-shared");
-    let a = Store::open(Path::new(&path)).unwrap();
-    let b = Store::open(Path::new(&path)).unwrap();
+    let a = modelled(Store::open(Path::new(&path)).unwrap());
+    let b = modelled(Store::open(Path::new(&path)).unwrap());
     two_stores_see_each_others_writes(&a, &b);
+}
+
+/// Writes on the model's own connection that the model did not make (a
+/// rehearsal's operator step or an alert's event on the engine's store, or a
+/// second model on it) do not move SQLite's `data_version`, which only
+/// counts other connections' commits: the model must see them all the same.
+#[test]
+fn a_write_on_the_same_store_without_this_model_is_read_fresh() {
+    let (_dir, path) = temp_db();
+    let store = std::sync::Arc::new(Store::open(&path).unwrap());
+    let a = EngineStore::new(store.clone());
+    assert!(!paused(&a, "s"));
+    store
+        .write(|tx| {
+            let mut st = tx.schedule_state("s")?;
+            st.paused = true;
+            tx.put_schedule_state(&st)
+        })
+        .unwrap();
+    assert!(paused(&a, "s"), "a read after a write without a model");
+    let b = EngineStore::new(store.clone());
+    pause(&b, "s", false);
+    assert!(!paused(&a, "s"), "a read after another model's write");
+    store
+        .batch(|| {
+            store.write(|tx| {
+                let mut st = tx.schedule_state("s")?;
+                st.paused = true;
+                tx.put_schedule_state(&st)
+            })
+        })
+        .unwrap();
+    let in_batch = a
+        .batch(|| a.read(|tx| Ok(tx.schedule_state("s")?.paused)))
+        .unwrap();
+    assert!(in_batch, "a batch after a batch without a model");
 }
 
 #[test]
 fn a_write_that_rolls_back_leaves_nothing_behind_in_the_kept_state() {
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
+    let a = modelled(Store::open(&path).unwrap());
     assert!(!paused(&a, "s"));
     let failed: Result<()> = a.write(|tx| {
         let mut st = tx.schedule_state("s")?;
@@ -121,7 +167,7 @@ fn a_kept_state_is_what_the_database_holds() {
     // not keep more, and partial writes (last start, last evaluated) must
     // reach it.
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
+    let a = modelled(Store::open(&path).unwrap());
     let odd = t0() + Duration::microseconds(1_234_567);
     a.write(|tx| {
         let mut st = tx.schedule_state("s")?;
@@ -134,7 +180,7 @@ fn a_kept_state_is_what_the_database_holds() {
     })
     .unwrap();
     let kept = a.read(|tx| tx.schedule_state("s")).unwrap();
-    let fresh = Store::open(&path).unwrap();
+    let fresh = modelled(Store::open(&path).unwrap());
     let stored = fresh.read(|tx| tx.schedule_state("s")).unwrap();
     assert_eq!(kept, stored);
     assert_eq!(stored.last_start, Some(t0() + Duration::milliseconds(61_234)));
@@ -150,7 +196,7 @@ fn a_kept_state_is_what_the_database_holds() {
 #[test]
 fn a_state_whose_last_success_alone_moved_is_stored_as_kept() {
     let (_dir, path) = temp_db();
-    let a = Store::open(&path).unwrap();
+    let a = modelled(Store::open(&path).unwrap());
     let odd = t0() + Duration::microseconds(7_654_321);
     let stored = |schedule: &str| {
         Store::open(&path)
@@ -193,7 +239,7 @@ fn a_state_whose_last_success_alone_moved_is_stored_as_kept() {
 }
 
 /// The running counts as a fresh count over the running runs gives them.
-fn counted(store: &Store) -> RunningCounts {
+fn counted(store: &EngineStore) -> RunningCounts {
     store
         .read(|tx| {
             let mut c = RunningCounts::default();
@@ -205,7 +251,7 @@ fn counted(store: &Store) -> RunningCounts {
         .unwrap()
 }
 
-fn kept(store: &Store) -> RunningCounts {
+fn kept(store: &EngineStore) -> RunningCounts {
     (*store.read(|tx| tx.running_by_schedule()).unwrap()).clone()
 }
 
@@ -213,8 +259,8 @@ fn kept(store: &Store) -> RunningCounts {
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
     let (_dir, path) = temp_db();
     kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
-        &Store::open(&path).unwrap(),
-        &Store::open(&path).unwrap(),
+        &modelled(Store::open(&path).unwrap()),
+        &modelled(Store::open(&path).unwrap()),
     );
 }
 
@@ -222,17 +268,17 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on_postgres() {
     if let Some(url) =
-        pg_database("store_state_cache::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores")
+        pg_database("engine_model::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores")
     {
         let url = Path::new(&url);
         kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
-            &Store::open(url).unwrap(),
-            &Store::open(url).unwrap(),
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
         );
     }
 }
 
-fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Store, b: &Store) {
+fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &EngineStore, b: &EngineStore) {
     use RunState::*;
     // Counted once (nothing runs), then kept up by claims in both pools.
     assert_eq!(kept(a), RunningCounts::default());
@@ -283,26 +329,26 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Stor
 fn a_run_read_again_is_what_the_database_holds() {
     let (_dir, path) = temp_db();
     a_run_read_again_is_what_the_database_holds_on(
-        &Store::open(&path).unwrap(),
-        &Store::open(&path).unwrap(),
+        &modelled(Store::open(&path).unwrap()),
+        &modelled(Store::open(&path).unwrap()),
     );
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_run_read_again_is_what_the_database_holds_on_postgres() {
-    if let Some(url) = pg_database("store_state_cache::a_run_read_again_is_what_the_database_holds") {
+    if let Some(url) = pg_database("engine_model::a_run_read_again_is_what_the_database_holds") {
         let url = Path::new(&url);
         a_run_read_again_is_what_the_database_holds_on(
-            &Store::open(url).unwrap(),
-            &Store::open(url).unwrap(),
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
         );
     }
 }
 
-fn a_run_read_again_is_what_the_database_holds_on(a: &Store, b: &Store) {
+fn a_run_read_again_is_what_the_database_holds_on(a: &EngineStore, b: &EngineStore) {
     use RunState::*;
-    let state = |s: &Store, id: i64| s.read(|tx| tx.run(id)).unwrap().state;
+    let state = |s: &EngineStore, id: i64| s.read(|tx| tx.run(id)).unwrap().state;
     let run = a.write(|tx| Ok(insert(tx, "s", "1", t0()))).unwrap();
     assert_eq!(state(a, run.id), Pending);
     // Another store claims it: A's next read sees it running.
@@ -369,29 +415,29 @@ fn kept_execution_memory_is_what_the_database_holds() {
     let (_dir, path) = temp_db();
     kept_execution_memory_is_what_the_database_holds_on(
         &path,
-        &Store::open(&path).unwrap(),
-        &Store::open(&path).unwrap(),
+        &modelled(Store::open(&path).unwrap()),
+        &modelled(Store::open(&path).unwrap()),
     );
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_execution_memory_is_what_the_database_holds_on_postgres() {
-    if let Some(url) = pg_database("store_state_cache::kept_execution_memory_is_what_the_database_holds") {
+    if let Some(url) = pg_database("engine_model::kept_execution_memory_is_what_the_database_holds") {
         let url = Path::new(&url);
         kept_execution_memory_is_what_the_database_holds_on(
             url,
-            &Store::open(url).unwrap(),
-            &Store::open(url).unwrap(),
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
         );
     }
 }
 
-fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &Store, b: &Store) {
+fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &EngineStore, b: &EngineStore) {
     use RunState::*;
-    let memory = |s: &Store| s.read(|tx| tx.execution_memory("acme", "s", 3)).unwrap();
+    let memory = |s: &EngineStore| s.read(|tx| tx.execution_memory("acme", "s", 3)).unwrap();
     // What a store that never read it finds: the query itself.
-    let stored = || memory(&Store::open(path).unwrap());
+    let stored = || memory(&modelled(Store::open(path).unwrap()));
     let same = |step: &str| {
         let (kept, fresh) = (memory(a), stored());
         assert_eq!(kept, fresh, "{step}");
