@@ -16,13 +16,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// another process, a CLI verb, another store on a shared in-memory
 /// database — commits; PostgreSQL: the ledger's `write_seq`) and the store
 /// whether any transaction but this model's own wrote on the same
-/// connection, and forgets them all if either did. A transaction that rolls back
-/// forgets them too. So the engine's claims and
-/// ends read a schedule's state once, not at every run, and the running
-/// counts are counted once and then kept up by claims and ends, not counted
-/// again at every end (after an outage, 1,000 runs ending one after another
-/// each counted the others); the writes still go to the database
-/// (write-through).
+/// connection, and forgets them all if either did. A transaction that rolls
+/// back forgets them too. So the engine's claims and ends read a schedule's
+/// state once, not at every run, and the running counts are counted once
+/// and then kept up by claims and ends, not counted again at every end
+/// (after an outage, 1,000 runs ending one after another each counted the
+/// others); the writes still go to the database (write-through).
 #[derive(Default)]
 pub(crate) struct Model(Mutex<Kept>);
 

@@ -108,7 +108,20 @@ fn open_source(from: &Path) -> Result<rusqlite::Connection, CopyError> {
 /// yet. Returns the rows copied per table.
 pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
     let src = open_source(from)?;
-    let mut client = to.client().await?;
+    let from = from.to_path_buf();
+    let shown = to.shown().to_string();
+    to.session()
+        .with_client(move |c| Box::pin(async move { copy_into(&src, &from, c.client, &shown).await }))
+        .await
+}
+
+/// [`copy`] on the target's connection.
+async fn copy_into(
+    src: &rusqlite::Connection,
+    from: &Path,
+    client: &mut tokio_postgres::Client,
+    shown: &str,
+) -> Result<Counts, CopyError> {
     let tx = client.transaction().await.map_err(PgError::from)?;
     // Nobody else writes while the copy checks and fills the tables.
     tx.batch_execute(&format!("LOCK TABLE {} IN EXCLUSIVE MODE", TABLES.join(", ")))
@@ -122,7 +135,7 @@ pub async fn copy(from: &Path, to: &PgStore) -> Result<Counts, CopyError> {
             .get(0);
         if n > 0 {
             return Err(CopyError::NotEmpty {
-                shown: to.shown().to_string(),
+                shown: shown.to_string(),
                 what: format!("{n} row(s) in {t}"),
             });
         }

@@ -29,11 +29,9 @@ pub(crate) mod sql;
 pub use schema::PG_SCHEMA_VERSION;
 
 use crate::store::types::{Pool, RunState};
-use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
-use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
 
 /// Errors from the PostgreSQL ledger, named plainly for operators. A URL is
@@ -311,11 +309,13 @@ pub struct LapsedLease {
     pub expires_ms: i64,
 }
 
-/// The PostgreSQL ledger: a pool of connections to one database whose schema
-/// is current.
+/// The PostgreSQL ledger's set-based claim protocol, on one connection to
+/// one database whose schema is current: the same session (thread, client,
+/// reconnects, error mapping) a [`crate::store::Store`] on PostgreSQL runs
+/// on, driven asynchronously.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: deadpool_postgres::Pool,
+    session: std::sync::Arc<session::PgSession>,
     shown: String,
 }
 
@@ -340,25 +340,19 @@ impl PgStore {
     /// Connects to `url` (password from the URL, `PGPASSWORD` or
     /// `password_file`) and migrates its schema (see [`schema`]).
     pub async fn connect(url: &str, password_file: Option<&Path>) -> Result<PgStore> {
-        let (cfg, shown, tls) = config(url, password_file)?;
-        let manager_config = ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        };
-        let manager = match tls {
-            Tls::None => Manager::from_config(cfg, NoTls, manager_config),
-            Tls::Rustls(tls) => Manager::from_config(cfg, tls, manager_config),
-        };
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(8)
-            .build()
-            .map_err(|e| PgError::Connect {
-                shown: shown.clone(),
-                message: e.to_string(),
-            })?;
-        let store = PgStore { pool, shown };
-        let mut client = store.client().await?;
-        schema::migrate(&mut client, &store.shown).await?;
-        Ok(store)
+        let (_, shown, _) = config(url, password_file)?;
+        let (url, file) = (url.to_string(), password_file.map(Path::to_path_buf));
+        let session =
+            tokio::task::spawn_blocking(move || session::PgSession::connect(&url, file.as_deref(), true))
+                .await
+                .map_err(|e| PgError::Connect {
+                    shown: shown.clone(),
+                    message: e.to_string(),
+                })??;
+        Ok(PgStore {
+            session: std::sync::Arc::new(session),
+            shown,
+        })
     }
 
     /// The database as shown to operators (no password).
@@ -366,76 +360,90 @@ impl PgStore {
         &self.shown
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object> {
-        self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => PgError::Connect {
-                shown: self.shown.clone(),
-                message: with_causes(&e),
-            },
-            other => PgError::Connect {
-                shown: self.shown.clone(),
-                message: other.to_string(),
-            },
-        })
+    /// The session this store runs on (`db copy` streams through it).
+    pub(crate) fn session(&self) -> &session::PgSession {
+        &self.session
     }
 
     /// The schema version the database is at.
     pub async fn schema_version(&self) -> Result<i64> {
-        let c = self.client().await?;
-        Ok(c.query_one(
-            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
-            &[],
-        )
-        .await?
-        .get(0))
+        self.session
+            .with_client(|c| {
+                Box::pin(async move {
+                    Ok(c.client
+                        .query_one(
+                            "SELECT value FROM agentcron_meta WHERE key = 'schema_version'",
+                            &[],
+                        )
+                        .await?
+                        .get(0))
+                })
+            })
+            .await
     }
 
-    /// Whether this store's connections are encrypted (TLS).
+    /// Whether this store's connection is encrypted (TLS).
     pub async fn encrypted(&self) -> Result<bool> {
-        let c = self.client().await?;
-        Ok(
-            c.query_opt("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
-                .await?
-                .is_some_and(|r| r.get::<_, bool>(0)),
-        )
+        self.session
+            .with_client(|c| {
+                Box::pin(async move {
+                    Ok(c.client
+                        .query_opt("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+                        .await?
+                        .is_some_and(|r| r.get::<_, bool>(0)))
+                })
+            })
+            .await
     }
 
     /// The database's clock, epoch ms.
     pub async fn now_ms(&self) -> Result<i64> {
-        let c = self.client().await?;
-        Ok(c.query_one("SELECT agentcron_now_ms()", &[]).await?.get(0))
+        self.session
+            .with_client(|c| {
+                Box::pin(
+                    async move { Ok(c.client.query_one("SELECT agentcron_now_ms()", &[]).await?.get(0)) },
+                )
+            })
+            .await
     }
 
     /// Opens `w` pending, unless any scheduler opened its window already:
     /// `Some(run id)` only for the one call that inserted it.
     pub async fn open_window(&self, w: &NewWindow) -> Result<Option<i64>> {
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
-                 pool, next_check_at, created_at, updated_at, schedule_version) \
-                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, agentcron_now_ms(), agentcron_now_ms(), \
-                 (SELECT version FROM schedule_current WHERE schedule = $2)) \
-                 ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING id",
-            )
-            .await?;
-        let row = c
-            .query_opt(
-                &stmt,
-                &[
-                    &w.tenant,
-                    &w.schedule,
-                    &w.window_key,
-                    &w.window_start,
-                    &w.window_end,
-                    &w.due_at,
-                    &w.reason,
-                    &w.pool.as_str(),
-                    &w.next_check_at,
-                ],
-            )
-            .await?;
-        Ok(row.map(|r| r.get(0)))
+        let w = w.clone();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                             pool, next_check_at, created_at, updated_at, schedule_version) \
+                             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, agentcron_now_ms(), agentcron_now_ms(), \
+                             (SELECT version FROM schedule_current WHERE schedule = $2)) \
+                             ON CONFLICT (tenant, schedule, window_key) DO NOTHING RETURNING id",
+                        )
+                        .await?;
+                    let row = c
+                        .client
+                        .query_opt(
+                            &stmt,
+                            &[
+                                &w.tenant,
+                                &w.schedule,
+                                &w.window_key,
+                                &w.window_start,
+                                &w.window_end,
+                                &w.due_at,
+                                &w.reason,
+                                &w.pool.as_str(),
+                                &w.next_check_at,
+                            ],
+                        )
+                        .await?;
+                    Ok(row.map(|r| r.get(0)))
+                })
+            })
+            .await
     }
 
     /// Opens each of `windows` that no scheduler opened yet, already claimed
@@ -456,56 +464,71 @@ impl PgStore {
             return Ok(vec![]);
         }
         let asked = Instant::now();
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
-                 pool, attempts, fencing_token, lease_owner, lease_expires, created_at, updated_at, schedule_version) \
-                 SELECT w.tenant, w.schedule, w.window_key, w.window_start, w.window_end, w.due_at, 'running', \
-                 w.reason, w.pool, 1, agentcron_next_fence(), $9, agentcron_now_ms() + $10, agentcron_now_ms(), \
-                 agentcron_now_ms(), (SELECT version FROM schedule_current sc WHERE sc.schedule = w.schedule) \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
-                 $7::text[], $8::text[]) AS w(tenant, schedule, window_key, window_start, window_end, due_at, \
-                 reason, pool) \
-                 ON CONFLICT (tenant, schedule, window_key) DO NOTHING \
-                 RETURNING id, tenant, schedule, window_key, fencing_token, lease_expires",
-            )
-            .await?;
         let col = |f: fn(&NewWindow) -> String| windows.iter().map(f).collect::<Vec<String>>();
         let num = |f: fn(&NewWindow) -> i64| windows.iter().map(f).collect::<Vec<i64>>();
-        let rows = c
-            .query(
-                &stmt,
-                &[
-                    &col(|w| w.tenant.clone()),
-                    &col(|w| w.schedule.clone()),
-                    &col(|w| w.window_key.clone()),
-                    &num(|w| w.window_start),
-                    &num(|w| w.window_end),
-                    &num(|w| w.due_at),
-                    &col(|w| w.reason.clone()),
-                    &col(|w| w.pool.as_str().to_string()),
-                    &owner,
-                    &millis(lease),
-                ],
-            )
-            .await?;
-        let trust_until = asked + lease - trust_margin(lease);
-        Ok(rows
-            .iter()
-            .map(|r| OpenedClaimed {
-                tenant: r.get(1),
-                schedule: r.get(2),
-                window_key: r.get(3),
-                lease: Lease {
-                    run_id: r.get(0),
-                    fence: r.get(4),
-                    owner: owner.to_string(),
-                    expires_ms: r.get(5),
-                    trust_until,
-                },
+        let (tenants, schedules, keys, reasons, pools) = (
+            col(|w| w.tenant.clone()),
+            col(|w| w.schedule.clone()),
+            col(|w| w.window_key.clone()),
+            col(|w| w.reason.clone()),
+            col(|w| w.pool.as_str().to_string()),
+        );
+        let (starts, ends, dues) = (num(|w| w.window_start), num(|w| w.window_end), num(|w| w.due_at));
+        let owner = owner.to_string();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "INSERT INTO runs (tenant, schedule, window_key, window_start, window_end, due_at, state, reason, \
+                             pool, attempts, fencing_token, lease_owner, lease_expires, created_at, updated_at, schedule_version) \
+                             SELECT w.tenant, w.schedule, w.window_key, w.window_start, w.window_end, w.due_at, 'running', \
+                             w.reason, w.pool, 1, agentcron_next_fence(), $9, agentcron_now_ms() + $10, agentcron_now_ms(), \
+                             agentcron_now_ms(), (SELECT version FROM schedule_current sc WHERE sc.schedule = w.schedule) \
+                             FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
+                             $7::text[], $8::text[]) AS w(tenant, schedule, window_key, window_start, window_end, due_at, \
+                             reason, pool) \
+                             ON CONFLICT (tenant, schedule, window_key) DO NOTHING \
+                             RETURNING id, tenant, schedule, window_key, fencing_token, lease_expires",
+                        )
+                        .await?;
+                    let rows = c
+                        .client
+                        .query(
+                            &stmt,
+                            &[
+                                &tenants,
+                                &schedules,
+                                &keys,
+                                &starts,
+                                &ends,
+                                &dues,
+                                &reasons,
+                                &pools,
+                                &owner,
+                                &millis(lease),
+                            ],
+                        )
+                        .await?;
+                    let trust_until = asked + lease - trust_margin(lease);
+                    Ok(rows
+                        .iter()
+                        .map(|r| OpenedClaimed {
+                            tenant: r.get(1),
+                            schedule: r.get(2),
+                            window_key: r.get(3),
+                            lease: Lease {
+                                run_id: r.get(0),
+                                fence: r.get(4),
+                                owner: owner.clone(),
+                                expires_ms: r.get(5),
+                                trust_until,
+                            },
+                        })
+                        .collect())
+                })
             })
-            .collect())
+            .await
     }
 
     /// Ends the attempts under `ended` (each lease and its run's new state)
@@ -519,36 +542,42 @@ impl PgStore {
         if ended.is_empty() {
             return Ok(vec![]);
         }
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "UPDATE runs r SET state = e.state, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
-                 updated_at = agentcron_now_ms() \
-                 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS e(id, fence, owner, state) \
-                 WHERE r.id = e.id AND r.fencing_token = e.fence AND r.lease_owner = e.owner \
-                 AND r.state = 'running' RETURNING r.id",
-            )
-            .await?;
-        let ids: Vec<i64> = ended.iter().map(|(l, _)| l.run_id).collect();
-        let fences: Vec<i64> = ended.iter().map(|(l, _)| l.fence).collect();
-        let owners: Vec<&str> = ended.iter().map(|(l, _)| l.owner.as_str()).collect();
-        let states: Vec<&str> = ended.iter().map(|(_, to)| to.as_str()).collect();
-        let done: std::collections::HashSet<i64> = c
-            .query(&stmt, &[&ids, &fences, &owners, &states, &why])
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let mut refused = vec![];
-        for (lease, _) in ended {
-            if !done.contains(&lease.run_id) {
-                refused.push((
-                    lease.run_id,
-                    self.why(&c, lease.run_id, Expect::Owned(lease)).await?,
-                ));
-            }
-        }
-        Ok(refused)
+        let leases: Vec<Lease> = ended.iter().map(|(l, _)| (*l).clone()).collect();
+        let states: Vec<&'static str> = ended.iter().map(|(_, to)| to.as_str()).collect();
+        let reason = why.to_string();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "UPDATE runs r SET state = e.state, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
+                             updated_at = agentcron_now_ms() \
+                             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS e(id, fence, owner, state) \
+                             WHERE r.id = e.id AND r.fencing_token = e.fence AND r.lease_owner = e.owner \
+                             AND r.state = 'running' RETURNING r.id",
+                        )
+                        .await?;
+                    let ids: Vec<i64> = leases.iter().map(|l| l.run_id).collect();
+                    let fences: Vec<i64> = leases.iter().map(|l| l.fence).collect();
+                    let owners: Vec<&str> = leases.iter().map(|l| l.owner.as_str()).collect();
+                    let done: std::collections::HashSet<i64> = c
+                        .client
+                        .query(&stmt, &[&ids, &fences, &owners, &states, &reason])
+                        .await?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    let mut refused = vec![];
+                    for lease in leases {
+                        if !done.contains(&lease.run_id) {
+                            let run = lease.run_id;
+                            refused.push((run, refusal(c.client, run, Expect::Owned(lease)).await?));
+                        }
+                    }
+                    Ok(refused)
+                })
+            })
+            .await
     }
 
     /// Claims run `run` for `owner` for `lease` if it is in one of
@@ -563,32 +592,39 @@ impl PgStore {
         lease: Duration,
     ) -> Result<std::result::Result<Lease, Refused>> {
         let asked = Instant::now();
-        let c = self.client().await?;
-        let states: Vec<&str> = expected.iter().map(|s| s.as_str()).collect();
-        let stmt = c
-            .prepare_cached(
-                "UPDATE runs SET state = 'running', fencing_token = agentcron_next_fence(), \
-                 attempts = attempts + 1, lease_owner = $3, lease_expires = agentcron_now_ms() + $4, \
-                 next_check_at = NULL, hold = NULL, updated_at = agentcron_now_ms() \
-                 WHERE id = $1 AND state = ANY($2) RETURNING fencing_token, lease_expires",
-            )
-            .await?;
-        let row = c
-            .query_opt(&stmt, &[&run, &states, &owner, &millis(lease)])
-            .await?;
-        match row {
-            Some(r) => Ok(Ok(Lease {
-                run_id: run,
-                fence: r.get(0),
-                owner: owner.to_string(),
-                expires_ms: r.get(1),
-                trust_until: asked + lease - trust_margin(lease),
-            })),
-            None => {
-                let expected = states.join(" or ");
-                Ok(Err(self.why(&c, run, Expect::State(expected)).await?))
-            }
-        }
+        let states: Vec<&'static str> = expected.iter().map(|s| s.as_str()).collect();
+        let owner = owner.to_string();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "UPDATE runs SET state = 'running', fencing_token = agentcron_next_fence(), \
+                             attempts = attempts + 1, lease_owner = $3, lease_expires = agentcron_now_ms() + $4, \
+                             next_check_at = NULL, hold = NULL, updated_at = agentcron_now_ms() \
+                             WHERE id = $1 AND state = ANY($2) RETURNING fencing_token, lease_expires",
+                        )
+                        .await?;
+                    let row = c
+                        .client
+                        .query_opt(&stmt, &[&run, &states, &owner, &millis(lease)])
+                        .await?;
+                    match row {
+                        Some(r) => Ok(Ok(Lease {
+                            run_id: run,
+                            fence: r.get(0),
+                            owner,
+                            expires_ms: r.get(1),
+                            trust_until: asked + lease - trust_margin(lease),
+                        })),
+                        None => {
+                            let expected = states.join(" or ");
+                            Ok(Err(refusal(c.client, run, Expect::State(expected)).await?))
+                        }
+                    }
+                })
+            })
+            .await
     }
 
     /// Extends `lease` by `by` from now (database clock), only if the run is
@@ -596,25 +632,35 @@ impl PgStore {
     /// expired: a lapsed lease is never revived, even if no one took it yet.
     pub async fn renew(&self, lease: &Lease, by: Duration) -> Result<std::result::Result<Lease, Refused>> {
         let asked = Instant::now();
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "UPDATE runs SET lease_expires = agentcron_now_ms() + $4, updated_at = agentcron_now_ms() \
-                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
-                 AND lease_expires > agentcron_now_ms() RETURNING lease_expires",
-            )
-            .await?;
-        let row = c
-            .query_opt(&stmt, &[&lease.run_id, &lease.fence, &lease.owner, &millis(by)])
-            .await?;
-        match row {
-            Some(r) => Ok(Ok(Lease {
-                expires_ms: r.get(0),
-                trust_until: asked + by - trust_margin(by),
-                ..lease.clone()
-            })),
-            None => Ok(Err(self.why(&c, lease.run_id, Expect::Lease(lease)).await?)),
-        }
+        let lease = lease.clone();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "UPDATE runs SET lease_expires = agentcron_now_ms() + $4, updated_at = agentcron_now_ms() \
+                             WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
+                             AND lease_expires > agentcron_now_ms() RETURNING lease_expires",
+                        )
+                        .await?;
+                    let row = c
+                        .client
+                        .query_opt(&stmt, &[&lease.run_id, &lease.fence, &lease.owner, &millis(by)])
+                        .await?;
+                    match row {
+                        Some(r) => Ok(Ok(Lease {
+                            expires_ms: r.get(0),
+                            trust_until: asked + by - trust_margin(by),
+                            ..lease
+                        })),
+                        None => {
+                            let run = lease.run_id;
+                            Ok(Err(refusal(c.client, run, Expect::Lease(lease)).await?))
+                        }
+                    }
+                })
+            })
+            .await
     }
 
     /// Ends the attempt under `lease`: the run becomes `to` (an attempt's
@@ -629,47 +675,61 @@ impl PgStore {
         why: &str,
     ) -> Result<std::result::Result<(), Refused>> {
         leaves_running(lease.run_id, to)?;
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "UPDATE runs SET state = $4, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
-                 updated_at = agentcron_now_ms() \
-                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running'",
-            )
-            .await?;
-        let n = c
-            .execute(
-                &stmt,
-                &[&lease.run_id, &lease.fence, &lease.owner, &to.as_str(), &why],
-            )
-            .await?;
-        if n == 1 {
-            return Ok(Ok(()));
-        }
-        Ok(Err(self.why(&c, lease.run_id, Expect::Owned(lease)).await?))
+        let lease = lease.clone();
+        let why = why.to_string();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "UPDATE runs SET state = $4, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
+                             updated_at = agentcron_now_ms() \
+                             WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running'",
+                        )
+                        .await?;
+                    let n = c
+                        .client
+                        .execute(
+                            &stmt,
+                            &[&lease.run_id, &lease.fence, &lease.owner, &to.as_str(), &why],
+                        )
+                        .await?;
+                    if n == 1 {
+                        return Ok(Ok(()));
+                    }
+                    let run = lease.run_id;
+                    Ok(Err(refusal(c.client, run, Expect::Owned(lease)).await?))
+                })
+            })
+            .await
     }
 
     /// The running runs whose lease the database clock says lapsed more than
     /// `grace` ago, oldest first, at most `limit`.
     pub async fn lapsed_leases(&self, grace: Duration, limit: i64) -> Result<Vec<LapsedLease>> {
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "SELECT id, fencing_token, lease_owner, lease_expires FROM runs \
-                 WHERE state = 'running' AND lease_expires < agentcron_now_ms() - $1 \
-                 ORDER BY lease_expires, id LIMIT $2",
-            )
-            .await?;
-        let rows = c.query(&stmt, &[&millis(grace), &limit]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| LapsedLease {
-                run_id: r.get(0),
-                fence: r.get(1),
-                owner: r.get::<_, Option<String>>(2).unwrap_or_default(),
-                expires_ms: r.get(3),
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "SELECT id, fencing_token, lease_owner, lease_expires FROM runs \
+                             WHERE state = 'running' AND lease_expires < agentcron_now_ms() - $1 \
+                             ORDER BY lease_expires, id LIMIT $2",
+                        )
+                        .await?;
+                    let rows = c.client.query(&stmt, &[&millis(grace), &limit]).await?;
+                    Ok(rows
+                        .iter()
+                        .map(|r| LapsedLease {
+                            run_id: r.get(0),
+                            fence: r.get(1),
+                            owner: r.get::<_, Option<String>>(2).unwrap_or_default(),
+                            expires_ms: r.get(3),
+                        })
+                        .collect())
+                })
             })
-            .collect())
+            .await
     }
 
     /// Takes over a lapsed lease as read: the run becomes `to` only if it is
@@ -684,95 +744,104 @@ impl PgStore {
         why: &str,
     ) -> Result<std::result::Result<(), Refused>> {
         leaves_running(lapsed.run_id, to)?;
-        let c = self.client().await?;
-        let stmt = c
-            .prepare_cached(
-                "UPDATE runs SET state = $5, state_reason = $6, lease_owner = NULL, lease_expires = NULL, \
-                 updated_at = agentcron_now_ms() \
-                 WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
-                 AND lease_expires = $4 AND lease_expires < agentcron_now_ms() - $7",
-            )
-            .await?;
-        let n = c
-            .execute(
-                &stmt,
-                &[
-                    &lapsed.run_id,
-                    &lapsed.fence,
-                    &lapsed.owner,
-                    &lapsed.expires_ms,
-                    &to.as_str(),
-                    &why,
-                    &millis(grace),
-                ],
-            )
-            .await?;
-        if n == 1 {
-            return Ok(Ok(()));
-        }
-        Ok(Err(self.why(&c, lapsed.run_id, Expect::Lapsed(lapsed)).await?))
+        let lapsed = lapsed.clone();
+        let why = why.to_string();
+        self.session
+            .with_client(move |mut c| {
+                Box::pin(async move {
+                    let stmt = c
+                        .prepare_cached(
+                            "UPDATE runs SET state = $5, state_reason = $6, lease_owner = NULL, lease_expires = NULL, \
+                             updated_at = agentcron_now_ms() \
+                             WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
+                             AND lease_expires = $4 AND lease_expires < agentcron_now_ms() - $7",
+                        )
+                        .await?;
+                    let n = c
+                        .client
+                        .execute(
+                            &stmt,
+                            &[
+                                &lapsed.run_id,
+                                &lapsed.fence,
+                                &lapsed.owner,
+                                &lapsed.expires_ms,
+                                &to.as_str(),
+                                &why,
+                                &millis(grace),
+                            ],
+                        )
+                        .await?;
+                    if n == 1 {
+                        return Ok(Ok(()));
+                    }
+                    let run = lapsed.run_id;
+                    Ok(Err(refusal(c.client, run, Expect::Lapsed(lapsed)).await?))
+                })
+            })
+            .await
     }
+}
 
-    /// Why a guarded write changed nothing, from the row as it is now.
-    async fn why(&self, c: &deadpool_postgres::Object, run: i64, expect: Expect<'_>) -> Result<Refused> {
-        let row = c
-            .query_opt(
-                "SELECT state, fencing_token, lease_owner, lease_expires, agentcron_now_ms() FROM runs WHERE id = $1",
-                &[&run],
-            )
-            .await?;
-        let Some(row) = row else {
-            return Ok(Refused::NoRun(run));
-        };
-        let state: String = row.get(0);
-        let actual = RunState::parse(&state).unwrap_or(RunState::Failed);
-        let (fence, owner, expires, now): (i64, Option<String>, Option<i64>, i64) =
-            (row.get(1), row.get(2), row.get(3), row.get(4));
-        let owner = owner.unwrap_or_default();
-        let (want_fence, want_owner) = match &expect {
-            Expect::State(expected) => {
-                return Ok(Refused::State {
-                    run,
-                    expected: expected.clone(),
-                    actual,
-                });
-            }
-            Expect::Lease(l) | Expect::Owned(l) => (l.fence, l.owner.as_str()),
-            Expect::Lapsed(l) => (l.fence, l.owner.as_str()),
-        };
-        if actual != RunState::Running {
+/// Why a guarded write changed nothing, from the row as it is now.
+async fn refusal(c: &tokio_postgres::Client, run: i64, expect: Expect) -> Result<Refused> {
+    let row = c
+        .query_opt(
+            "SELECT state, fencing_token, lease_owner, lease_expires, agentcron_now_ms() FROM runs WHERE id = $1",
+            &[&run],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(Refused::NoRun(run));
+    };
+    let state: String = row.get(0);
+    let actual = RunState::parse(&state).unwrap_or(RunState::Failed);
+    let (fence, owner, expires, now): (i64, Option<String>, Option<i64>, i64) =
+        (row.get(1), row.get(2), row.get(3), row.get(4));
+    let owner = owner.unwrap_or_default();
+    let (want_fence, want_owner) = match &expect {
+        Expect::State(expected) => {
             return Ok(Refused::State {
                 run,
-                expected: "running".into(),
+                expected: expected.clone(),
                 actual,
             });
         }
-        if fence != want_fence {
-            return Ok(Refused::Fence {
-                run,
-                expected: want_fence,
-                actual: fence,
-            });
-        }
-        if owner != want_owner {
-            return Ok(Refused::Owner {
-                run,
-                expected: want_owner.to_string(),
-                actual: owner,
-            });
-        }
-        let expires_ms = expires.unwrap_or(0);
-        Ok(match expect {
-            Expect::Lapsed(l) if l.expires_ms != expires_ms || expires_ms >= now => {
-                Refused::Renewed { run, expires_ms }
-            }
-            _ => Refused::Expired {
-                run,
-                expires_ms,
-                now_ms: now,
-            },
-        })
+        Expect::Lease(l) | Expect::Owned(l) => (l.fence, l.owner.as_str()),
+        Expect::Lapsed(l) => (l.fence, l.owner.as_str()),
+    };
+    if actual != RunState::Running {
+        return Ok(Refused::State {
+            run,
+            expected: "running".into(),
+            actual,
+        });
     }
+    if fence != want_fence {
+        return Ok(Refused::Fence {
+            run,
+            expected: want_fence,
+            actual: fence,
+        });
+    }
+    if owner != want_owner {
+        return Ok(Refused::Owner {
+            run,
+            expected: want_owner.to_string(),
+            actual: owner,
+        });
+    }
+    let expires_ms = expires.unwrap_or(0);
+    Ok(match expect {
+        Expect::Lapsed(l) if l.expires_ms != expires_ms || expires_ms >= now => {
+            Refused::Renewed { run, expires_ms }
+        }
+        _ => Refused::Expired {
+            run,
+            expires_ms,
+            now_ms: now,
+        },
+    })
 }
 
 /// A running run may become `to` (DESIGN.md's state machine), or the write
@@ -790,11 +859,11 @@ fn leaves_running(run: i64, to: RunState) -> Result<()> {
 }
 
 /// What a refused write expected of the row.
-enum Expect<'a> {
+enum Expect {
     State(String),
-    Lease(&'a Lease),
-    Owned(&'a Lease),
-    Lapsed(&'a LapsedLease),
+    Lease(Lease),
+    Owned(Lease),
+    Lapsed(LapsedLease),
 }
 
 #[cfg(test)]

@@ -245,6 +245,73 @@ impl PgSession {
     pub(crate) fn total_changes(&self) -> u64 {
         self.changes.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// Runs `f` on the session's thread with its connection (connected
+    /// again first if it was lost), for PostgreSQL code written against the
+    /// client itself: the set-based claim protocol of [`super::PgStore`] and
+    /// `db copy`'s `COPY`. Awaited without blocking the caller's runtime.
+    /// Not for a session a [`crate::store::Store`] runs transactions on.
+    pub(crate) async fn with_client<T, E>(
+        &self,
+        f: impl for<'c> FnOnce(PgConn<'c>) -> LocalFuture<'c, std::result::Result<T, E>> + Send + 'static,
+    ) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<PgError> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let shown = self.shown.clone();
+        let sent = self.jobs.send(Box::new(move |w: &mut Worker| {
+            let out = match w.ready() {
+                Ok(()) => {
+                    let Worker {
+                        rt, client, prepared, ..
+                    } = w;
+                    rt.block_on(f(PgConn { client, prepared }))
+                }
+                Err(e) => Err(E::from(PgError::Connect {
+                    shown: w.shown.clone(),
+                    message: e.to_string(),
+                })),
+            };
+            let _ = reply.send(out);
+        }));
+        let ended = || {
+            E::from(PgError::Connect {
+                shown: shown.clone(),
+                message: "the connection's thread ended".into(),
+            })
+        };
+        if sent.is_err() {
+            return Err(ended());
+        }
+        answer.await.unwrap_or_else(|_| Err(ended()))
+    }
+}
+
+/// A future run on the session's own thread (it need not be `Send`).
+pub(crate) type LocalFuture<'c, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'c>>;
+
+/// The session's connection, lent to [`PgSession::with_client`]: the client,
+/// and the statements prepared on it (shared with the store's).
+pub(crate) struct PgConn<'c> {
+    pub(crate) client: &'c mut tokio_postgres::Client,
+    prepared: &'c mut HashMap<String, tokio_postgres::Statement>,
+}
+
+impl PgConn<'_> {
+    /// `sql` prepared on this connection, once.
+    pub(crate) async fn prepare_cached(
+        &mut self,
+        sql: &str,
+    ) -> std::result::Result<tokio_postgres::Statement, tokio_postgres::Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).await?;
+        self.prepared.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
 }
 
 impl Worker {
