@@ -534,3 +534,63 @@ fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &EngineSt
         Some("from b")
     );
 }
+
+#[test]
+fn kept_spend_is_what_the_database_holds() {
+    let (_dir, path) = temp_db();
+    kept_spend_is_what_the_database_holds_on(
+        &modelled(Store::open(&path).unwrap()),
+        &modelled(Store::open(&path).unwrap()),
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
+fn kept_spend_is_what_the_database_holds_on_postgres() {
+    if let Some(url) = pg_database("engine_model::kept_spend_is_what_the_database_holds") {
+        let url = Path::new(&url);
+        kept_spend_is_what_the_database_holds_on(
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
+        );
+    }
+}
+
+/// A budgeted schedule's spend for the day, kept by the model: it follows
+/// usage added with the model, by another store, and a rollback.
+fn kept_spend_is_what_the_database_holds_on(a: &EngineStore, b: &EngineStore) {
+    let day = t("2026-06-06T00:00:00Z");
+    let next = t("2026-06-07T00:00:00Z");
+    let spent = |s: &EngineStore| {
+        s.read(|tx| tx.schedule_cost_between("acme", "s", day, next))
+            .unwrap()
+    };
+    let (run, token) = a
+        .write(|tx| {
+            let run = insert(tx, "s", "w", t0());
+            let c = claim(tx, &run);
+            Ok((run, c.fencing_token))
+        })
+        .unwrap();
+    assert_eq!(spent(a), 0.0);
+    a.write(|tx| tx.add_usage(run.id, token, 10, 0.25)).unwrap();
+    assert_eq!(spent(a), 0.25, "usage added with the model");
+    b.write(|tx| tx.add_usage(run.id, token, 10, 0.5)).unwrap();
+    assert_eq!(spent(a), 0.75, "usage added by another store");
+    let failed: Result<()> = a.write(|tx| {
+        tx.add_usage(run.id, token, 10, 4.0)?;
+        assert_eq!(tx.schedule_cost_between("acme", "s", day, next)?, 4.75);
+        Err(StoreError::Invariant("roll back".into()))
+    });
+    assert!(failed.is_err());
+    assert_eq!(spent(a), 0.75, "usage rolled back");
+    // Inside one transaction: read, add, read again.
+    let (before, after) = a
+        .write(|tx| {
+            let before = tx.schedule_cost_between("acme", "s", day, next)?;
+            tx.add_usage(run.id, token, 10, 1.0)?;
+            Ok((before, tx.schedule_cost_between("acme", "s", day, next)?))
+        })
+        .unwrap();
+    assert_eq!((before, after), (0.75, 1.75));
+}

@@ -1,6 +1,6 @@
 //! The engine's model of what it needs to decide: schedule states, running
 //! counts, execution memory, catch-up backlogs, the runs it claimed, the
-//! fencing counter. The engine owns it and hands it to each of its
+//! fencing counter, budgeted schedules' spend for the day. The engine owns it and hands it to each of its
 //! transactions ([`crate::store::Store::write_in`]); the ledger's writer
 //! keeps no state between transactions (DESIGN.md, Storage). A transaction
 //! without it (a CLI verb, the API, the console) reads everything afresh.
@@ -73,8 +73,13 @@ struct Kept {
     /// is written once, when the transaction commits ([`Model::flush`]),
     /// not read and written at every claim.
     fencing: Option<(i64, bool)>,
+    /// Spend by (tenant, schedule, from, to in ms): the cost of the
+    /// schedule's attempts started in `[from, to)` as last read (a budgeted
+    /// schedule's day, read at each of its runs' switches and ends).
+    /// Forgotten whenever an attempt's usage is added here.
+    costs: crate::store::FastMap<(String, String, i64, i64), f64>,
     /// Bumped whenever all of the above is forgotten (see
-    /// [`Store::generation`]).
+    /// [`EngineStore::generation`]).
     generation: u64,
 }
 
@@ -88,6 +93,7 @@ impl Kept {
         self.memory.clear();
         self.ended = None;
         self.fencing = None;
+        self.costs.clear();
         self.generation += 1;
     }
 }
@@ -432,6 +438,32 @@ impl Model {
             && !std::sync::Arc::make_mut(counts).add(tenant, schedule, pool, up)
         {
             c.running = None;
+        }
+    }
+
+    /// The spend of `schedule` between `from` and `to` (ms) as kept.
+    pub(crate) fn cost(&self, tenant: &str, schedule: &str, from: i64, to: i64) -> Option<f64> {
+        let c = self.inner();
+        if c.costs.is_empty() {
+            return None;
+        }
+        c.costs
+            .get(&(tenant.to_string(), schedule.to_string(), from, to))
+            .copied()
+    }
+
+    /// The spend of `schedule` between `from` and `to` (ms) as just read.
+    pub(crate) fn keep_cost(&self, tenant: &str, schedule: &str, from: i64, to: i64, spent: f64) {
+        self.inner()
+            .costs
+            .insert((tenant.to_string(), schedule.to_string(), from, to), spent);
+    }
+
+    /// An attempt's usage was added: every kept spend may have moved.
+    pub(crate) fn forget_costs(&self) {
+        let mut c = self.inner();
+        if !c.costs.is_empty() {
+            c.costs.clear();
         }
     }
 

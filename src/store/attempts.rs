@@ -436,6 +436,7 @@ impl Tx<'_> {
         if changed == 0 {
             return Ok(None);
         }
+        self.model.forget_costs();
         Ok(Some(self.one(
             stmt!(attempts::RUN_USAGE),
             params![run_id],
@@ -444,6 +445,8 @@ impl Tx<'_> {
     }
 
     /// Sum of `cost_usd` of the schedule's attempts started in `[from, to)`.
+    /// Read once, then kept in the engine's model until usage is added (see
+    /// `engine::model::Model`).
     pub fn schedule_cost_between(
         &self,
         tenant: &str,
@@ -451,11 +454,17 @@ impl Tx<'_> {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<f64> {
-        self.one(
+        let (from, to) = (from.timestamp_millis(), to.timestamp_millis());
+        if let Some(spent) = self.model.cost(tenant, schedule, from, to) {
+            return Ok(spent);
+        }
+        let spent = self.one(
             stmt!(attempts::SCHEDULE_COST),
-            params![tenant, schedule, Ms(from), Ms(to)],
+            params![tenant, schedule, from, to],
             |r| r.get(0),
-        )
+        )?;
+        self.model.keep_cost(tenant, schedule, from, to, spent);
+        Ok(spent)
     }
 
     /// Appends non-protocol output to the log of the attempt with this fencing
