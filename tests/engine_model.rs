@@ -594,3 +594,82 @@ fn kept_spend_is_what_the_database_holds_on(a: &EngineStore, b: &EngineStore) {
         .unwrap();
     assert_eq!((before, after), (0.75, 1.75));
 }
+
+/// The model is a cache of the ledger, never a second truth: every shipped
+/// rehearsal ends exactly the same when its engines run with the
+/// model as when they run with its oracle, whose model forgets every read
+/// before each of the engine's calls (every run, every event in order with
+/// its detail, every verdict).
+#[test]
+fn shipped_rehearsals_end_the_same_with_the_model_and_with_its_oracle() {
+    use agentcron::rehearsal::Rehearsal;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-config/rehearsals");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("sample-config/rehearsals")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in &names {
+        let ending = |forgetful: bool| {
+            let scenario = agentcron::rehearsal::scenario::load(&dir.join(name)).expect("scenario");
+            let mut r = if forgetful {
+                Rehearsal::with_forgetful_model(scenario)
+            } else {
+                Rehearsal::new(scenario)
+            }
+            .expect("rehearsal");
+            r.run_to_end().expect("run");
+            let store = r.driver.store().expect("store");
+            // Runs with their attempts (each envelope and its execution
+            // memory included) and the schedules' states, the trace, the
+            // verdicts.
+            let (runs, events) = store
+                .read(|tx| {
+                    let runs = tx.runs(&RunFilter::default())?;
+                    let attempts = runs
+                        .iter()
+                        .map(|r| tx.attempts(r.id))
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok((
+                        (
+                            runs.into_iter().zip(attempts).collect::<Vec<_>>(),
+                            tx.all_schedule_states()?,
+                        ),
+                        tx.events(&EventFilter::default())?,
+                    ))
+                })
+                .unwrap();
+            let verdicts = r.verdicts().expect("verdicts");
+            (
+                format!("{runs:#?}"),
+                format!("{events:#?}"),
+                format!("{verdicts:#?}"),
+            )
+        };
+        let (with, oracle) = (ending(false), ending(true));
+        assert!(with.1.contains("window_opened"), "{name}: no window opened");
+        for (what, with, oracle) in [
+            ("runs and schedule states", &with.0, &oracle.0),
+            ("trace", &with.1, &oracle.1),
+            ("verdicts", &with.2, &oracle.2),
+        ] {
+            same_text(&format!("{name}: the {what}"), with, oracle);
+        }
+    }
+}
+
+/// `with` equals `oracle`, or a failure that shows where they part (the
+/// whole of either is thousands of lines).
+fn same_text(what: &str, with: &str, oracle: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (with.lines().collect(), oracle.lines().collect());
+    if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+        let around = |l: &[&str]| l[i.saturating_sub(12).min(l.len())..(i + 4).min(l.len())].join("\n");
+        panic!(
+            "{what} part at line {i}:\n--- with the model ---\n{}\n--- with its oracle ---\n{}",
+            around(&a),
+            around(&b)
+        );
+    }
+}

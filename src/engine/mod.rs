@@ -82,6 +82,9 @@ pub struct EngineOptions {
     /// Where the engine publishes each configuration it rebuilds itself
     /// from, for the HTTP API beside it; `None`: nobody reads it.
     pub applied: Option<crate::config::Applied>,
+    /// Run with the model's oracle ([`model::EngineStore::forgetful`]):
+    /// every fact read from the ledger. Tests only.
+    pub forgetful_model: bool,
 }
 
 impl Default for EngineOptions {
@@ -95,6 +98,7 @@ impl Default for EngineOptions {
             reload: None,
             record_claim_commits: false,
             applied: None,
+            forgetful_model: false,
         }
     }
 }
@@ -365,7 +369,11 @@ impl Engine {
         let (reports_tx, reports_rx) = mpsc::unbounded_channel();
         Self {
             cfg,
-            store: Arc::new(model::EngineStore::new(store)),
+            store: Arc::new(if opts.forgetful_model {
+                model::EngineStore::forgetful(store)
+            } else {
+                model::EngineStore::new(store)
+            }),
             clock,
             runner,
             opts,

@@ -221,6 +221,19 @@ impl Model {
         self.inner().forget_all();
     }
 
+    /// Forgets every read it keeps, but not the fencing counter a claim
+    /// moved and the transaction has not written yet, nor the generation
+    /// (nothing was written behind the engine's back): the oracle mode of
+    /// [`EngineStore::forgetful`].
+    fn forget_reads(&self) {
+        let mut c = self.inner();
+        let (fencing, generation, seen) = (c.fencing.filter(|(_, moved)| *moved), c.generation, c.seen);
+        c.forget_all();
+        c.fencing = fencing;
+        c.generation = generation;
+        c.seen = seen;
+    }
+
     /// The fencing counter as kept, if it is.
     pub(crate) fn fencing(&self) -> Option<i64> {
         self.inner().fencing.map(|(t, _)| t)
@@ -479,6 +492,9 @@ impl Model {
 pub struct EngineStore {
     store: std::sync::Arc<crate::store::Store>,
     model: Model,
+    /// Forget every read before each transaction and each step of one (see
+    /// [`EngineStore::forgetful`]).
+    forgetful: bool,
 }
 
 impl EngineStore {
@@ -486,7 +502,27 @@ impl EngineStore {
         Self {
             store,
             model: Model::default(),
+            forgetful: false,
         }
+    }
+
+    /// The model's oracle: a store whose model forgets every read before
+    /// each of the engine's calls, so every fact comes from the ledger. A
+    /// rehearsal run with it must end exactly as one run with the model
+    /// (`tests/engine_model.rs`); no scheduler runs with it.
+    pub fn forgetful(store: std::sync::Arc<crate::store::Store>) -> Self {
+        Self {
+            forgetful: true,
+            ..Self::new(store)
+        }
+    }
+
+    /// The model, forgetful first if this is the oracle.
+    fn model(&self) -> &Model {
+        if self.forgetful {
+            self.model.forget_reads();
+        }
+        &self.model
     }
 
     /// The store itself, to share.
@@ -496,12 +532,12 @@ impl EngineStore {
 
     /// [`crate::store::Store::write`] with the model.
     pub fn write<T>(&self, f: impl FnOnce(&crate::store::Tx) -> Result<T>) -> Result<T> {
-        self.store.write_in(Some(&self.model), f)
+        self.store.write_in(Some(self.model()), f)
     }
 
     /// [`crate::store::Store::read`] with the model.
     pub fn read<T>(&self, f: impl FnOnce(&crate::store::Tx) -> Result<T>) -> Result<T> {
-        self.store.read_in(Some(&self.model), f)
+        self.store.read_in(Some(self.model()), f)
     }
 
     /// [`crate::store::Store::batch`] with the model.
@@ -509,7 +545,7 @@ impl EngineStore {
         &self,
         f: impl FnOnce() -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        self.store.batch_in(Some(&self.model), f)
+        self.store.batch_in(Some(self.model()), f)
     }
 
     /// Changes whenever the model forgot what it kept (another process

@@ -38,6 +38,9 @@ pub struct Driver {
     pub schedulers: Vec<Scheduler>,
     /// Safety valve: work items handled at one instant before giving up.
     max_rounds_per_instant: usize,
+    /// Engines run with the model's oracle (see
+    /// [`crate::engine::model::EngineStore::forgetful`]).
+    forgetful_model: bool,
     /// Which scheduler goes first in the next round: the turn rotates, so with
     /// two schedulers each one is first to a due window half the time and their
     /// claims really contend (deterministically).
@@ -67,10 +70,24 @@ impl Driver {
             gates,
             schedulers: vec![],
             max_rounds_per_instant: 10_000,
+            forgetful_model: false,
             turn: 0,
         };
         d.add_scheduler("main")?;
         Ok(d)
+    }
+
+    /// From now on, and for the schedulers already added (none may have
+    /// run yet), engines run with the model's oracle: every fact read from
+    /// the ledger. Tests compare a rehearsal run so with one run with the
+    /// model.
+    pub fn use_forgetful_model(&mut self) -> Result<(), EngineError> {
+        self.forgetful_model = true;
+        let names: Vec<String> = self.schedulers.iter().map(|s| s.name.clone()).collect();
+        for name in names {
+            self.add_scheduler(&name)?;
+        }
+        Ok(())
     }
 
     /// Starts another scheduler process on the same database.
@@ -91,6 +108,7 @@ impl Driver {
         let store = Arc::new(Store::open(&self.db)?);
         let opts = EngineOptions {
             owner: name.to_string(),
+            forgetful_model: self.forgetful_model,
             ..EngineOptions::default()
         };
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());

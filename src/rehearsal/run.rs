@@ -198,6 +198,17 @@ fn gate_factory(sc: &Scenario) -> GateFactory {
 
 impl Rehearsal {
     pub fn new(scenario: Scenario) -> Result<Self, RehearsalError> {
+        Self::start(scenario, false)
+    }
+
+    /// [`Rehearsal::new`] with the engine model's oracle: every fact the
+    /// engines decide on read from the ledger (see
+    /// [`crate::engine::model::EngineStore::forgetful`]). For tests.
+    pub fn with_forgetful_model(scenario: Scenario) -> Result<Self, RehearsalError> {
+        Self::start(scenario, true)
+    }
+
+    fn start(scenario: Scenario, forgetful_model: bool) -> Result<Self, RehearsalError> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -236,6 +247,9 @@ impl Rehearsal {
         }
         items.sort_by_key(|(at, seq, _)| (*at, *seq));
         let mut driver = driver;
+        if forgetful_model {
+            driver.use_forgetful_model()?;
+        }
         // Start the engines at the start instant so their first windows are known.
         driver.settle()?;
         Ok(Self {
