@@ -1,9 +1,11 @@
 //! The engine's model of what it needs to decide: schedule states, running
 //! counts, execution memory, catch-up backlogs, the runs it claimed, the
-//! fencing counter, budgeted schedules' spend for the day. The engine owns it and hands it to each of its
-//! transactions ([`crate::store::Store::write_in`]); the ledger's writer
-//! keeps no state between transactions (DESIGN.md, Storage). A transaction
-//! without it (a CLI verb, the API, the console) reads everything afresh.
+//! fencing counter, budgeted schedules' spend for the day. The engine owns
+//! it and hands it to each of its transactions
+//! ([`crate::store::Store::write_in`]); the ledger's writer keeps no state
+//! between transactions (DESIGN.md, Storage). A transaction without it (a
+//! CLI verb, the API, the console) reads everything afresh. The model runs
+//! no SQL: the store reads and writes for it.
 
 use crate::core::records::RunMemory;
 use crate::store::Result;
@@ -103,30 +105,17 @@ impl Model {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// At the start of a transaction (its snapshot is taken by this very
-    /// statement): forget everything if another connection committed since
-    /// the last look, or a transaction of this store not made with this
-    /// model wrote (`commits`: the store's count of commits that wrote).
-    pub(crate) fn validate(&self, conn: crate::store::exec::Conn<'_>, commits: u64) -> Result<()> {
-        let version: i64 = if let crate::store::exec::Conn::Lite { conn: lite, .. } = conn {
-            lite.prepare_cached("PRAGMA data_version")?
-                .query_row([], |r| r.get(0))?
-        } else {
-            // PostgreSQL's `data_version`: the ledger's `write_seq`, moved on
-            // by every transaction that changed rows (`Open::commit`).
-            conn.opt(
-                crate::store::exec::Sql::Text(crate::store::pg::session::WRITE_SEQ),
-                &[],
-                |r| r.get::<i64>(0),
-            )?
-            .unwrap_or(-1)
-        };
+    /// At the start of a transaction, with the ledger's data version as its
+    /// snapshot shows it (`version`) and the store's count of commits that
+    /// wrote (`commits`): forget everything if another connection committed
+    /// since the last look, or a transaction of this store not made with
+    /// this model wrote.
+    pub(crate) fn validate(&self, version: i64, commits: u64) {
         let mut c = self.inner();
         if c.seen != Some((version, commits)) {
             c.forget_all();
             c.seen = Some((version, commits));
         }
-        Ok(())
     }
 
     /// A transaction made with this model wrote and committed, the store's
@@ -254,20 +243,20 @@ impl Model {
         c.fencing = Some((now, true));
     }
 
-    /// Writes what the open transaction kept unwritten (the fencing
-    /// counter): before its commit, and before any
-    /// statement that reads it.
-    pub(crate) fn flush(&self, conn: crate::store::exec::Conn<'_>) -> Result<()> {
-        let token = match self.inner().fencing {
-            Some((token, true)) => token,
-            _ => return Ok(()),
-        };
-        conn.exec(
-            crate::store::exec::stmt!(ledger::SET_FENCING),
-            rusqlite::params![token],
-        )?;
+    /// The fencing counter a claim moved and the open transaction has not
+    /// written yet, if any (the store writes it before its commit and
+    /// before any statement that reads it, then calls
+    /// [`Model::fencing_written`]).
+    pub(crate) fn fencing_unwritten(&self) -> Option<i64> {
+        match self.inner().fencing {
+            Some((token, true)) => Some(token),
+            _ => None,
+        }
+    }
+
+    /// The counter's row now holds `token`.
+    pub(crate) fn fencing_written(&self, token: i64) {
         self.inner().fencing = Some((token, false));
-        Ok(())
     }
 
     pub(crate) fn generation(&self) -> u64 {

@@ -136,7 +136,7 @@ impl Tx<'_> {
             });
         }
         // The claim takes the counter's next value from its row.
-        self.model.flush(self.conn())?;
+        super::db::flush_fencing(self.conn(), self.model)?;
         let claimed = self.exec(
             stmt!(attempts::CLAIM),
             params![run_id, from, owner, Ms(lease_until), reason, Ms(now)],
@@ -203,7 +203,7 @@ impl Tx<'_> {
         // PostgreSQL: the counter read from its row at every claim (under
         // the write lock), never from what this connection kept.
         let kept = if self.on.pg().is_some() {
-            self.model.flush(self.conn())?;
+            super::db::flush_fencing(self.conn(), self.model)?;
             None
         } else {
             self.model.fencing()
@@ -282,7 +282,7 @@ impl Tx<'_> {
 
     /// The fencing counter as stored: the newest token any claim took.
     pub fn fencing_counter(&self) -> Result<i64> {
-        self.model.flush(self.conn())?;
+        super::db::flush_fencing(self.conn(), self.model)?;
         Ok(self
             .opt(stmt!(attempts::FENCING_TOKEN), params![], |r| r.get::<i64>(0))?
             .unwrap_or(0))

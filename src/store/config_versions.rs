@@ -284,7 +284,7 @@ impl Tx<'_> {
         // Moves runs and schedule_state rows behind the kept states' back.
         // What this transaction kept unwritten (the
         // fencing counter) is written before the kept reads are forgotten.
-        self.model.flush(self.conn())?;
+        super::db::flush_fencing(self.conn(), self.model)?;
         self.model.clear();
         // (statement, whether it takes both ids or only the new one)
         for (sql, both) in [

@@ -500,6 +500,33 @@ impl Drop for Open<'_> {
     }
 }
 
+/// The ledger's data version as this transaction's snapshot shows it:
+/// SQLite's `PRAGMA data_version`, which changes exactly when another
+/// connection commits; PostgreSQL's `write_seq`, moved on by every
+/// transaction that changed rows (see [`Open::commit`]).
+fn data_version(conn: super::exec::Conn<'_>) -> Result<i64> {
+    Ok(match conn {
+        super::exec::Conn::Lite { conn, .. } => conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?,
+        super::exec::Conn::Pg(_) => conn
+            .opt(super::exec::Sql::Text(super::pg::session::WRITE_SEQ), &[], |r| {
+                r.get::<i64>(0)
+            })?
+            .unwrap_or(-1),
+    })
+}
+
+/// Writes the fencing counter `model` moved and has not written yet, if
+/// any: before a commit, and before any statement that reads the counter.
+pub(crate) fn flush_fencing(conn: super::exec::Conn<'_>, model: &Model) -> Result<()> {
+    if let Some(token) = model.fencing_unwritten() {
+        conn.exec(super::exec::stmt!(ledger::SET_FENCING), rusqlite::params![token])?;
+        model.fencing_written(token);
+    }
+    Ok(())
+}
+
 /// A transaction made with `model` joined a batch made with another (or
 /// none): it runs with the batch's, and `model` forgets what it keeps now,
 /// not only at its next transaction (its generation moves with it).
@@ -1061,19 +1088,8 @@ impl Store {
         }
         let guard = self.lock();
         let open = Open::begin(self.on(&guard), true)?;
-        let transient;
-        let m = match model {
-            Some(m) => {
-                if let Err(e) = m.validate(self.on(&guard), self.commits()) {
-                    return Err(E::from(e));
-                }
-                m
-            }
-            None => {
-                transient = Model::default();
-                &transient
-            }
-        };
+        let transient = Model::default();
+        let m = self.model_for(self.on(&guard), model, &transient)?;
         let db: *const Db = &*guard;
         BATCH.with(|b| b.set(Some((me, db, m))));
         // Cleared on every way out of `f`, panics included, before the guard goes.
@@ -1092,7 +1108,7 @@ impl Store {
             && let Err(e) = self
                 .counts
                 .flush(self.on(&guard))
-                .and_then(|()| m.flush(self.on(&guard)))
+                .and_then(|()| flush_fencing(self.on(&guard), m))
         {
             out = Err(E::from(self.classify(e)));
         }
@@ -1118,9 +1134,23 @@ impl Store {
         }
     }
 
-    /// Commits on this connection that wrote.
-    fn commits(&self) -> u64 {
-        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    /// The model a transaction that just began runs with: the engine's
+    /// (`model`), told first whether anything else wrote since its last
+    /// look, or `transient`, one for this transaction alone.
+    fn model_for<'m>(
+        &self,
+        conn: super::exec::Conn<'_>,
+        model: Option<&'m Model>,
+        transient: &'m Model,
+    ) -> Result<&'m Model> {
+        let Some(m) = model else {
+            return Ok(transient);
+        };
+        m.validate(
+            data_version(conn)?,
+            self.commits.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        Ok(m)
     }
 
     /// The connection of this thread's open batch on this store, if any.
@@ -1162,17 +1192,8 @@ impl Store {
         };
         let open = Open::begin(self.on(&conn), true)?;
         let tx: &Db = &conn;
-        let transient;
-        let m = match model {
-            Some(m) => {
-                m.validate(self.on(tx), self.commits())?;
-                m
-            }
-            None => {
-                transient = Model::default();
-                &transient
-            }
-        };
+        let transient = Model::default();
+        let m = self.model_for(self.on(tx), model, &transient)?;
         let forget = ForgetOnPanic(self, m);
         let out = f(&Tx {
             on: self.on(tx),
@@ -1180,7 +1201,7 @@ impl Store {
             model: m,
         })
         .and_then(|v| self.counts.flush(self.on(tx)).map(|()| v))
-        .and_then(|v| m.flush(self.on(tx)).map(|()| v));
+        .and_then(|v| flush_fencing(self.on(tx), m).map(|()| v));
         drop(forget);
         self.counts.clear();
         if out.is_err() {
@@ -1230,25 +1251,16 @@ impl Store {
         let started = Instant::now();
         let open = Open::begin(self.on(&conn), false)?;
         let tx: &Db = &conn;
-        let transient;
-        let m = match model {
-            Some(m) => {
-                if let Err(e) = m.validate(self.on(tx), self.commits()) {
-                    return Err(if busy(&e) {
-                        StoreError::Locked {
-                            waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                        }
-                    } else {
-                        e
-                    });
+        let transient = Model::default();
+        let m = self.model_for(self.on(tx), model, &transient).map_err(|e| {
+            if busy(&e) {
+                StoreError::Locked {
+                    waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 }
-                m
+            } else {
+                e
             }
-            None => {
-                transient = Model::default();
-                &transient
-            }
-        };
+        })?;
         match f(&Tx {
             on: self.on(tx),
             counts: &self.counts,

@@ -268,7 +268,7 @@ impl Tx<'_> {
     /// counts events; it does not cut one row's events in two unless that
     /// row alone is over it (a reader tailing by id would skip the rest).
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        self.model.flush(self.conn())?;
+        super::db::flush_fencing(self.conn(), self.model)?;
         list_events(self.dialect(), filter, |sql, params| {
             let params: Vec<&dyn ToSql> = params.iter().map(|v| v as &dyn ToSql).collect();
             self.all(exec::Sql::Text(sql), &params, |r: &Row<'_>| event_from_cols(r))
@@ -277,7 +277,7 @@ impl Tx<'_> {
 
     /// The id of the newest event, 0 when there is none.
     pub fn max_event_id(&self) -> Result<i64> {
-        self.model.flush(self.conn())?;
+        super::db::flush_fencing(self.conn(), self.model)?;
         self.one(stmt!(events::MAX_EVENT_ID), params![], |r| r.get(0))
     }
 

@@ -680,25 +680,17 @@ impl PgStore {
         self.session
             .with_client(move |mut c| {
                 Box::pin(async move {
-                    let stmt = c
-                        .prepare_cached(
-                            "UPDATE runs SET state = $4, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
-                             updated_at = agentcron_now_ms() \
-                             WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running'",
-                        )
-                        .await?;
-                    let n = c
-                        .client
-                        .execute(
-                            &stmt,
-                            &[&lease.run_id, &lease.fence, &lease.owner, &to.as_str(), &why],
-                        )
-                        .await?;
-                    if n == 1 {
-                        return Ok(Ok(()));
-                    }
-                    let run = lease.run_id;
-                    Ok(Err(refusal(c.client, run, Expect::Owned(lease)).await?))
+                    let (run, fence, owner) = (lease.run_id, lease.fence, lease.owner.clone());
+                    guarded(
+                        &mut c,
+                        "UPDATE runs SET state = $4, state_reason = $5, lease_owner = NULL, lease_expires = NULL, \
+                         updated_at = agentcron_now_ms() \
+                         WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running'",
+                        &[&run, &fence, &owner, &to.as_str(), &why],
+                        run,
+                        Expect::Owned(lease),
+                    )
+                    .await
                 })
             })
             .await
@@ -749,38 +741,39 @@ impl PgStore {
         self.session
             .with_client(move |mut c| {
                 Box::pin(async move {
-                    let stmt = c
-                        .prepare_cached(
-                            "UPDATE runs SET state = $5, state_reason = $6, lease_owner = NULL, lease_expires = NULL, \
-                             updated_at = agentcron_now_ms() \
-                             WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
-                             AND lease_expires = $4 AND lease_expires < agentcron_now_ms() - $7",
-                        )
-                        .await?;
-                    let n = c
-                        .client
-                        .execute(
-                            &stmt,
-                            &[
-                                &lapsed.run_id,
-                                &lapsed.fence,
-                                &lapsed.owner,
-                                &lapsed.expires_ms,
-                                &to.as_str(),
-                                &why,
-                                &millis(grace),
-                            ],
-                        )
-                        .await?;
-                    if n == 1 {
-                        return Ok(Ok(()));
-                    }
-                    let run = lapsed.run_id;
-                    Ok(Err(refusal(c.client, run, Expect::Lapsed(lapsed)).await?))
+                    let (run, fence, owner, expires) =
+                        (lapsed.run_id, lapsed.fence, lapsed.owner.clone(), lapsed.expires_ms);
+                    guarded(
+                        &mut c,
+                        "UPDATE runs SET state = $5, state_reason = $6, lease_owner = NULL, lease_expires = NULL, \
+                         updated_at = agentcron_now_ms() \
+                         WHERE id = $1 AND fencing_token = $2 AND lease_owner = $3 AND state = 'running' \
+                         AND lease_expires = $4 AND lease_expires < agentcron_now_ms() - $7",
+                        &[&run, &fence, &owner, &expires, &to.as_str(), &why, &millis(grace)],
+                        run,
+                        Expect::Lapsed(lapsed),
+                    )
+                    .await
                 })
             })
             .await
     }
+}
+
+/// Runs `sql`, a guarded `UPDATE` of run `run`'s row that changes it or
+/// nothing: nothing is a refusal, with why.
+async fn guarded(
+    c: &mut session::PgConn<'_>,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    run: i64,
+    expect: Expect,
+) -> Result<std::result::Result<(), Refused>> {
+    let stmt = c.prepare_cached(sql).await?;
+    if c.client.execute(&stmt, params).await? == 1 {
+        return Ok(Ok(()));
+    }
+    Ok(Err(refusal(c.client, run, expect).await?))
 }
 
 /// Why a guarded write changed nothing, from the row as it is now.
