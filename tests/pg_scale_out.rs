@@ -415,7 +415,30 @@ impl Fleet {
             })
             .collect();
         out.sort();
-        out.join("\n")
+        let mut out = out.join("\n");
+        // Where each thread is in our own code, when gdb is on the machine.
+        if let Ok(bt) = Command::new("timeout")
+            .args([
+                "30",
+                "gdb",
+                "-p",
+                &pid.to_string(),
+                "-batch",
+                "-ex",
+                "thread apply all bt",
+            ])
+            .stdin(Stdio::null())
+            .output()
+        {
+            let text = String::from_utf8_lossy(&bt.stdout);
+            let frames: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("Thread ") || l.starts_with('#'))
+                .collect();
+            out.push_str("\nits stacks (gdb):\n");
+            out.push_str(&frames.join("\n"));
+        }
+        out
     }
 
     /// Waits until scheduler `i` says it started, and learns its owner.

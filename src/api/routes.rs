@@ -256,8 +256,31 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
     )
 }
 
-async fn livez() -> Reply {
-    ok(json!({"alive": true}))
+/// Alive unless the process's live loop is stuck: it has not completed a
+/// pass for [`crate::engine::tick_time::STUCK_AFTER`] (a liveness probe then
+/// restarts it; its runs' leases lapse and other schedulers take them over).
+async fn livez() -> Response {
+    match stuck(crate::engine::tick_time::since_last_pass()) {
+        None => axum::Json(json!({"alive": true})).into_response(),
+        Some(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({"alive": false, "reason": why})),
+        )
+            .into_response(),
+    }
+}
+
+/// Why the live loop counts as stuck, from how long ago it last completed a
+/// pass (`None`: no live loop in this process).
+fn stuck(since_last_pass: Option<std::time::Duration>) -> Option<String> {
+    let age = since_last_pass?;
+    (age > crate::engine::tick_time::STUCK_AFTER).then(|| {
+        format!(
+            "the scheduler's loop has not completed a pass for {} s (stuck after {} s)",
+            age.as_secs(),
+            crate::engine::tick_time::STUCK_AFTER.as_secs()
+        )
+    })
 }
 
 /// Ready when the database answers with this build's schema and the config is
@@ -694,6 +717,17 @@ async fn post_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn livez_says_a_loop_stuck_past_the_limit_and_nothing_else() {
+        use crate::engine::tick_time::STUCK_AFTER;
+        use std::time::Duration;
+        assert_eq!(stuck(None), None);
+        assert_eq!(stuck(Some(Duration::from_millis(400))), None);
+        assert_eq!(stuck(Some(STUCK_AFTER)), None);
+        let why = stuck(Some(STUCK_AFTER + Duration::from_secs(3))).unwrap();
+        assert!(why.contains("has not completed a pass for 123 s"), "{why}");
+    }
 
     #[test]
     fn not_ready_says_why() {

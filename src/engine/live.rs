@@ -23,12 +23,6 @@ pub enum Stopper {
 /// (CLI, console, other schedulers) are seen within this.
 const POLL: Duration = Duration::from_millis(500);
 
-/// tokio's timer wakes on whole milliseconds, rounded up: 1–2 ms after a due
-/// instant, which was a tenth of a claim's lateness at 1,000 schedules a
-/// second. A due instant is slept to this much before by tokio, the rest on
-/// the thread (to within the kernel's timer slack, about 50 µs).
-const TIMER_SLACK: Duration = Duration::from_millis(2);
-
 /// How long stopping the agents left after the grace period may take: the
 /// runner's SIGTERM-to-SIGKILL grace, and a little for the reports.
 const STOP_AGENTS_WITHIN: Duration = Duration::from_secs(5);
@@ -36,21 +30,90 @@ const STOP_AGENTS_WITHIN: Duration = Duration::from_secs(5);
 /// Wall clock and monotonic clock disagreeing by more than this is a clock jump.
 const JUMP_THRESHOLD: TimeDelta = TimeDelta::seconds(30);
 
-/// The last stretch (at most [`TIMER_SLACK`]) to a due instant, slept on the
-/// thread: precise where tokio's timer is not.
-fn sleep_exactly_until(until: Instant) {
-    let left = until.saturating_duration_since(Instant::now());
-    if !left.is_zero() {
-        blocking(|| std::thread::sleep(left));
-    }
-}
-
 /// Runs `f`, which blocks the thread: on a multi-threaded runtime, tokio is
 /// told so other tasks (agent output readers) keep running.
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
+    }
+}
+
+/// Wakes the live loop at the instants it asks for, from a thread of its
+/// own. The loop's waits used to be `tokio::time::sleep` on the runtime's
+/// `block_on` thread, and such a sleep was seen never to end: schedulers of
+/// `pg_scale_out` sat for over a minute in a 0 ms and in a 500 ms sleep of
+/// the loop's `select!` (its other branches quiet, every thread parked, a
+/// signal still woke it). The cause was not found in tokio (1.54); this
+/// alarm does not depend on its timer: a plain thread waits with
+/// `recv_timeout` and rings a tokio channel, whose wakeups the loop gets
+/// like an agent's report. A ring for an earlier wait is told apart by its
+/// number and ignored. It is also precise where tokio's timer is not (that
+/// wakes on whole milliseconds, rounded up: 1–2 ms after a due instant, a
+/// tenth of a claim's lateness at 1,000 schedules a second): within the
+/// kernel's timer slack, about 50 µs.
+struct Alarm {
+    set: std::sync::mpsc::Sender<(u64, Instant)>,
+    rung: tokio::sync::mpsc::UnboundedReceiver<u64>,
+    /// The number of the last wait asked for.
+    last: u64,
+}
+
+impl Alarm {
+    fn new() -> Alarm {
+        let (set, asked) = std::sync::mpsc::channel::<(u64, Instant)>();
+        let (ring, rung) = tokio::sync::mpsc::unbounded_channel();
+        // Without a thread (none could start), `set` fails and every wait
+        // falls back to tokio's timer.
+        let _ = std::thread::Builder::new()
+            .name("loop-alarm".into())
+            .spawn(move || {
+                let mut next: Option<(u64, Instant)> = None;
+                loop {
+                    let asked_for = match next {
+                        Some((_, at)) => asked.recv_timeout(at.saturating_duration_since(Instant::now())),
+                        None => asked
+                            .recv()
+                            .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                    };
+                    match asked_for {
+                        Ok(wait) => next = Some(wait),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if let Some((n, at)) = next.take() {
+                                // The last stretch (under the kernel's
+                                // rounding of the timeout) on the clock itself.
+                                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                                if ring.send(n).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        // The loop is gone.
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            });
+        Alarm { set, rung, last: 0 }
+    }
+
+    /// Resolves at `at` (an instant already past: at once).
+    async fn until(&mut self, at: Instant) {
+        if at <= Instant::now() {
+            return;
+        }
+        self.last += 1;
+        let me = self.last;
+        if self.set.send((me, at)).is_err() {
+            // No alarm thread: tokio's timer.
+            tokio::time::sleep_until(at.into()).await;
+            return;
+        }
+        while let Some(n) = self.rung.recv().await {
+            if n == me {
+                return;
+            }
+        }
+        tokio::time::sleep_until(at.into()).await;
     }
 }
 
@@ -157,12 +220,22 @@ impl Engine {
         mut stop_now: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<()> {
         tokio::pin!(shutdown);
+        // `/livez` ages the loop's last pass from now until it ends, however.
+        struct Running;
+        impl Drop for Running {
+            fn drop(&mut self) {
+                super::tick_time::loop_ended();
+            }
+        }
+        super::tick_time::passed();
+        let _running = Running;
+        let mut alarm = Alarm::new();
         crate::process::prestart_supervisor();
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
         let mut jumps = JumpDetector::new(self.clock.now(), Instant::now());
         let by = loop {
             if let Err(e) = self.store.check_file() {
-                return self.ledger_lost(e).await;
+                return self.ledger_lost(e, &mut alarm).await;
             }
             if let Some((from, to)) = jumps.observe(self.clock.now(), Instant::now()) {
                 let noted = self.note_clock_jump(from, to);
@@ -171,6 +244,7 @@ impl Engine {
             let began = Instant::now();
             let passed = blocking(|| self.pass());
             super::tick_time::observe(began.elapsed());
+            super::tick_time::passed();
             passed?;
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
@@ -186,11 +260,7 @@ impl Engine {
             let until = Instant::now() + wait;
             tokio::select! {
                 by = &mut shutdown => break by,
-                _ = tokio::time::sleep(if due.is_some() { wait.saturating_sub(TIMER_SLACK) } else { wait }) => {
-                    if due.is_some() {
-                        sleep_exactly_until(until);
-                    }
-                }
+                _ = alarm.until(until) => {}
                 report = self.recv_report() => {
                     if let Some(r) = report {
                         // Lost with its transaction: the run stays running
@@ -226,7 +296,7 @@ impl Engine {
                     }
                 }
                 _ = changed => {}
-                _ = tokio::time::sleep(left.min(POLL)) => {
+                _ = alarm.until(Instant::now() + left.min(POLL)) => {
                     let ticked = self.tick_blocking();
                     self.hold(ticked)?;
                 }
@@ -244,7 +314,7 @@ impl Engine {
                 );
                 CancelCause::Shutdown(at)
             };
-            self.stop_running(cause).await?;
+            self.stop_running(cause, &mut alarm).await?;
         }
         let left = self.running_count();
         if left > 0 {
@@ -272,7 +342,7 @@ impl Engine {
     /// (its whole process group: SIGTERM, then SIGKILL) and its end recorded
     /// at once, with `cause`'s words and instant, through the recovery rules,
     /// so nothing is left to lease expiry.
-    async fn stop_running(&mut self, cause: CancelCause) -> Result<()> {
+    async fn stop_running(&mut self, cause: CancelCause, alarm: &mut Alarm) -> Result<()> {
         for r in self.running.values_mut() {
             // One already being stopped (a budget, the kill switch, fenced)
             // keeps its own cause: it is told as what it was.
@@ -297,7 +367,7 @@ impl Engine {
                     }
                     None => break,
                 },
-                _ = tokio::time::sleep(left) => break,
+                _ = alarm.until(deadline) => break,
             }
         }
         Ok(())
@@ -310,7 +380,7 @@ impl Engine {
     /// `running` until the lease expires and a scheduler marks the attempt
     /// lost (then retry, or a human if a side-effect step is uncertain),
     /// exactly as after a crash.
-    async fn stop_agents(&mut self) {
+    async fn stop_agents(&mut self, alarm: &mut Alarm) {
         let mut open: std::collections::HashSet<(i64, i64)> = self
             .running
             .iter()
@@ -321,7 +391,6 @@ impl Engine {
             .collect();
         let deadline = Instant::now() + STOP_AGENTS_WITHIN;
         while !open.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
             tokio::select! {
                 report = self.recv_report() => match report {
                     Some(r) if matches!(r.signal, AttemptSignal::Ended { .. }) => {
@@ -330,7 +399,7 @@ impl Engine {
                     Some(_) => {}
                     None => break,
                 },
-                _ = tokio::time::sleep(left) => break,
+                _ = alarm.until(deadline) => break,
             }
         }
         if !open.is_empty() {
@@ -352,7 +421,7 @@ impl Engine {
     /// or the operator's once the file is restored) opens what is at the
     /// path. Its agents are stopped because no result of theirs could be
     /// recorded where anyone looks.
-    async fn ledger_lost(&mut self, e: crate::store::StoreError) -> Result<()> {
+    async fn ledger_lost(&mut self, e: crate::store::StoreError, alarm: &mut Alarm) -> Result<()> {
         let now = self.clock.now();
         if let crate::store::StoreError::FileChanged(what) = &e {
             tracing::error!(error = %e, "stopping: the ledger file is not the one this scheduler opened");
@@ -367,7 +436,7 @@ impl Engine {
             self.send_alert(&alert, now);
         }
         self.stop_claiming();
-        self.stop_agents().await;
+        self.stop_agents(alarm).await;
         self.abandon_running();
         Err(e.into())
     }
@@ -378,6 +447,7 @@ impl Engine {
         let began = Instant::now();
         let ticked = blocking(|| self.tick());
         super::tick_time::observe(began.elapsed());
+        super::tick_time::passed();
         ticked
     }
 
@@ -419,6 +489,49 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Waits (real time, bounded) until the alarm thread has rung.
+    fn wait_for_a_ring(alarm: &Alarm) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alarm.rung.is_empty() {
+            assert!(Instant::now() < deadline, "the alarm never rang");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn the_alarm_ends_a_wait_at_its_instant_and_not_at_an_earlier_wait_s_ring() {
+        // As the live loop runs: on a multi-threaded runtime's block_on thread.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut alarm = Alarm::new();
+            // An instant already past: at once, nothing asked of the thread.
+            alarm.until(Instant::now()).await;
+            assert_eq!(alarm.last, 0);
+
+            let at = Instant::now() + Duration::from_millis(20);
+            alarm.until(at).await;
+            assert!(Instant::now() >= at);
+
+            // A wait given up (another branch of the loop's select won) still
+            // rings; the next wait must not end at that ring.
+            let given_up = Instant::now() + Duration::from_millis(5);
+            tokio::select! {
+                biased;
+                _ = alarm.until(given_up) => unreachable!("5 ms are not over at its first poll"),
+                _ = std::future::ready(()) => {}
+            }
+            assert_eq!(alarm.last, 2, "the given-up wait was asked of the thread");
+            wait_for_a_ring(&alarm);
+            let later = Instant::now() + Duration::from_millis(30);
+            alarm.until(later).await;
+            assert!(Instant::now() >= later, "ended at the earlier wait's ring");
+        });
+    }
 
     fn t(s: &str) -> chrono::DateTime<chrono::Utc> {
         chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc()

@@ -1,11 +1,13 @@
 //! How long the live loop's ticks take, as `/metrics` shows it
-//! (`agentcron_tick_duration_seconds`). One histogram per process: a process
-//! runs one live scheduler (`run --headless`, or the console's), and the HTTP
-//! server that exposes it is built apart from the engine.
+//! (`agentcron_tick_duration_seconds`), and when it last completed one, as
+//! `/livez` tells it. One of each per process: a process runs one live
+//! scheduler (`run --headless`, or the console's), and the HTTP server that
+//! exposes it is built apart from the engine.
 
 use prometheus_client::metrics::histogram::Histogram;
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Seconds. Fine below a second (a tick is milliseconds when all is well),
 /// with a bound at 150 ms, the p99 a flood of posted events must stay under.
@@ -23,4 +25,51 @@ pub(crate) fn observe(took: Duration) {
 /// The histogram (a handle on the one the loop observes into).
 pub fn histogram() -> Histogram {
     TICKS.clone()
+}
+
+/// A live loop that has not completed a pass for this long is stuck: every
+/// wait inside a pass is bounded far below it (a PostgreSQL lock wait 10 s, a
+/// locked SQLite file 5 s a try, a gate its own timeout), and between passes
+/// the loop sleeps at most half a second.
+pub const STUCK_AFTER: Duration = Duration::from_secs(120);
+
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// When the live loop last completed a pass, in ms after [`EPOCH`], plus one;
+/// 0 while no live loop runs.
+static LAST_PASS: AtomicU64 = AtomicU64::new(0);
+
+fn ms_since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(*EPOCH).as_millis()).unwrap_or(u64::MAX - 1)
+}
+
+/// The live loop completed a pass now.
+pub(crate) fn passed() {
+    LAST_PASS.store(ms_since_epoch(Instant::now()) + 1, Ordering::Relaxed);
+}
+
+/// The live loop ended (a stopped scheduler is not a stuck one).
+pub(crate) fn loop_ended() {
+    LAST_PASS.store(0, Ordering::Relaxed);
+}
+
+/// How long ago the live loop completed its last pass, if one runs.
+pub fn since_last_pass() -> Option<Duration> {
+    since(LAST_PASS.load(Ordering::Relaxed), ms_since_epoch(Instant::now()))
+}
+
+fn since(last: u64, now_ms: u64) -> Option<Duration> {
+    (last > 0).then(|| Duration::from_millis(now_ms.saturating_sub(last - 1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_loop_is_no_age_and_a_pass_is_aged_from_its_instant() {
+        assert_eq!(since(0, 5_000), None);
+        assert_eq!(since(1_001, 5_000), Some(Duration::from_millis(4_000)));
+        assert_eq!(since(1, 0), Some(Duration::ZERO));
+    }
 }
