@@ -875,8 +875,13 @@ fn check(pg: &Pg, dir: &Path, stopped_at_ms: i64) -> Tally {
         t.due_before_cutoff += 1;
         if !st.is_terminal() {
             bad.push(format!(
-                "run {id} ({key}, due {} ms before the stop) left {state} ({why:?}, {n} attempts)",
-                stopped_at_ms - due
+                "run {id} ({key}, due {} ms before the stop) left {state} ({why:?}, {n} attempts); \
+                 next check {:?} ms before the stop; its trace:\n{}",
+                stopped_at_ms - due,
+                pg.rows("SELECT next_check_at FROM runs WHERE id = $1", &[&id])[0]
+                    .get::<_, Option<i64>>(0)
+                    .map(|at| stopped_at_ms - at),
+                trace_of(pg, id)
             ));
         } else if st != RunState::Succeeded && why.as_deref().is_none_or(str::is_empty) {
             bad.push(format!("run {id} ({key}) {state} without a reason"));
@@ -917,6 +922,26 @@ fn check(pg: &Pg, dir: &Path, stopped_at_ms: i64) -> Tally {
         bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
     t
+}
+
+/// Run `id`'s events, one a line (for a violation's message).
+fn trace_of(pg: &Pg, id: i64) -> String {
+    pg.rows(
+        "SELECT id, at, kind, left(detail, 240) FROM events WHERE run_id = $1 ORDER BY id",
+        &[&id],
+    )
+    .iter()
+    .map(|r| {
+        format!(
+            "  #{} {} {} {}",
+            r.get::<_, i64>(0),
+            r.get::<_, i64>(1),
+            r.get::<_, String>(2),
+            r.get::<_, String>(3)
+        )
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
 }
 
 /// Real work happened: most windows succeeded, and every scheduler in
