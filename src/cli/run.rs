@@ -47,6 +47,10 @@ where
 /// clock again.
 const CLOCK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// A new reading of the database's clock replaces the last one only if its
+/// round trip took at most this (its error is at most half of it).
+const TRUSTED_ROUND_TRIP_MS: i64 = 200;
+
 /// The clock a scheduler runs on: this machine's for an embedded ledger; for
 /// a PostgreSQL one, the database's (this machine's moved by the measured
 /// offset, measured again every [`CLOCK_EVERY`]), so that the schedulers
@@ -54,7 +58,7 @@ const CLOCK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 /// clocks drift.
 pub(super) fn scheduler_clock(store: &Arc<Store>) -> Arc<dyn crate::time::Clock> {
     let offset = match store.database_offset_ms() {
-        Ok(Some(ms)) => ms,
+        Ok(Some(reading)) => reading.offset_ms,
         Ok(None) => return Arc::new(SystemClock),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the database's clock; using this machine's until it can");
@@ -77,8 +81,13 @@ pub(super) fn scheduler_clock(store: &Arc<Store>) -> Arc<dyn crate::time::Clock>
             loop {
                 std::thread::sleep(CLOCK_EVERY);
                 let Some(store) = weak.upgrade() else { return };
-                if let Ok(Some(ms)) = store.database_offset_ms() {
-                    measured.set_offset_ms(ms);
+                // A reading slower than this says more about this
+                // process's stalls (a freeze, a starved machine) than
+                // about the clocks: the last good one stays.
+                if let Ok(Some(reading)) = store.database_offset_ms()
+                    && reading.round_trip_ms <= TRUSTED_ROUND_TRIP_MS
+                {
+                    measured.set_offset_ms(reading.offset_ms);
                 }
             }
         });

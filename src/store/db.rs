@@ -560,6 +560,33 @@ fn control(conn: super::exec::Conn<'_>, sql: &'static str) -> Result<()> {
     }
 }
 
+/// How many readings of the database's clock [`Store::database_offset_ms`]
+/// takes.
+pub const CLOCK_READINGS: usize = 5;
+
+/// The database's clock against this machine's: `offset_ms` ahead, read in
+/// a round trip of `round_trip_ms` (the offset is right within half of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockReading {
+    pub offset_ms: i64,
+    pub round_trip_ms: i64,
+}
+
+/// Of (before, database, after) readings in ms, the one with the shortest
+/// round trip, as an offset from the round trip's middle.
+fn best_reading(readings: &[(i64, i64, i64)]) -> Option<ClockReading> {
+    readings
+        .iter()
+        .map(|&(before, db, after)| {
+            let round_trip_ms = (after - before).max(0);
+            ClockReading {
+                offset_ms: db - (before + round_trip_ms / 2),
+                round_trip_ms,
+            }
+        })
+        .min_by_key(|r| r.round_trip_ms)
+}
+
 /// A handle inside one transaction; every query lives here so callers can batch
 /// several in one atomic unit.
 /// The store's prepared statements for its fixed SQL, keyed by where the
@@ -868,22 +895,30 @@ impl Store {
         self.postgres
     }
 
-    /// How far the database's clock is ahead of this machine's, in ms
-    /// (`agentcron_now_ms()` against the middle of the round trip that read
-    /// it); `None` for an embedded ledger, whose clock is this machine's.
-    pub fn database_offset_ms(&self) -> Result<Option<i64>> {
+    /// How far the database's clock is ahead of this machine's, in ms, and
+    /// how long the reading that says so took; `None` for an embedded
+    /// ledger, whose clock is this machine's. NTP's way: of
+    /// [`CLOCK_READINGS`] readings of `agentcron_now_ms()`, each against the
+    /// middle of its round trip, the one with the shortest round trip, whose
+    /// error is at most half of it. One reading alone was as wrong as half a
+    /// slow round trip: on a loaded machine two schedulers' clocks disagreed
+    /// by tens of ms, and one's attempt seemed to start before the other's
+    /// previous attempt of the same run had ended.
+    pub fn database_offset_ms(&self) -> Result<Option<ClockReading>> {
         if !self.postgres {
             return Ok(None);
         }
-        let before = chrono::Utc::now();
-        let db: i64 = self.read(|tx| {
-            tx.one(super::exec::Sql::Text(super::pg::session::NOW_MS), &[], |r| {
-                r.get(0)
-            })
-        })?;
-        let after = chrono::Utc::now();
-        let middle = before.timestamp_millis() + (after - before).num_milliseconds() / 2;
-        Ok(Some(db - middle))
+        let mut readings = Vec::with_capacity(CLOCK_READINGS);
+        for _ in 0..CLOCK_READINGS {
+            let before = chrono::Utc::now().timestamp_millis();
+            let db: i64 = self.read(|tx| {
+                tx.one(super::exec::Sql::Text(super::pg::session::NOW_MS), &[], |r| {
+                    r.get(0)
+                })
+            })?;
+            readings.push((before, db, chrono::Utc::now().timestamp_millis()));
+        }
+        Ok(best_reading(&readings))
     }
 
     /// A private database in memory, for tests and rehearsals.
@@ -1306,5 +1341,29 @@ impl Tx<'_> {
             .into_iter()
             .map(|(name, sql)| Ok((name, schema::query_plan(conn, &sql)?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    #[test]
+    fn the_reading_with_the_shortest_round_trip_is_the_one_kept() {
+        // (before, database, after): a slow round trip whose middle is far
+        // from the instant the database read its clock, then a quick one.
+        let readings = [
+            (1_000, 1_010, 1_200),
+            (2_000, 2_013, 2_004),
+            (3_000, 3_040, 3_100),
+        ];
+        assert_eq!(
+            best_reading(&readings),
+            Some(ClockReading {
+                offset_ms: 11,
+                round_trip_ms: 4
+            })
+        );
+        assert_eq!(best_reading(&[]), None);
     }
 }

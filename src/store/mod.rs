@@ -52,7 +52,7 @@ pub mod types;
 pub use apply::{Applied, opens_claimed};
 pub use backlog::Backlog;
 pub use config_versions::{ConfigStatus, ConfigVersion, ScheduleVersion};
-pub use db::{Store, Tx};
+pub use db::{CLOCK_READINGS, ClockReading, Store, Tx};
 pub use fxmap::{FastMap, FxHasher};
 pub use runs::opened_run;
 pub use schema::SCHEMA_VERSION;
