@@ -256,11 +256,12 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
     )
 }
 
-/// Alive unless the process's live loop is stuck: it has not completed a
-/// pass for [`crate::engine::tick_time::STUCK_AFTER`] (a liveness probe then
-/// restarts it; its runs' leases lapse and other schedulers take them over).
+/// Alive unless the process's live loop is stuck: it has shown no progress
+/// (a pass completed, leases renewed while it waits for gates) for
+/// [`crate::engine::tick_time::STUCK_AFTER`] (a liveness probe then restarts
+/// it; its runs' leases lapse and other schedulers take them over).
 async fn livez() -> Response {
-    match stuck(crate::engine::tick_time::since_last_pass()) {
+    match stuck(crate::engine::tick_time::since_progress()) {
         None => axum::Json(json!({"alive": true})).into_response(),
         Some(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -270,13 +271,13 @@ async fn livez() -> Response {
     }
 }
 
-/// Why the live loop counts as stuck, from how long ago it last completed a
-/// pass (`None`: no live loop in this process).
-fn stuck(since_last_pass: Option<std::time::Duration>) -> Option<String> {
-    let age = since_last_pass?;
+/// Why the live loop counts as stuck, from how long ago it last made
+/// progress (`None`: no live loop in this process).
+fn stuck(since_progress: Option<std::time::Duration>) -> Option<String> {
+    let age = since_progress?;
     (age > crate::engine::tick_time::STUCK_AFTER).then(|| {
         format!(
-            "the scheduler's loop has not completed a pass for {} s (stuck after {} s)",
+            "the scheduler's loop has made no progress for {} s (stuck after {} s)",
             age.as_secs(),
             crate::engine::tick_time::STUCK_AFTER.as_secs()
         )
@@ -726,7 +727,7 @@ mod tests {
         assert_eq!(stuck(Some(Duration::from_millis(400))), None);
         assert_eq!(stuck(Some(STUCK_AFTER)), None);
         let why = stuck(Some(STUCK_AFTER + Duration::from_secs(3))).unwrap();
-        assert!(why.contains("has not completed a pass for 123 s"), "{why}");
+        assert!(why.contains("has made no progress for 123 s"), "{why}");
     }
 
     #[test]

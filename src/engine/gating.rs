@@ -193,6 +193,8 @@ impl Engine {
             // Between answers: the attempts this process runs keep their leases.
             let now = self.clock.now();
             self.renew_leases(now)?;
+            // A long wait for gates is progress, not a stuck loop (`/livez`).
+            super::tick_time::progressed();
         }
         if answered.is_empty() {
             return Ok(());

@@ -220,15 +220,15 @@ impl Engine {
         mut stop_now: Option<tokio::sync::watch::Receiver<bool>>,
     ) -> Result<()> {
         tokio::pin!(shutdown);
-        // `/livez` ages the loop's last pass from now until it ends, however.
-        struct Running;
-        impl Drop for Running {
+        // `/livez` ages the loop's last progress from now until it ends, however.
+        struct LoopAlive;
+        impl Drop for LoopAlive {
             fn drop(&mut self) {
                 super::tick_time::loop_ended();
             }
         }
-        super::tick_time::passed();
-        let _running = Running;
+        super::tick_time::progressed();
+        let _alive = LoopAlive;
         let mut alarm = Alarm::new();
         crate::process::prestart_supervisor();
         let mut log_after = self.store.read(|tx| tx.max_event_id())?;
@@ -244,7 +244,7 @@ impl Engine {
             let began = Instant::now();
             let passed = blocking(|| self.pass());
             super::tick_time::observe(began.elapsed());
-            super::tick_time::passed();
+            super::tick_time::progressed();
             passed?;
             log_after = self.log_events(log_after).unwrap_or(log_after);
             let now = self.clock.now();
@@ -447,7 +447,7 @@ impl Engine {
         let began = Instant::now();
         let ticked = blocking(|| self.tick());
         super::tick_time::observe(began.elapsed());
-        super::tick_time::passed();
+        super::tick_time::progressed();
         ticked
     }
 

@@ -1,6 +1,6 @@
 //! How long the live loop's ticks take, as `/metrics` shows it
 //! (`agentcron_tick_duration_seconds`), and when it last completed one, as
-//! `/livez` tells it. One of each per process: a process runs one live
+//! `/livez` tells it (when it last made progress). One of each per process: a process runs one live
 //! scheduler (`run --headless`, or the console's), and the HTTP server that
 //! exposes it is built apart from the engine.
 
@@ -27,35 +27,41 @@ pub fn histogram() -> Histogram {
     TICKS.clone()
 }
 
-/// A live loop that has not completed a pass for this long is stuck: every
-/// wait inside a pass is bounded far below it (a PostgreSQL lock wait 10 s, a
-/// locked SQLite file 5 s a try, a gate its own timeout), and between passes
-/// the loop sleeps at most half a second.
+/// A live loop that has shown no progress for this long is stuck. It shows
+/// progress at the end of each pass and, while a pass waits for gates (up to
+/// a third of the lease), each time it renews leases meanwhile; every other
+/// wait inside a pass is bounded far below this (a PostgreSQL lock wait
+/// 10 s, a locked SQLite file 5 s a try), and between passes the loop sleeps
+/// at most half a second.
 pub const STUCK_AFTER: Duration = Duration::from_secs(120);
 
 static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 
-/// When the live loop last completed a pass, in ms after [`EPOCH`], plus one;
+/// When the live loop last showed progress, in ms after [`EPOCH`], plus one;
 /// 0 while no live loop runs.
-static LAST_PASS: AtomicU64 = AtomicU64::new(0);
+static LAST_PROGRESS: AtomicU64 = AtomicU64::new(0);
 
 fn ms_since_epoch(at: Instant) -> u64 {
     u64::try_from(at.saturating_duration_since(*EPOCH).as_millis()).unwrap_or(u64::MAX - 1)
 }
 
-/// The live loop completed a pass now.
-pub(crate) fn passed() {
-    LAST_PASS.store(ms_since_epoch(Instant::now()) + 1, Ordering::Relaxed);
+/// The live loop made progress now: it completed a pass, or renewed leases
+/// while a pass waits for gates.
+pub(crate) fn progressed() {
+    LAST_PROGRESS.store(ms_since_epoch(Instant::now()) + 1, Ordering::Relaxed);
 }
 
 /// The live loop ended (a stopped scheduler is not a stuck one).
 pub(crate) fn loop_ended() {
-    LAST_PASS.store(0, Ordering::Relaxed);
+    LAST_PROGRESS.store(0, Ordering::Relaxed);
 }
 
-/// How long ago the live loop completed its last pass, if one runs.
-pub fn since_last_pass() -> Option<Duration> {
-    since(LAST_PASS.load(Ordering::Relaxed), ms_since_epoch(Instant::now()))
+/// How long ago the live loop last made progress, if one runs.
+pub fn since_progress() -> Option<Duration> {
+    since(
+        LAST_PROGRESS.load(Ordering::Relaxed),
+        ms_since_epoch(Instant::now()),
+    )
 }
 
 fn since(last: u64, now_ms: u64) -> Option<Duration> {
