@@ -20,6 +20,29 @@ fn modelled(store: Store) -> EngineStore {
     EngineStore::new(std::sync::Arc::new(store))
 }
 
+/// `f` with the file's path and two modelled stores on one new SQLite file.
+fn on_a_file(f: impl FnOnce(&Path, &EngineStore, &EngineStore)) {
+    let (_dir, path) = temp_db();
+    f(
+        &path,
+        &modelled(Store::open(&path).unwrap()),
+        &modelled(Store::open(&path).unwrap()),
+    );
+}
+
+/// `f` with the URL and two modelled stores on a new PostgreSQL database
+/// named for `test` (nothing without a server).
+fn on_postgres(test: &str, f: impl FnOnce(&Path, &EngineStore, &EngineStore)) {
+    if let Some(url) = pg_database(test) {
+        let url = Path::new(&url);
+        f(
+            url,
+            &modelled(Store::open(url).unwrap()),
+            &modelled(Store::open(url).unwrap()),
+        );
+    }
+}
+
 fn paused(store: &EngineStore, schedule: &str) -> bool {
     store.read(|tx| tx.schedule_state(schedule)).unwrap().paused
 }
@@ -67,24 +90,16 @@ fn two_stores_see_each_others_writes(a: &EngineStore, b: &EngineStore) {
 
 #[test]
 fn a_state_changed_by_another_store_on_the_file_is_read_fresh() {
-    let (_dir, path) = temp_db();
-    let a = modelled(Store::open(&path).unwrap());
-    let b = modelled(Store::open(&path).unwrap());
-    two_stores_see_each_others_writes(&a, &b);
+    on_a_file(|_, a, b| two_stores_see_each_others_writes(a, b));
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_state_changed_by_another_store_on_postgresql_is_read_fresh() {
-    if let Some(url) =
-        pg_database("engine_model::a_state_changed_by_another_store_on_postgresql_is_read_fresh")
-    {
-        let url = Path::new(&url);
-        two_stores_see_each_others_writes(
-            &modelled(Store::open(url).unwrap()),
-            &modelled(Store::open(url).unwrap()),
-        );
-    }
+    on_postgres(
+        "engine_model::a_state_changed_by_another_store_on_postgresql_is_read_fresh",
+        |_, a, b| two_stores_see_each_others_writes(a, b),
+    );
 }
 
 #[test]
@@ -257,25 +272,16 @@ fn kept(store: &EngineStore) -> RunningCounts {
 
 #[test]
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores() {
-    let (_dir, path) = temp_db();
-    kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
-        &modelled(Store::open(&path).unwrap()),
-        &modelled(Store::open(&path).unwrap()),
-    );
+    on_a_file(|_, a, b| kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a, b));
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on_postgres() {
-    if let Some(url) =
-        pg_database("engine_model::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores")
-    {
-        let url = Path::new(&url);
-        kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(
-            &modelled(Store::open(url).unwrap()),
-            &modelled(Store::open(url).unwrap()),
-        );
-    }
+    on_postgres(
+        "engine_model::kept_running_counts_follow_claims_ends_rollbacks_and_other_stores",
+        |_, a, b| kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a, b),
+    );
 }
 
 fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &EngineStore, b: &EngineStore) {
@@ -327,23 +333,16 @@ fn kept_running_counts_follow_claims_ends_rollbacks_and_other_stores_on(a: &Engi
 
 #[test]
 fn a_run_read_again_is_what_the_database_holds() {
-    let (_dir, path) = temp_db();
-    a_run_read_again_is_what_the_database_holds_on(
-        &modelled(Store::open(&path).unwrap()),
-        &modelled(Store::open(&path).unwrap()),
-    );
+    on_a_file(|_, a, b| a_run_read_again_is_what_the_database_holds_on(a, b));
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn a_run_read_again_is_what_the_database_holds_on_postgres() {
-    if let Some(url) = pg_database("engine_model::a_run_read_again_is_what_the_database_holds") {
-        let url = Path::new(&url);
-        a_run_read_again_is_what_the_database_holds_on(
-            &modelled(Store::open(url).unwrap()),
-            &modelled(Store::open(url).unwrap()),
-        );
-    }
+    on_postgres(
+        "engine_model::a_run_read_again_is_what_the_database_holds",
+        |_, a, b| a_run_read_again_is_what_the_database_holds_on(a, b),
+    );
 }
 
 fn a_run_read_again_is_what_the_database_holds_on(a: &EngineStore, b: &EngineStore) {
@@ -412,25 +411,16 @@ fn finish(tx: &Tx, run: &Run, to: RunState, why: Option<&str>) -> Run {
 
 #[test]
 fn kept_execution_memory_is_what_the_database_holds() {
-    let (_dir, path) = temp_db();
-    kept_execution_memory_is_what_the_database_holds_on(
-        &path,
-        &modelled(Store::open(&path).unwrap()),
-        &modelled(Store::open(&path).unwrap()),
-    );
+    on_a_file(kept_execution_memory_is_what_the_database_holds_on);
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_execution_memory_is_what_the_database_holds_on_postgres() {
-    if let Some(url) = pg_database("engine_model::kept_execution_memory_is_what_the_database_holds") {
-        let url = Path::new(&url);
-        kept_execution_memory_is_what_the_database_holds_on(
-            url,
-            &modelled(Store::open(url).unwrap()),
-            &modelled(Store::open(url).unwrap()),
-        );
-    }
+    on_postgres(
+        "engine_model::kept_execution_memory_is_what_the_database_holds",
+        kept_execution_memory_is_what_the_database_holds_on,
+    );
 }
 
 fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &EngineStore, b: &EngineStore) {
@@ -537,23 +527,16 @@ fn kept_execution_memory_is_what_the_database_holds_on(path: &Path, a: &EngineSt
 
 #[test]
 fn kept_spend_is_what_the_database_holds() {
-    let (_dir, path) = temp_db();
-    kept_spend_is_what_the_database_holds_on(
-        &modelled(Store::open(&path).unwrap()),
-        &modelled(Store::open(&path).unwrap()),
-    );
+    on_a_file(|_, a, b| kept_spend_is_what_the_database_holds_on(a, b));
 }
 
 #[test]
 #[ignore = "needs PostgreSQL: .ci/with-postgres cargo test -- --include-ignored"]
 fn kept_spend_is_what_the_database_holds_on_postgres() {
-    if let Some(url) = pg_database("engine_model::kept_spend_is_what_the_database_holds") {
-        let url = Path::new(&url);
-        kept_spend_is_what_the_database_holds_on(
-            &modelled(Store::open(url).unwrap()),
-            &modelled(Store::open(url).unwrap()),
-        );
-    }
+    on_postgres(
+        "engine_model::kept_spend_is_what_the_database_holds",
+        |_, a, b| kept_spend_is_what_the_database_holds_on(a, b),
+    );
 }
 
 /// A budgeted schedule's spend for the day, kept by the model: it follows

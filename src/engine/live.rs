@@ -103,16 +103,14 @@ impl Alarm {
         }
         self.last += 1;
         let me = self.last;
-        if self.set.send((me, at)).is_err() {
-            // No alarm thread: tokio's timer.
-            tokio::time::sleep_until(at.into()).await;
-            return;
-        }
-        while let Some(n) = self.rung.recv().await {
-            if n == me {
-                return;
+        if self.set.send((me, at)).is_ok() {
+            while let Some(n) = self.rung.recv().await {
+                if n == me {
+                    return;
+                }
             }
         }
+        // No alarm thread (none could start): tokio's timer.
         tokio::time::sleep_until(at.into()).await;
     }
 }
